@@ -1,0 +1,91 @@
+"""Every tunable constant in one pydantic model.
+
+Defaults reproduce the original OpenClaw "enhanced-memory" skill where it had a
+value (weights, thresholds, boosts, batch sizes); the ``profile`` picks which
+scoring recipe the retriever runs.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Profile = Literal["default", "original", "bm25", "vector"]
+
+CORE_FILES: tuple[str, ...] = (
+    "MEMORY.md",
+    "memory.md",
+    "AGENTS.md",
+    "USER.md",
+    "SOUL.md",
+    "research.md",
+)
+
+
+class FusionWeights(BaseModel):
+    """Linear weights of the four signals."""
+
+    model_config = ConfigDict(frozen=True)
+
+    vector: float = 0.4
+    keyword: float = 0.25
+    header: float = 0.1
+    filepath: float = 0.25
+
+
+class MemorySettings(BaseModel):
+    """Settings of discovery, chunking, indexing and scoring.
+
+    The defaults are the original skill's constants; ``profile`` switches the
+    scoring recipe (``original`` replays the original skill's algorithm).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: Profile = "default"
+
+    # --- discovery -------------------------------------------------------
+    include: tuple[str, ...] = ("memory/**/*.md",) + CORE_FILES
+    exclude: tuple[str, ...] = ()
+
+    # --- chunking --------------------------------------------------------
+    max_header_level: int = Field(4, ge=1, le=6)
+    min_chunk_chars: int = Field(20, ge=0, description="chunks this short or shorter are dropped")
+    max_chunk_chars: int = Field(4000, ge=200, description="longer sections split at blank lines")
+
+    # --- embedding -------------------------------------------------------
+    embed_batch_size: int = Field(20, ge=1)
+    embed_max_chars: int = Field(2000, ge=100)
+    embed_timeout_s: float = Field(30.0, gt=0)
+    embed_retries: int = Field(3, ge=0)
+
+    # --- fusion ----------------------------------------------------------
+    weights: FusionWeights = FusionWeights()
+    adaptive_keyword_threshold: float = 0.1
+    adaptive_weights: FusionWeights = FusionWeights(
+        vector=0.85, keyword=0.05, header=0.05, filepath=0.05
+    )
+
+    # --- temporal routing -----------------------------------------------
+    temporal_boost: float = 3.0
+    range_boost: float = 1.5
+
+    # --- pseudo-relevance feedback --------------------------------------
+    prf_enabled: bool = True
+    prf_threshold: float = 0.45
+    prf_top_docs: int = 3
+    prf_max_terms: int = 5
+    prf_min_term_len: int = 4
+    prf_min_count: int = 2
+
+    # --- BM25 (default profile) -----------------------------------------
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+
+    # --- output ----------------------------------------------------------
+    snippet_chars: int = Field(700, ge=1)
+
+    def with_profile(self, profile: Profile) -> MemorySettings:
+        """Return a copy that runs ``profile``."""
+        return self.model_copy(update={"profile": profile})
