@@ -70,6 +70,7 @@ class MemorySettings(BaseModel):
     # --- temporal routing -----------------------------------------------
     temporal_boost: float = 3.0
     range_boost: float = 1.5
+    date_prior: float = Field(0.05, ge=0, description="added per unit of boost above 1")
 
     # --- pseudo-relevance feedback --------------------------------------
     prf_enabled: bool = True

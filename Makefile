@@ -1,0 +1,30 @@
+# `make demo` and `make test` set everything up on a fresh machine (Python >= 3.10 and pip).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+NOW    ?= 2026-12-02T09:00:00
+
+.PHONY: demo test lint reliability bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[local,agent,test,lint]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/enhanced-memory index --workspace examples/workspace
+	$(BIN)/enhanced-memory search --workspace examples/workspace --now $(NOW) "what did we decide about the database migration?"
+	$(BIN)/enhanced-memory search --workspace examples/workspace --now $(NOW) "what did I do yesterday?" --k 3
+	$(BIN)/enhanced-memory search --workspace examples/workspace --now $(NOW) "上周一 星河项目 讨论了什么" --k 3 --json
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) examples/workspace/.enhanced-memory

@@ -1,0 +1,130 @@
+"""``EnhancedMemoryRetriever``: the hybrid memory search as a LangChain retriever."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from .search import Hit, MemorySearch, SearchResponse
+from .settings import MemorySettings
+
+
+def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
+    """A search hit as a ``Document`` whose metadata an agent can cite."""
+    metadata: dict[str, Any] = {
+        "path": hit.path,
+        "startLine": hit.start_line,
+        "endLine": hit.end_line,
+        "header": hit.header,
+        "headers": hit.headers,
+        "kind": hit.kind,
+        "date": hit.date,
+        "score": hit.score,
+        "signals": hit.signals,
+        "provider": response.provider,
+        "model": response.model,
+        "fallback": response.fallback,
+    }
+    if response.temporal_dates:
+        metadata["temporal_dates"] = response.temporal_dates
+    if response.prf_terms:
+        metadata["prf_terms"] = response.prf_terms
+    return Document(page_content=hit.text, metadata=metadata)
+
+
+class EnhancedMemoryRetriever(BaseRetriever):
+    """Hybrid, date-aware search over an agent's markdown memory.
+
+    Fuses vector similarity, keyword (BM25), header and file-path matches,
+    boosts the daily notes of dates named in the query ("yesterday", "Feb 8",
+    "上周一") and keeps a persistent incremental index in the workspace.
+
+    Example:
+        .. code-block:: python
+
+            from datetime import datetime
+            from langchain_enhanced_memory import EnhancedMemoryRetriever
+
+            retriever = EnhancedMemoryRetriever(workspace="~/.openclaw/workspace", k=5)
+            docs = retriever.invoke("what did we decide yesterday?", now=datetime(2026, 2, 9))
+            for d in docs:
+                print(d.metadata["path"], d.metadata["startLine"], d.metadata["score"])
+
+    Args:
+        workspace: Folder holding ``MEMORY.md`` and ``memory/``.
+        embeddings: Any LangChain ``Embeddings``; when set, ``embedder`` is ignored.
+        embedder: ``auto`` (Ollama, then the local model, then keyword-only),
+            ``ollama``, ``local`` or ``none``.
+        model: Ollama model name (default ``nomic-embed-text``).
+        ollama_url: Ollama base URL.
+        k: Number of documents to return.
+        settings: Weights, thresholds and the scoring profile.
+        index_path: Where the SQLite index lives (default: inside the workspace).
+        auto_index: Update a stale index before searching.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    workspace: str | Path
+    embeddings: Embeddings | None = None
+    embedder: str = "auto"
+    model: str | None = None
+    ollama_url: str | None = None
+    k: int = 5
+    settings: MemorySettings = Field(default_factory=MemorySettings)
+    index_path: str | Path | None = None
+    auto_index: bool = True
+
+    _engine: MemorySearch | None = PrivateAttr(default=None)
+
+    @property
+    def engine(self) -> MemorySearch:
+        """The underlying search engine (created on first use)."""
+        if self._engine is None:
+            self._engine = MemorySearch(
+                self.workspace,
+                settings=self.settings,
+                embedder=self.embedder,
+                model=self.model,
+                ollama_url=self.ollama_url,
+                embeddings=self.embeddings,
+                index_path=self.index_path,
+                auto_index=self.auto_index,
+            )
+        return self._engine
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        now: datetime | date | None = None,
+    ) -> list[Document]:
+        response = self.engine.search(query, k=self.k if k is None else k, now=now)
+        return [hit_to_document(h, response) for h in response.hits]
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        now: datetime | date | None = None,
+    ) -> list[Document]:
+        # The engine is CPU-bound numpy plus SQLite: run it off the event loop.
+        response = await asyncio.to_thread(
+            self.engine.search, query, self.k if k is None else k, now
+        )
+        return [hit_to_document(h, response) for h in response.hits]

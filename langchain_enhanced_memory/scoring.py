@@ -1,0 +1,223 @@
+"""Pure scoring functions over arrays: no I/O, no global state.
+
+Each lexical field (chunk text, header chain, file path) is an inverted index
+(:class:`Postings`) built once at index time; a query touches only the posting
+lists of its own terms, so scoring cost grows with matches, not corpus size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .settings import FusionWeights
+
+
+@dataclass(frozen=True)
+class Postings:
+    """Term -> documents inverted index in CSC layout (one column per term).
+
+    Attributes:
+        vocab: Term to column id.
+        indptr: ``docs[indptr[t]:indptr[t+1]]`` are the documents holding term ``t``.
+        docs: Document ids, grouped by term.
+        tf: Term frequency aligned with ``docs``.
+        doc_len: Number of terms in each document.
+    """
+
+    vocab: dict[str, int]
+    indptr: np.ndarray
+    docs: np.ndarray
+    tf: np.ndarray
+    doc_len: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents."""
+        return int(self.doc_len.shape[0])
+
+    @classmethod
+    def build(cls, documents: Iterable[Sequence[str]]) -> Postings:
+        """Build from each document's terms (repeats counted)."""
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        doc_ids: list[int] = []
+        counts: list[int] = []
+        lengths: list[int] = []
+        for d, terms in enumerate(documents):
+            lengths.append(len(terms))
+            for term, c in Counter(terms).items():
+                term_ids.append(vocab.setdefault(term, len(vocab)))
+                doc_ids.append(d)
+                counts.append(c)
+        t = np.asarray(term_ids, dtype=np.int64)
+        order = np.argsort(t, kind="stable")
+        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(t, minlength=len(vocab)), out=indptr[1:])
+        return cls(
+            vocab=vocab,
+            indptr=indptr,
+            docs=np.asarray(doc_ids, dtype=np.int32)[order],
+            tf=np.asarray(counts, dtype=np.float32)[order],
+            doc_len=np.asarray(lengths, dtype=np.float32),
+        )
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and term frequencies of ``term`` (empty when unknown)."""
+        t = self.vocab.get(term)
+        if t is None:
+            return self.docs[:0], self.tf[:0]
+        lo, hi = self.indptr[t], self.indptr[t + 1]
+        return self.docs[lo:hi], self.tf[lo:hi]
+
+
+def bm25(post: Postings, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+    """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``."""
+    scores = np.zeros(post.n_docs, dtype=np.float32)
+    if post.n_docs == 0:
+        return scores
+    avgdl = max(float(post.doc_len.mean()), 1e-9)
+    for term in terms:
+        docs, tf = post.column(term)
+        if docs.size == 0:
+            continue
+        idf = math.log1p((post.n_docs - docs.size + 0.5) / (docs.size + 0.5))
+        norm = k1 * (1.0 - b + b * post.doc_len[docs] / avgdl)
+        scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm)
+    return scores
+
+
+def match_fraction(post: Postings, terms: Sequence[str]) -> np.ndarray:
+    """Share of ``terms`` present (as whole terms) in each document."""
+    scores = np.zeros(post.n_docs, dtype=np.float32)
+    if not terms:
+        return scores
+    for term in terms:
+        scores[post.column(term)[0]] += 1.0
+    return scores / len(terms)
+
+
+def substring_fraction(texts: Sequence[str], words: Sequence[str]) -> np.ndarray:
+    """The original skill's overlap: share of ``words`` found as substrings of each text.
+
+    ``texts`` must already be lowercased. Kept only to replay the original
+    ("art" matches "start"); the default profile uses whole terms.
+    """
+    if not words:
+        return np.zeros(len(texts), dtype=np.float32)
+    return np.fromiter(
+        (sum(w in t for w in words) / len(words) for t in texts), dtype=np.float32, count=len(texts)
+    )
+
+
+def max_normalize(scores: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] by the maximum (all zeros stay zeros)."""
+    top = float(scores.max()) if scores.size else 0.0
+    return scores / top if top > 0 else scores
+
+
+def minmax_normalize(scores: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] by min and max; a constant array becomes zeros."""
+    if scores.size == 0:
+        return scores
+    lo, hi = float(scores.min()), float(scores.max())
+    if hi - lo < 1e-12:
+        return np.zeros_like(scores)
+    return (scores - lo) / (hi - lo)
+
+
+def fuse(
+    weights: FusionWeights,
+    vector: np.ndarray,
+    keyword: np.ndarray,
+    header: np.ndarray,
+    filepath: np.ndarray,
+) -> np.ndarray:
+    """Weighted sum of the four signals."""
+    return (
+        weights.vector * vector
+        + weights.keyword * keyword
+        + weights.header * header
+        + weights.filepath * filepath
+    ).astype(np.float32, copy=False)
+
+
+def without_vector(weights: FusionWeights) -> FusionWeights:
+    """Weights for keyword-only search: the vector share spread over the other three."""
+    rest = weights.keyword + weights.header + weights.filepath
+    if rest <= 0:
+        return FusionWeights(vector=0.0, keyword=1.0, header=0.0, filepath=0.0)
+    scale = (rest + weights.vector) / rest
+    return FusionWeights(
+        vector=0.0,
+        keyword=weights.keyword * scale,
+        header=weights.header * scale,
+        filepath=weights.filepath * scale,
+    )
+
+
+def date_multiplier(
+    chunk_days: np.ndarray,
+    days: Sequence[int],
+    ranges: Sequence[tuple[int, int]],
+    day_boost: float,
+    range_boost: float,
+) -> np.ndarray:
+    """Per-chunk boost for chunks of daily notes on the query's dates.
+
+    Args:
+        chunk_days: Date ordinal of each chunk's daily note, ``-1`` when undated.
+        days: Ordinals of single days named by the query (strongest boost).
+        ranges: Inclusive ordinal ranges (a weaker boost: a week is vaguer than a day).
+        day_boost: Multiplier for a named day.
+        range_boost: Multiplier inside a range.
+    """
+    mult = np.ones(chunk_days.shape[0], dtype=np.float32)
+    for lo, hi in ranges:
+        mult[(chunk_days >= lo) & (chunk_days <= hi)] = range_boost
+    if days:
+        mult[np.isin(chunk_days, np.asarray(days, dtype=chunk_days.dtype))] = day_boost
+    return mult
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best scores, best first (ties by lower index)."""
+    n = scores.shape[0]
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if k < n:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(n)
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def feedback_terms(
+    texts: Sequence[Sequence[str]],
+    exclude: Iterable[str],
+    *,
+    max_terms: int,
+    min_len: int,
+    min_count: int,
+) -> list[str]:
+    """Pseudo-relevance feedback: frequent terms of the top documents.
+
+    Args:
+        texts: Terms of each top document.
+        exclude: Terms never proposed (the query's own, stopwords).
+        max_terms: How many terms to return at most.
+        min_len: Shortest term accepted.
+        min_count: Fewest occurrences across ``texts``.
+    """
+    skip = set(exclude)
+    counts = Counter(t for terms in texts for t in terms)
+    picked = [
+        t
+        for t, c in counts.most_common()
+        if c >= min_count and len(t) >= min_len and t not in skip and not t.isdigit()
+    ]
+    return picked[:max_terms]

@@ -1,0 +1,394 @@
+"""The search engine: index upkeep, query embedding, profiles and ranking.
+
+This module does not import LangChain, so the command line can answer a query
+in a fresh process quickly; :mod:`.retriever` wraps it as a ``BaseRetriever``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import scoring
+from .dates import parse_dates
+from .index import MemoryIndex, Snapshot
+from .settings import MemorySettings
+from .text import (
+    STOPWORDS_EN,
+    STOPWORDS_QUERY,
+    original_query_words,
+    path_text,
+    query_terms,
+    tokenize,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+log = logging.getLogger("langchain_enhanced_memory")
+_WORD_RE = re.compile(r"\w+")
+
+
+@dataclass
+class Hit:
+    """One ranked chunk."""
+
+    path: str
+    start_line: int
+    end_line: int
+    header: str
+    headers: str
+    text: str
+    score: float
+    signals: dict[str, float]
+    kind: str
+    date: str | None
+
+
+@dataclass
+class SearchResponse:
+    """Ranked hits plus what produced them."""
+
+    hits: list[Hit]
+    provider: str
+    model: str | None
+    fallback: str | None = None
+    temporal_dates: list[str] = field(default_factory=list)
+    prf_terms: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Ranking:
+    """Scores of every chunk for one query (pure result of :func:`rank`)."""
+
+    scores: np.ndarray
+    signals: dict[str, np.ndarray]
+    temporal_dates: list[str]
+    prf_terms: list[str]
+
+
+def _strip_spans(query: str, spans: tuple[tuple[int, int], ...]) -> str:
+    for lo, hi in sorted(spans, reverse=True):
+        query = query[:lo] + " " + query[hi:]
+    return query
+
+
+def rank(
+    snap: Snapshot,
+    query: str,
+    now: datetime | date,
+    settings: MemorySettings,
+    qvec: np.ndarray | None,
+    embed_query: Any = None,
+) -> Ranking:
+    """Score every chunk of ``snap`` for ``query`` under ``settings.profile``.
+
+    Args:
+        snap: The index snapshot (with vectors when ``qvec`` is given).
+        query: The user's query.
+        now: The moment the query is asked; relative dates resolve against it.
+        settings: Weights, thresholds and the profile.
+        qvec: The L2-normalised query vector, or None for keyword-only.
+        embed_query: Embeds an expanded query (the original profile's PRF re-embeds).
+    """
+    if settings.profile == "original":
+        return _rank_original(snap, query, now, settings, qvec, embed_query)
+    n = len(snap)
+    vector = _cosine(snap, qvec)
+    if settings.profile == "vector":
+        return Ranking(vector, {"vector": vector}, [], [])
+    if settings.profile == "bm25":
+        keyword = scoring.bm25(
+            snap.text_post, query_terms(query), settings.bm25_k1, settings.bm25_b
+        )
+        return Ranking(keyword, {"keyword": keyword}, [], [])
+
+    dq = parse_dates(query, now)
+    terms = query_terms(_strip_spans(query, dq.spans))
+    signals = _lexical(snap, terms, settings)
+    signals["vector"] = vector
+    weights = settings.weights if qvec is not None else scoring.without_vector(settings.weights)
+    if (
+        qvec is not None
+        and float(signals.pop("_coverage").max(initial=0.0)) < settings.adaptive_keyword_threshold
+    ):
+        weights = settings.adaptive_weights
+    signals.pop("_coverage", None)
+    fused = scoring.fuse(
+        weights, vector, signals["keyword"], signals["header"], signals["filepath"]
+    )
+    mult = scoring.date_multiplier(
+        snap.day,
+        [d.toordinal() for d in dq.days],
+        [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
+        settings.temporal_boost,
+        settings.range_boost,
+    )
+    # The additive prior keeps a named day's note on top even when nothing else
+    # matches (keyword-only search for "what did I do yesterday?").
+    scores = fused * mult + (mult - 1.0) * settings.date_prior
+    signals["date_boost"] = mult
+    dates = [d.isoformat() for d in dq.days] + [
+        f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
+    ]
+
+    expansion: list[str] = []
+    if settings.prf_enabled and not dq and n and float(scores.max()) < settings.prf_threshold:
+        top = [i for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
+        expansion = scoring.feedback_terms(
+            [tokenize(snap.texts[i], stopwords=STOPWORDS_QUERY) for i in top],
+            terms,
+            max_terms=settings.prf_max_terms,
+            min_len=settings.prf_min_term_len,
+            min_count=settings.prf_min_count,
+        )
+        if expansion:
+            wide = _lexical(snap, terms + expansion, settings)
+            wide.pop("_coverage")
+            rescored = scoring.fuse(
+                weights, vector, wide["keyword"], wide["header"], wide["filepath"]
+            )
+            scores = np.maximum(scores, rescored * mult + (mult - 1.0) * settings.date_prior)
+    return Ranking(scores, signals, dates, expansion)
+
+
+def _cosine(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
+    if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
+        return np.zeros(len(snap), dtype=np.float32)
+    return snap.vectors @ qvec.astype(np.float32)
+
+
+def _lexical(snap: Snapshot, terms: list[str], settings: MemorySettings) -> dict[str, np.ndarray]:
+    """Keyword (BM25 scaled to [0, 1]), header and path signals for ``terms``."""
+    return {
+        "keyword": scoring.max_normalize(
+            scoring.bm25(snap.text_post, terms, settings.bm25_k1, settings.bm25_b)
+        ),
+        "header": scoring.match_fraction(snap.header_post, terms),
+        "filepath": scoring.match_fraction(snap.path_post, terms),
+        "_coverage": scoring.match_fraction(snap.text_post, terms),
+    }
+
+
+def _rank_original(
+    snap: Snapshot,
+    query: str,
+    now: datetime | date,
+    settings: MemorySettings,
+    qvec: np.ndarray | None,
+    embed_query: Any,
+) -> Ranking:
+    """The original skill's algorithm, replayed: substring overlap, its dates and PRF."""
+    headers = [h.lower() for h in snap.header]
+    paths = [path_text(p).lower() for p in snap.paths]
+    dq = parse_dates(query, now, original=True)
+    isos = [d.isoformat() for d in dq.days]
+    mult = np.asarray(
+        [settings.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
+        dtype=np.float32,
+    )
+
+    def score(q: str, qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        words = original_query_words(q)
+        sig = {
+            "vector": _cosine(snap, qv),
+            "keyword": scoring.substring_fraction(snap.lower_texts, words),
+            "header": scoring.substring_fraction(headers, words),
+            "filepath": scoring.substring_fraction(paths, words),
+        }
+        weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
+        if (
+            qv is not None
+            and float(sig["keyword"].max(initial=0.0)) < settings.adaptive_keyword_threshold
+        ):
+            weights = settings.adaptive_weights
+        fused = scoring.fuse(weights, sig["vector"], sig["keyword"], sig["header"], sig["filepath"])
+        return fused * mult, sig
+
+    scores, signals = score(query, qvec)
+    signals["date_boost"] = mult
+    expansion: list[str] = []
+    if (
+        settings.prf_enabled
+        and not dq
+        and len(snap)
+        and float(scores.max()) < settings.prf_threshold
+    ):
+        top = scoring.top_k(scores, settings.prf_top_docs)
+        words = set(original_query_words(query))
+        expansion = scoring.feedback_terms(
+            [_WORD_RE.findall((snap.texts[i] + " " + snap.paths[i]).lower()) for i in top],
+            words | STOPWORDS_EN,
+            max_terms=settings.prf_max_terms,
+            min_len=settings.prf_min_term_len,
+            min_count=settings.prf_min_count,
+        )
+        if expansion:
+            wide = query + " " + " ".join(expansion)
+            wide_vec = embed_query(wide) if (embed_query and qvec is not None) else None
+            rescored, _ = score(wide, wide_vec if wide_vec is not None else qvec)
+            scores = np.maximum(scores, rescored)
+    return Ranking(scores, signals, isos, expansion)
+
+
+class MemorySearch:
+    """Searches one workspace: keeps its index fresh and ranks chunks.
+
+    Args:
+        workspace: The workspace folder.
+        settings: Scoring and indexing settings.
+        embedder: ``auto``, ``ollama``, ``local`` or ``none``.
+        model: Embedding model name (Ollama), defaults to ``nomic-embed-text``.
+        ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
+        embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        index_path: Where the SQLite index lives.
+        auto_index: Bring a stale index up to date before searching.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path,
+        *,
+        settings: MemorySettings | None = None,
+        embedder: str = "auto",
+        model: str | None = None,
+        ollama_url: str | None = None,
+        embeddings: Embeddings | None = None,
+        index_path: str | Path | None = None,
+        auto_index: bool = True,
+    ) -> None:
+        self.settings = settings or MemorySettings()
+        self.index = MemoryIndex(workspace, self.settings, index_path)
+        self.embedder_kind = embedder
+        self.model_name = model
+        self.ollama_url = ollama_url
+        self.custom_embeddings = embeddings
+        self.auto_index = auto_index
+        self._choice: Any = None
+
+    # --------------------------------------------------------------- embedder
+    @property
+    def choice(self) -> Any:
+        """The resolved :class:`~.embeddings.EmbedderChoice` (resolved once, lazily)."""
+        if self._choice is None:
+            if self.embedder_kind == "none" and self.custom_embeddings is None:
+                from types import SimpleNamespace
+
+                # Skip importing the embeddings module: keyword-only must start fast.
+                self._choice = SimpleNamespace(
+                    embeddings=None, provider="none", model=None, fallback=None, reason=None
+                )
+            else:
+                from .embeddings import resolve_embedder
+
+                self._choice = resolve_embedder(
+                    self.embedder_kind,
+                    model=self.model_name,
+                    ollama_url=self.ollama_url,
+                    timeout_s=self.settings.embed_timeout_s,
+                    embeddings=self.custom_embeddings,
+                )
+                if self._choice.reason:
+                    log.warning("%s", self._choice.reason)
+        return self._choice
+
+    @property
+    def model_id(self) -> str | None:
+        """Key of this embedder's vectors in the embedding cache."""
+        c = self.choice
+        return f"{c.provider}/{c.model}" if c.embeddings is not None else None
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed documents with retries and validation (raises ``EmbeddingError``)."""
+        from .embeddings import embed_with_retry
+
+        emb = self.choice.embeddings
+        return embed_with_retry(
+            emb.embed_documents, texts, retries=self.settings.embed_retries, source=emb
+        )
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query (raises ``EmbeddingError``)."""
+        from .embeddings import embed_with_retry
+
+        emb = self.choice.embeddings
+        return embed_with_retry(lambda t: [emb.embed_query(t[0])], [text], retries=0, source=emb)[0]
+
+    # ----------------------------------------------------------------- index
+    def update_index(self, *, wait: bool = True, progress: Any = None) -> tuple[Any, int]:
+        """Sync the text state, then embed what lacks a vector.
+
+        Returns:
+            The sync report and the number of texts embedded. Raises
+            ``EmbeddingError`` when the embedder fails (text state is kept).
+        """
+        report = self.index.sync(wait=wait)
+        embedded = 0
+        if self.model_id is not None:
+            embedded = self.index.embed_missing(
+                self.model_id, self.embed_documents, progress=progress
+            )
+        return report, embedded
+
+    # ---------------------------------------------------------------- search
+    def search(self, query: str, k: int = 5, now: datetime | date | None = None) -> SearchResponse:
+        """Rank the workspace's chunks for ``query``.
+
+        Args:
+            query: What to look for.
+            k: How many hits to return.
+            now: When the query is asked (defaults to the current local time).
+        """
+        now = now or datetime.now()
+        choice = self.choice
+        fallback = choice.fallback
+        model_id = self.model_id
+        if self.auto_index and self.index.is_stale():
+            self.index.sync(wait=False)
+        qvec = None
+        if model_id is not None:
+            try:
+                if self.auto_index:
+                    self.index.embed_missing(model_id, self.embed_documents)
+                qvec = self.embed_query(query)
+            except Exception as exc:  # any embedder failure: answer keyword-only
+                log.warning("embedder failed, answering keyword-only: %s", exc)
+                fallback, model_id = "keyword-only", None
+        snap = self.index.snapshot(model_id)
+        if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
+            fallback, qvec = "keyword-only", None
+            snap = self.index.snapshot(None)
+        embed_q = self.embed_query if qvec is not None else None
+        ranking = rank(snap, query, now, self.settings, qvec, embed_q)
+        order = scoring.top_k(ranking.scores, k)
+        # A chunk that no signal matched is noise, not a result.
+        hits = [self._hit(snap, int(i), ranking) for i in order if ranking.scores[i] > 0]
+        return SearchResponse(
+            hits=hits,
+            provider=choice.provider,
+            model=choice.model,
+            fallback=fallback,
+            temporal_dates=ranking.temporal_dates,
+            prf_terms=ranking.prf_terms,
+        )
+
+    @staticmethod
+    def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:
+        return Hit(
+            path=snap.paths[i],
+            start_line=int(snap.start[i]),
+            end_line=int(snap.end[i]),
+            header=snap.header[i],
+            headers=snap.headers[i],
+            text=snap.texts[i],
+            score=round(float(ranking.scores[i]), 6),
+            signals={name: round(float(v[i]), 6) for name, v in ranking.signals.items()},
+            kind=snap.kinds[i],
+            date=snap.dates[i],
+        )

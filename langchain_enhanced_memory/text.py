@@ -1,0 +1,176 @@
+"""Tokenization shared by every lexical signal (keyword, header, path, PRF, logs).
+
+Latin words are matched whole and stemmed (Snowball English); runs of CJK
+ideographs become overlapping character bigrams (a lone ideograph stays a
+unigram), so "星河项目" matches "星河" without a segmenter. Text is NFKC
+normalised first, which folds full-width digits and letters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# The original skill's English stopword list (64 words).
+STOPWORDS_EN: frozenset[str] = frozenset(
+    """a an the and or but if then else when at by for with about against between into
+    through during before after above below to from up down in out on off over under again
+    further once here there all any both each few more most other some such no nor not only
+    own same so than too very can will just should now what which who whom this that these
+    those is are was were be been being have has had having do does did doing i me my we our
+    you your he him his she her it its they them their""".split()
+)
+# The stoplist the default profile uses on top: question words and chat filler that
+# carry no topic ("how", "tell", "remember" appear in queries, rarely in answers).
+STOPWORDS_QUERY: frozenset[str] = STOPWORDS_EN | frozenset(
+    """how why where whose would could may might must shall also yet us am let lets get got
+    tell know remember recall discuss discussed talk talked chat say said mention mentioned
+    like much many thing things something anything please ever""".split()
+)
+# Function words of written Chinese; a CJK run is cut at them before bigramming.
+STOPWORDS_ZH: tuple[str, ...] = (
+    "什么",
+    "怎么",
+    "怎样",
+    "哪些",
+    "哪个",
+    "哪里",
+    "我们",
+    "你们",
+    "他们",
+    "她们",
+    "一个",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "为什么",
+    "是否",
+    "的",
+    "了",
+    "是",
+    "在",
+    "我",
+    "你",
+    "他",
+    "她",
+    "它",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "呀",
+    "和",
+    "与",
+    "及",
+    "或",
+    "也",
+    "都",
+    "就",
+    "还",
+    "又",
+    "被",
+    "把",
+    "给",
+    "对",
+    "从",
+    "向",
+    "着",
+    "过",
+    "个",
+    "有",
+    "没",
+)
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
+_TOKEN_RE = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_KANA_HANGUL}]+)|(?P<word>[^\W_{_CJK}{_KANA_HANGUL}]+)"
+)
+_ZH_STOP_RE = re.compile("|".join(sorted(map(re.escape, STOPWORDS_ZH), key=len, reverse=True)))
+_WORD_RE = re.compile(r"\w+")
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise and casefold ``text``."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer  # PyStemmer: Snowball in C, imported on first use only
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """Snowball English stem of a lowercase word (digits and mixed tokens unchanged)."""
+    if not word.isalpha() or not word.isascii():
+        return word
+    return str(_stemmer().stemWord(word))
+
+
+def _cjk_grams(run: str) -> list[str]:
+    out: list[str] = []
+    for piece in _ZH_STOP_RE.split(run):
+        if len(piece) == 1:
+            out.append(piece)
+        else:
+            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+    return out
+
+
+def tokenize(
+    text: str, *, stopwords: frozenset[str] = STOPWORDS_EN, stemmed: bool = True
+) -> list[str]:
+    """Split ``text`` into index terms.
+
+    Args:
+        text: Any text; normalised with :func:`normalize`.
+        stopwords: Latin words to drop (after casefolding, before stemming).
+        stemmed: Whether Latin words are reduced to their Snowball stem.
+
+    Returns:
+        Terms in text order, repeats kept (term frequency matters to BM25).
+    """
+    out: list[str] = []
+    for m in _TOKEN_RE.finditer(normalize(text)):
+        word = m.group("word")
+        if word is not None:
+            if word in stopwords or (len(word) < 2 and not word.isdigit()):
+                continue
+            out.append(stem(word) if stemmed else word)
+        elif m.group("cjk") is not None:
+            out.extend(_cjk_grams(m.group("cjk")))
+        else:
+            # Kana/hangul: no segmenter, so whole runs are single terms.
+            out.append(m.group("kana"))
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """Unique terms of a query, in order, with the query stoplist applied."""
+    return list(dict.fromkeys(tokenize(text, stopwords=STOPWORDS_QUERY)))
+
+
+def original_query_words(query: str) -> list[str]:
+    r"""The original skill's query words: ``\\w+`` of the lowercased query, len > 2, no stopwords."""
+    words = _WORD_RE.findall(query.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 2 and w not in STOPWORDS_EN))
+
+
+def path_text(path: str) -> str:
+    """A path as words: ``-``, ``_``, ``/`` and the ``.md`` suffix read as spaces."""
+    return re.sub(r"[-_/.]+", " ", path.removesuffix(".md"))
+
+
+def snippet(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, never splitting a surrogate pair."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if cut and "\ud800" <= cut[-1] <= "\udbff":
+        cut = cut[:-1]
+    return cut
