@@ -124,11 +124,19 @@ def default_index_path(workspace: Path) -> Path:
     persistent index, under ``$XDG_CACHE_HOME/enhanced-memory/<hash>/``.
     """
     local = workspace / INDEX_DIRNAME
-    if os.access(local if local.exists() else workspace, os.W_OK):
+    if _writable(local if local.exists() else workspace):
         return local / INDEX_FILENAME
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
     return cache / "enhanced-memory" / key / INDEX_FILENAME
+
+
+def _writable(path: Path) -> bool:
+    # Root passes os.access everywhere; a folder with no write bit is still meant read-only.
+    try:
+        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+    except OSError:
+        return False
 
 
 def keyword_text(chunk: Chunk) -> str:
