@@ -1,0 +1,366 @@
+"""Speed and scale benchmark: index, re-index and search latency at 1k, 10k and 100k chunks.
+
+For each size it writes a seeded synthetic workspace (``synthetic.py``), then runs
+every phase in its own fresh process, so one phase's caches and peak memory
+never pollute another's (peak RSS is the child's ``ru_maxrss`` from ``wait4``):
+
+- ``cold``: delete the index, sync the text, embed every chunk with the
+  model-free fake embedder (``synthetic.ProjectionEmbeddings``; no per-text
+  sleep unless ``--embed-cost-ms``), then load the snapshot once (which
+  assembles and stores the vector matrix).
+- ``nochange``: ``MemorySearch.update_index()`` with nothing changed.
+- ``onechange``: append a section to one daily note, then ``update_index()``;
+  reports how many texts were re-embedded.
+- ``search-none`` / ``search-vec``: load the snapshot, then per query time
+  ``rank()`` plus top-k ("scoring only") and a whole ``retriever.invoke``
+  (``embedder="none"``, then with the fake embedder's vectors).
+- ``original-prep`` / ``original``: write the index's chunks and vectors as the
+  original's ``vectors.json``, then, in a fresh process, time its ``json.load``
+  and its pure-Python scoring (``original_reference.py``) on the first queries.
+
+Run ``python benchmarks/speed.py`` (all sizes, about 10 minutes on 2 cores) or
+``python benchmarks/speed.py --sizes 1000,10000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import synthetic  # noqa: E402
+
+GENERATOR_VERSION = "1"
+
+
+# --------------------------------------------------------------------- phases
+def _engine(ws: str, vectors: bool, cost_ms: float = 0.0) -> Any:
+    from langchain_enhanced_memory.search import MemorySearch
+
+    if vectors:
+        return MemorySearch(ws, embeddings=synthetic.ProjectionEmbeddings(cost_ms / 1000))
+    return MemorySearch(ws, embedder="none")
+
+
+def _index_bytes(ws: str) -> int:
+    folder = Path(ws) / ".enhanced-memory"
+    return sum(p.stat().st_size for p in folder.glob("index.sqlite*"))
+
+
+def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
+    shutil.rmtree(Path(a.workspace) / ".enhanced-memory", ignore_errors=True)
+    eng = _engine(a.workspace, True, a.embed_cost_ms)
+    t0 = time.perf_counter()
+    report = eng.index.sync()
+    t1 = time.perf_counter()
+    embedded = eng.index.embed_missing(eng.model_id, eng.embed_documents)
+    t2 = time.perf_counter()
+    eng.index.snapshot(eng.model_id)
+    t3 = time.perf_counter()
+    return {
+        "chunks": report.chunks,
+        "files": report.files,
+        "sync_s": t1 - t0,
+        "embed_s": t2 - t1,
+        "embedded": embedded,
+        "first_load_s": t3 - t2,
+        "index_bytes": _index_bytes(a.workspace),
+    }
+
+
+def phase_nochange(a: argparse.Namespace) -> dict[str, Any]:
+    eng = _engine(a.workspace, True, a.embed_cost_ms)
+    t0 = time.perf_counter()
+    report, embedded = eng.update_index()
+    return {"s": time.perf_counter() - t0, "changed": len(report.changed), "embedded": embedded}
+
+
+def phase_onechange(a: argparse.Namespace) -> dict[str, Any]:
+    target = Path(a.workspace) / a.changed_file
+    with target.open("a", encoding="utf-8") as fh:
+        fh.write("\n## Added later\n\nBenchmark edit: moved the retro to Thursday with Grace.\n")
+    eng = _engine(a.workspace, True, a.embed_cost_ms)
+    t0 = time.perf_counter()
+    report, embedded = eng.update_index()
+    t1 = time.perf_counter()
+    eng.index.snapshot(eng.model_id)
+    return {
+        "s": t1 - t0,
+        "first_load_s": time.perf_counter() - t1,
+        "changed": len(report.changed),
+        "embedded": embedded,
+    }
+
+
+def _timed(fn: Any, items: list[Any]) -> list[float]:
+    fn(items[0])  # warm-up: lazy imports, stemmer, caches
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
+    from langchain_enhanced_memory import EnhancedMemoryRetriever, scoring
+    from langchain_enhanced_memory.search import rank
+
+    eng = _engine(a.workspace, vectors)
+    qs = synthetic.queries(a.queries)
+    t0 = time.perf_counter()
+    snap = eng.index.snapshot(eng.model_id)
+    load_s = time.perf_counter() - t0
+    qvecs = synthetic.project(qs) if vectors else [None] * len(qs)
+
+    def score(i: int) -> None:
+        r = rank(snap, qs[i], synthetic.NOW, eng.settings, qvecs[i])
+        scoring.top_k(r.scores, 5)
+
+    scoring_s = _timed(score, list(range(len(qs))))
+    kw: dict[str, Any] = (
+        {"embeddings": synthetic.ProjectionEmbeddings()} if vectors else {"embedder": "none"}
+    )
+    retriever = EnhancedMemoryRetriever(workspace=a.workspace, k=5, **kw)
+    invoke_s = _timed(lambda q: retriever.invoke(q, now=synthetic.NOW), qs)
+    return {"load_s": load_s, "scoring_s": scoring_s, "invoke_s": invoke_s}
+
+
+def phase_original_prep(a: argparse.Namespace) -> dict[str, Any]:
+    eng = _engine(a.workspace, True)
+    snap = eng.index.snapshot(eng.model_id)
+    rows = [
+        {
+            "file": snap.paths[i],
+            "header": snap.header[i],
+            "line": int(snap.start[i]),
+            "text": snap.texts[i],
+            "embedding": v,
+        }
+        for i, v in enumerate(snap.vectors.tolist())
+    ]
+    out = Path(a.vectors_json)
+    with out.open("w", encoding="utf-8") as fh:
+        json.dump(rows, fh, ensure_ascii=False)
+    return {"bytes": out.stat().st_size}
+
+
+def phase_original(a: argparse.Namespace) -> dict[str, Any]:
+    import original_reference as ref
+
+    t0 = time.perf_counter()
+    chunks = ref.load(a.vectors_json)
+    load_s = time.perf_counter() - t0
+    qs = synthetic.queries(a.queries)[: a.original_queries]
+    qvecs = synthetic.project(qs).tolist()
+    embed_s = [0.0]
+
+    def embed(text: str) -> list[float]:
+        # The original re-embeds the expanded query; that time is not scoring.
+        t = time.perf_counter()
+        v = synthetic.project([text])[0].tolist()
+        embed_s[0] += time.perf_counter() - t
+        return v
+
+    times = []
+    for q, v in zip(qs, qvecs, strict=True):
+        embed_s[0] = 0.0
+        t = time.perf_counter()
+        ref.search(chunks, q, v, synthetic.NOW, 5, embed)
+        times.append(time.perf_counter() - t - embed_s[0])
+    return {"load_s": load_s, "scoring_s": times}
+
+
+PHASES = {
+    "cold": phase_cold,
+    "nochange": phase_nochange,
+    "onechange": phase_onechange,
+    "search-none": lambda a: phase_search(a, False),
+    "search-vec": lambda a: phase_search(a, True),
+    "original-prep": phase_original_prep,
+    "original": phase_original,
+}
+
+
+# --------------------------------------------------------------------- driver
+def run_phase(name: str, a: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """Run one phase in a fresh process; add its wall time and peak RSS (MB)."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--phase", name]
+    opts = {
+        "workspace": a.workspace,
+        "queries": a.queries,
+        "original_queries": a.original_queries,
+        "embed_cost_ms": a.embed_cost_ms,
+        "vectors_json": a.vectors_json,
+        "changed_file": a.changed_file,
+        **extra,
+    }
+    for k, v in opts.items():
+        argv += [f"--{k.replace('_', '-')}", str(v)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"phase {name} failed (exit {proc.returncode})")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["wall_s"] = time.perf_counter() - t0
+    result["rss_mb"] = usage.ru_maxrss / 1024  # Linux reports KiB
+    return result
+
+
+def prepare(root: Path, size: int, seed: int) -> Path:
+    """The workspace for ``size``, generated once per generator version and seed."""
+    ws = root / f"ws-{size}"
+    marker = ws / ".generated"
+    stamp = f"{GENERATOR_VERSION}:{size}:{seed}"
+    if not (marker.exists() and marker.read_text() == stamp):
+        shutil.rmtree(ws, ignore_errors=True)
+        synthetic.generate(ws, size, seed)
+        marker.write_text(stamp)
+    return ws
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1000.0, q))
+
+
+def bench_size(a: argparse.Namespace, size: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    ws = prepare(Path(a.root), size, a.seed)
+    a.workspace = str(ws)
+    a.vectors_json = str(Path(a.root) / f"vectors-{size}.json")
+    changed = max((ws / "memory").glob("????-??-??.md"))  # the latest daily note
+    a.changed_file = changed.relative_to(ws).as_posix()
+    original_bytes = changed.read_bytes()
+    res: dict[str, Any] = {"size": size, "generate_s": time.perf_counter() - t0}
+    try:
+        for name in ("cold", "nochange", "onechange", "search-none", "search-vec"):
+            print(f"  {size}: {name} ...", file=sys.stderr, flush=True)
+            res[name] = run_phase(name, a)
+        if a.original_queries > 0:
+            print(f"  {size}: original ...", file=sys.stderr, flush=True)
+            res["original-prep"] = run_phase("original-prep", a)
+            res["original"] = run_phase("original", a)
+            Path(a.vectors_json).unlink(missing_ok=True)
+    finally:
+        changed.write_bytes(original_bytes)
+    return res
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """The results as one markdown table, one column per size."""
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, fn: Any) -> None:
+        cells = []
+        for r in results:
+            try:
+                cells.append(fn(r))
+            except KeyError:
+                cells.append("-")
+        rows.append((label, cells))
+
+    def p50_95(phase: str, key: str) -> Any:
+        return lambda r: f"{_pct(r[phase][key], 50):.2f} / {_pct(r[phase][key], 95):.2f}"
+
+    row("chunks (files)", lambda r: f"{r['cold']['chunks']} ({r['cold']['files']})")
+    row("cold index: text sync, s", lambda r: f"{r['cold']['sync_s']:.2f}")
+    row(
+        "cold index: embed with fake embedder, s",
+        lambda r: f"{r['cold']['embed_s']:.2f}",
+    )
+    row("cold index: first snapshot load, s", lambda r: f"{r['cold']['first_load_s']:.2f}")
+    row("no-change re-index, s", lambda r: f"{r['nochange']['s']:.3f}")
+    row(
+        "one-file-changed re-index, s (texts embedded)",
+        lambda r: f"{r['onechange']['s']:.3f} ({r['onechange']['embedded']})",
+    )
+    row("snapshot load in a fresh process, s", lambda r: f"{r['search-vec']['load_s']:.2f}")
+    row("scoring only, keyword-only, p50 / p95 ms", p50_95("search-none", "scoring_s"))
+    row("scoring only, hybrid (vectors), p50 / p95 ms", p50_95("search-vec", "scoring_s"))
+    row("retriever.invoke, embedder=none, p50 / p95 ms", p50_95("search-none", "invoke_s"))
+    row("retriever.invoke, with vectors, p50 / p95 ms", p50_95("search-vec", "invoke_s"))
+    row(
+        "peak RSS in search, keyword-only / vectors, MB",
+        lambda r: f"{r['search-none']['rss_mb']:.0f} / {r['search-vec']['rss_mb']:.0f}",
+    )
+    row("index size on disk, MB", lambda r: f"{r['cold']['index_bytes'] / 2**20:.1f}")
+    row(
+        "original: vectors.json size MB / load s",
+        lambda r: f"{r['original-prep']['bytes'] / 2**20:.0f} / {r['original']['load_s']:.2f}",
+    )
+    row(
+        "original: scoring p50 ms (queries)",
+        lambda r: f"{_pct(r['original']['scoring_s'], 50):.1f} ({len(r['original']['scoring_s'])})",
+    )
+
+    def ratio(r: dict[str, Any]) -> str:
+        n = len(r["original"]["scoring_s"])
+        ours = _pct(r["search-vec"]["scoring_s"][:n], 50)
+        theirs = _pct(r["original"]["scoring_s"], 50)
+        return f"{ours:.2f} ms vs {theirs:.0f} ms = {theirs / ours:.0f}x faster"
+
+    row("ours / original, hybrid scoring p50, same queries", ratio)
+    head = "| | " + " | ".join(f"{r['size']:,} chunks" for r in results) + " |"
+    sep = "|---|" + "---|" * len(results)
+    body = ["| " + label + " | " + " | ".join(cells) + " |" for label, cells in rows]
+    return "\n".join([head, sep, *body])
+
+
+def main() -> int:
+    """Parse arguments; run the whole benchmark or, in a child, one phase."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1000,10000,100000", help="comma-separated chunk counts")
+    p.add_argument("--root", default="/tmp/enhanced-memory-bench", help="where workspaces go")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--queries", type=int, default=60, help="queries timed per size")
+    p.add_argument(
+        "--original-queries",
+        type=int,
+        default=10,
+        help="queries for the slow original (0: skip it)",
+    )
+    p.add_argument("--embed-cost-ms", type=float, default=0.0, help="fake embedder ms per text")
+    p.add_argument("--json", help="also write the raw results here")
+    p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    p.add_argument("--workspace", help=argparse.SUPPRESS)
+    p.add_argument("--vectors-json", help=argparse.SUPPRESS)
+    p.add_argument("--changed-file", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.phase:
+        print(json.dumps(PHASES[a.phase](a)))
+        return 0
+    try:
+        sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
+    except ValueError:
+        print(f"error: --sizes must be comma-separated integers, got {a.sizes!r}", file=sys.stderr)
+        return 2
+    Path(a.root).mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    results = []
+    for size in sizes:
+        results.append(bench_size(a, size))
+        print(f"  {size}: done after {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"total {time.perf_counter() - t0:.0f}s\n")
+    print(table(results))
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
