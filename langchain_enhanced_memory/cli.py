@@ -26,6 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "index": ("langchain_enhanced_memory.cli", "bring the index up to date (incremental)"),
     "search": ("langchain_enhanced_memory.cli", "search the memory (OpenClaw memory_search JSON)"),
     "eval": ("langchain_enhanced_memory.evaluation", "measure retrieval quality on graded queries"),
+    "salience": ("langchain_enhanced_memory.salience", "which memory files need attention"),
+    "crossref": ("langchain_enhanced_memory.crossref", "cross-references: build, show, graph"),
+    "get": ("langchain_enhanced_memory.memget", "read lines of a memory file"),
 }
 
 

@@ -35,6 +35,7 @@ def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
         "provider": response.provider,
         "model": response.model,
         "fallback": response.fallback,
+        "related": hit.related,
     }
     if response.temporal_dates:
         metadata["temporal_dates"] = response.temporal_dates

@@ -18,6 +18,7 @@ import numpy as np
 from . import scoring
 from .dates import parse_dates
 from .index import MemoryIndex, Snapshot
+from .logs import record_search
 from .settings import MemorySettings
 from .text import (
     STOPWORDS_EN,
@@ -49,6 +50,7 @@ class Hit:
     signals: dict[str, float]
     kind: str
     date: str | None
+    related: list[dict[str, Any]] = field(default_factory=list)  # see crossref.attach_related
 
 
 @dataclass
@@ -310,15 +312,30 @@ class MemorySearch:
 
         emb = self.choice.embeddings
         return embed_with_retry(
-            emb.embed_documents, texts, retries=self.settings.embed_retries, source=emb
+            emb.embed_documents,
+            texts,
+            retries=self.settings.embed_retries,
+            source=emb,
+            expected_dim=self._cached_dim(),
         )
+
+    def _cached_dim(self) -> int | None:
+        # A server that switches dimension mid-run must not mix sizes in the cache.
+        model_id = self.model_id
+        return self.index.vector_dim(model_id) if model_id is not None else None
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (raises ``EmbeddingError``)."""
         from .embeddings import embed_with_retry
 
         emb = self.choice.embeddings
-        return embed_with_retry(lambda t: [emb.embed_query(t[0])], [text], retries=0, source=emb)[0]
+        return embed_with_retry(
+            lambda t: [emb.embed_query(t[0])],
+            [text],
+            retries=0,
+            source=emb,
+            expected_dim=self._cached_dim(),
+        )[0]
 
     # ----------------------------------------------------------------- index
     def update_index(self, *, wait: bool = True, progress: Any = None) -> tuple[Any, int]:
@@ -355,7 +372,8 @@ class MemorySearch:
         if model_id is not None:
             try:
                 if self.auto_index:
-                    self.index.embed_missing(model_id, self.embed_documents)
+                    # An index run holding the lock is embedding already: do not wait.
+                    self.index.embed_missing(model_id, self.embed_documents, wait=False)
                 qvec = self.embed_query(query)
             except Exception as exc:  # any embedder failure: answer keyword-only
                 log.warning("embedder failed, answering keyword-only: %s", exc)
@@ -366,10 +384,18 @@ class MemorySearch:
             snap = self.index.snapshot(None)
         embed_q = self.embed_query if qvec is not None else None
         ranking = rank(snap, query, now, self.settings, qvec, embed_q)
+        if self.settings.graph_neighbors:
+            from .crossref import add_graph_neighbors
+
+            add_graph_neighbors(self.index, snap, ranking.scores, self.settings)
         order = scoring.top_k(ranking.scores, k)
         # A chunk that no signal matched is noise, not a result.
         hits = [self._hit(snap, int(i), ranking) for i in order if ranking.scores[i] > 0]
-        return SearchResponse(
+        if self.settings.related_per_hit and hits:
+            from .crossref import attach_related
+
+            attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
+        response = SearchResponse(
             hits=hits,
             provider=choice.provider,
             model=choice.model,
@@ -377,6 +403,8 @@ class MemorySearch:
             temporal_dates=ranking.temporal_dates,
             prf_terms=ranking.prf_terms,
         )
+        record_search(self.index.workspace, self.settings, query, response)
+        return response
 
     @staticmethod
     def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:

@@ -87,6 +87,23 @@ class MemorySettings(BaseModel):
     # --- output ----------------------------------------------------------
     snippet_chars: int = Field(700, ge=1)
 
+    # --- query/access logs (read by salience) ----------------------------
+    log_queries: bool = Field(True, description="env ENHANCED_MEMORY_LOG=0 turns it off")
+    query_log_max: int = Field(1000, ge=1, description="newest query-log entries kept")
+
+    # --- cross-references -------------------------------------------------
+    crossref_representatives: int = Field(5, ge=1)
+    crossref_threshold: float = 0.75
+    crossref_quantile: float | None = Field(
+        0.99, description="raise the threshold to this quantile of cross-file cosines"
+    )
+    crossref_refs_per_chunk: int = Field(5, ge=1)
+    crossref_files_per_file: int = Field(10, ge=1)
+    related_per_hit: int = Field(3, ge=0, description="'related' chunks listed per hit")
+    graph_neighbors: bool = Field(False, description="add graph neighbours of top hits")
+    graph_neighbor_top: int = Field(3, ge=1)
+    graph_neighbor_weight: float = Field(0.5, ge=0)
+
     def with_profile(self, profile: Profile) -> MemorySettings:
         """Return a copy that runs ``profile``."""
         return self.model_copy(update={"profile": profile})
