@@ -509,6 +509,13 @@ class MemoryIndex:
             How many texts were embedded.
         """
         todo = self.missing_embeddings(model)
+        if todo:
+            from .migrate import seed_from_vectors_json
+
+            # Reuse the original skill's memory/vectors.json (read once per version).
+            if seed_from_vectors_json(self, model):
+                self._vector_cache.pop(model, None)
+                todo = self.missing_embeddings(model)
         size = batch_size or self.settings.embed_batch_size
         done = 0
         for i in range(0, len(todo), size):
