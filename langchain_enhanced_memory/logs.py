@@ -34,7 +34,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,15 +179,20 @@ def record_search(
     settings: MemorySettings,
     query: str,
     response: SearchResponse,
+    now: datetime | date | None = None,
 ) -> bool:
-    """Log one search (when enabled); never raises. Returns whether it was written."""
+    """Log one search (when enabled); never raises. Returns whether it was written.
+
+    ``timestamp`` is the moment the query was asked (``now``, default the clock), so
+    salience resolves "yesterday" in a logged query against the right day.
+    """
     if not logging_enabled(workspace, settings):
         return False
     hits = response.hits
     entry = {
         "query": query,
         "top_score": round(hits[0].score, 4) if hits else 0.0,
-        "timestamp": datetime.now().isoformat(timespec="seconds"),
+        "timestamp": _stamp(now),
         "results": len(hits),
         "embedder": response.provider + (f"/{response.model}" if response.model else ""),
     }
@@ -199,6 +204,14 @@ def record_search(
         log.warning("could not write the query log: %s", exc)
         return False
     return True
+
+
+def _stamp(now: datetime | date | None) -> str:
+    if now is None:
+        return datetime.now().isoformat(timespec="seconds")
+    if isinstance(now, datetime):
+        return now.replace(tzinfo=None).isoformat(timespec="seconds")
+    return datetime(now.year, now.month, now.day).isoformat(timespec="seconds")
 
 
 def record_access(

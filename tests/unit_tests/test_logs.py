@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from langchain_enhanced_memory import logs
+from langchain_enhanced_memory.search import MemorySearch
+from langchain_enhanced_memory.settings import MemorySettings
+
+NOW = datetime(2026, 2, 9, 9, 0)
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch):
+    monkeypatch.delenv(logs.LOG_ENV, raising=False)
+
+
+def _engine(ws: Path, **settings) -> MemorySearch:
+    return MemorySearch(ws, settings=MemorySettings(**settings), embedder="none")
+
+
+def test_search_appends_query_and_counts_accesses(workspace):
+    engine = _engine(workspace)
+    response = engine.search("postgres migration", now=NOW)
+    entries = logs.read_query_log(workspace)
+    assert len(entries) == 1
+    e = entries[0]
+    assert e["query"] == "postgres migration"
+    assert e["top_score"] == round(response.hits[0].score, 4)
+    assert e["results"] == len(response.hits)
+    assert e["embedder"] == "none"
+    assert e["timestamp"] == "2026-02-09T09:00:00"
+    access = logs.read_access_log(workspace)
+    assert access == {p: 1 for p in dict.fromkeys(h.path for h in response.hits)}
+    engine.search("postgres migration", now=NOW)
+    assert all(v == 2 for v in logs.read_access_log(workspace).values())
+    # The original's formats: a JSON list and a {path: count} object.
+    assert isinstance(json.loads((workspace / logs.QUERY_LOG).read_text()), list)
+    assert isinstance(json.loads((workspace / logs.ACCESS_LOG).read_text()), dict)
+
+
+def test_a_file_returned_twice_counts_once_per_search(workspace):
+    engine = _engine(workspace)
+    response = engine.search("decided migrate ramen", k=10, now=NOW)
+    paths = [h.path for h in response.hits]
+    assert len(paths) > len(set(paths)), "the query should return two chunks of one file"
+    assert set(logs.read_access_log(workspace).values()) == {1}
+
+
+def test_query_log_keeps_the_newest_entries(workspace):
+    engine = _engine(workspace, query_log_max=3)
+    for n in range(5):
+        engine.search(f"postgres {n}", now=NOW)
+    assert [e["query"] for e in logs.read_query_log(workspace)] == [
+        "postgres 2",
+        "postgres 3",
+        "postgres 4",
+    ]
+
+
+def test_logged_files_are_not_indexed(workspace):
+    engine = _engine(workspace)
+    engine.search("postgres", now=NOW)
+    assert not engine.index.is_stale()
+    paths = set(engine.index.snapshot().paths)
+    assert not any(p.endswith(".json") or "/." in p for p in paths)
+    assert not list((workspace / "memory").glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off"])
+def test_env_switches_logging_off(workspace, monkeypatch, value):
+    monkeypatch.setenv(logs.LOG_ENV, value)
+    _engine(workspace).search("postgres", now=NOW)
+    assert not (workspace / logs.QUERY_LOG).exists()
+    assert not (workspace / logs.ACCESS_LOG).exists()
+
+
+def test_setting_switches_logging_off(workspace):
+    _engine(workspace, log_queries=False).search("postgres", now=NOW)
+    assert not (workspace / logs.QUERY_LOG).exists()
+
+
+def test_read_only_memory_is_not_logged_unless_forced(workspace, monkeypatch):
+    mem = workspace / "memory"
+    mem.chmod(0o555)
+    try:
+        assert not logs.logging_enabled(workspace, MemorySettings())
+        _engine(workspace).search("postgres", now=NOW)
+        assert not (workspace / logs.QUERY_LOG).exists()
+        monkeypatch.setenv(logs.LOG_ENV, "1")
+        assert logs.logging_enabled(workspace, MemorySettings())
+    finally:
+        mem.chmod(0o755)
+
+
+def test_unwritable_log_never_fails_a_search(workspace, monkeypatch, caplog):
+    monkeypatch.setenv(logs.LOG_ENV, "1")
+    (workspace / logs.QUERY_LOG).mkdir()  # a folder where the file should be
+    response = _engine(workspace).search("postgres", now=NOW)
+    assert response.hits
+    assert "could not write the query log" in caplog.text
+
+
+def test_corrupt_log_is_set_aside_and_restarted(workspace):
+    (workspace / logs.QUERY_LOG).write_text("[{not json", encoding="utf-8")
+    (workspace / logs.ACCESS_LOG).write_text("[1, 2]", encoding="utf-8")
+    _engine(workspace).search("postgres", now=NOW)
+    assert len(logs.read_query_log(workspace)) == 1
+    assert logs.read_access_log(workspace)
+    aside = sorted(p.name for p in (workspace / "memory").glob("*.corrupt-*"))
+    assert len(aside) == 2
+    assert (workspace / "memory" / aside[1]).read_text() == "[{not json"
+
+
+_WRITER = """
+import sys
+from langchain_enhanced_memory.logs import append_entry
+ws, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    append_entry(ws, {"query": f"{tag}{i}", "top_score": 0.5}, ["memory/a.md", f"memory/{tag}.md"])
+"""
+
+
+def test_two_processes_lose_no_entry(workspace):
+    n = 60
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(workspace), tag, str(n)])
+        for tag in ("x", "y")
+    ]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    entries = logs.read_query_log(workspace)
+    assert len(entries) == 2 * n
+    assert {e["query"] for e in entries} == {f"{t}{i}" for t in "xy" for i in range(n)}
+    assert logs.read_access_log(workspace) == {
+        "memory/a.md": 2 * n,
+        "memory/x.md": n,
+        "memory/y.md": n,
+    }
+    leftovers = [p for p in os.listdir(workspace / "memory") if p.endswith(".tmp")]
+    assert leftovers == []
