@@ -17,6 +17,14 @@ import numpy as np
 from .settings import FusionWeights
 
 
+class _Vocab(dict):
+    """Term -> id, assigning the next id to an unseen term on lookup."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = n = len(self)
+        return n
+
+
 @dataclass(frozen=True)
 class Postings:
     """Term -> documents inverted index in CSC layout (one column per term).
@@ -42,27 +50,30 @@ class Postings:
 
     @classmethod
     def build(cls, documents: Iterable[Sequence[str]]) -> Postings:
-        """Build from each document's terms (repeats counted)."""
-        vocab: dict[str, int] = {}
-        term_ids: list[int] = []
-        doc_ids: list[int] = []
-        counts: list[int] = []
+        """Build from each document's terms (repeats counted).
+
+        Term ids follow first appearance; within a term, documents are ascending.
+        """
+        vocab = _Vocab()
+        ids: list[int] = []
         lengths: list[int] = []
-        for d, terms in enumerate(documents):
+        for terms in documents:
             lengths.append(len(terms))
-            for term, c in Counter(terms).items():
-                term_ids.append(vocab.setdefault(term, len(vocab)))
-                doc_ids.append(d)
-                counts.append(c)
-        t = np.asarray(term_ids, dtype=np.int64)
-        order = np.argsort(t, kind="stable")
+            ids.extend(map(vocab.__getitem__, terms))
+        n_docs = len(lengths)
+        doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        # One sort of (term, doc) keys gives the CSC layout and the term frequencies.
+        keys, tf = np.unique(
+            np.asarray(ids, dtype=np.int64) * max(n_docs, 1) + doc, return_counts=True
+        )
+        terms_of = keys // max(n_docs, 1)
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(t, minlength=len(vocab)), out=indptr[1:])
+        np.cumsum(np.bincount(terms_of, minlength=len(vocab)), out=indptr[1:])
         return cls(
-            vocab=vocab,
+            vocab=dict(vocab),
             indptr=indptr,
-            docs=np.asarray(doc_ids, dtype=np.int32)[order],
-            tf=np.asarray(counts, dtype=np.float32)[order],
+            docs=(keys % max(n_docs, 1)).astype(np.int32),
+            tf=tf.astype(np.float32),
             doc_len=np.asarray(lengths, dtype=np.float32),
         )
 
