@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "salience": ("langchain_enhanced_memory.salience", "which memory files need attention"),
     "crossref": ("langchain_enhanced_memory.crossref", "cross-references: build, show, graph"),
     "get": ("langchain_enhanced_memory.memget", "read lines of a memory file"),
+    "serve": ("langchain_enhanced_memory.serve", "answer POST /search over HTTP (loopback)"),
+    "export": ("langchain_enhanced_memory.export", "write the original's vectors/crossrefs.json"),
+    "skill": ("langchain_enhanced_memory.skill", "install the OpenClaw skill into a workspace"),
 }
 
 

@@ -1,0 +1,186 @@
+"""Real ``search --json`` output validated against the packaged memory_search JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import write_workspace
+from fake_ollama import FakeOllama, unused_port
+
+CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+SCHEMA = json.loads(
+    resources.files("langchain_enhanced_memory")
+    .joinpath("schema/memory_search.schema.json")
+    .read_text(encoding="utf-8")
+)
+jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def validate(doc: Any, shape: str | None = None) -> None:
+    """Validate against the whole schema, and against one named shape when given."""
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    if shape:
+        sub = {"$defs": SCHEMA["$defs"], "$ref": f"#/$defs/{shape}"}
+        jsonschema.validate(doc, sub, cls=jsonschema.Draft202012Validator)
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
+    for name in ("OPENCLAW_WORKSPACE_DIR", "MEMORY_DIR", "EMBED_MODEL", "OLLAMA_URL"):
+        full.pop(name, None)
+    full.update(env or {})
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=full, timeout=120)
+
+
+def check_rows(ws: Path, doc: dict) -> None:
+    for row in doc["results"]:
+        assert row["startLine"] <= row["endLine"]
+        lines = (ws / row["path"]).read_text(encoding="utf-8").split("\n")
+        span = "\n".join(lines[row["startLine"] - 1 : row["endLine"]])
+        assert span.startswith(row["snippet"])
+
+
+def test_keyword_only_output_is_valid(workspace: Path) -> None:
+    r = cli("search", "--json", "--embedder", "none", "--workspace", str(workspace), "Postgres")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    assert doc["results"] and doc["provider"] == "none"
+    check_rows(workspace, doc)
+
+
+def test_ollama_output_is_valid(workspace: Path, fake_ollama: FakeOllama) -> None:
+    r = cli(
+        "search", "--json", "--embedder", "ollama", "--ollama-url", fake_ollama.url,
+        "--workspace", str(workspace), "ramen lunch",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    assert (doc["provider"], doc["model"], doc["fallback"]) == ("ollama", "nomic-embed-text", None)
+    check_rows(workspace, doc)
+
+
+def test_unreachable_ollama_falls_back_with_valid_output(workspace: Path) -> None:
+    url = f"http://127.0.0.1:{unused_port()}"
+    r = cli(
+        "search", "--json", "--embedder", "ollama", "--ollama-url", url,
+        "--workspace", str(workspace), "Postgres",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    assert doc["fallback"] == "keyword-only" and doc["results"]
+
+
+def test_failure_output_is_valid_and_exit_is_nonzero(tmp_path: Path) -> None:
+    r = cli("search", "--json", "--workspace", str(tmp_path / "missing"), "anything")
+    assert r.returncode != 0
+    doc = json.loads(r.stdout)
+    validate(doc, "failure")
+    assert "workspace not found" in doc["error"]
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_batch_lines_are_valid(workspace: Path, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in (
+                {"id": "a", "query": "ramen place"},
+                {"id": 2, "query": "what did we review yesterday?", "now": "2026-02-08T09:00"},
+                {"id": "c", "query": "zzz nothing matches qqq"},
+            )
+        ),
+        encoding="utf-8",
+    )
+    r = cli("search", "--json", "--embedder", "none", "--workspace", str(workspace),
+            "--batch", str(batch))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [d["id"] for d in lines] == ["a", 2, "c"]
+    for doc in lines:
+        validate(doc, "batchLine")
+        check_rows(workspace, doc)
+    assert lines[1]["results"][0]["path"] == "memory/2026-02-07.md"
+
+
+def test_cjk_snippet_is_cut_at_700_characters(tmp_path: Path) -> None:
+    # 3-byte CJK plus 4-byte astral characters straddling the cut.
+    body = ("星河项目的迁移计划" * 70) + "𠀀𠀁𠀂" * 200
+    ws = write_workspace(tmp_path / "ws", {"memory/topics/星河.md": f"# 星河项目\n\n{body}\n"})
+    r = cli("search", "--json", "--embedder", "none", "--workspace", str(ws), "星河项目 迁移")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    snippet = doc["results"][0]["snippet"]
+    assert len(snippet) == 700
+    snippet.encode("utf-8")  # no half character (a lone surrogate would raise)
+    assert ("# 星河项目\n\n" + body).startswith(snippet)
+
+
+def test_min_score_reports_how_many_it_removed(workspace: Path) -> None:
+    args = ("search", "--json", "--embedder", "none", "--workspace", str(workspace), "--k", "10")
+    full = json.loads(cli(*args, "Postgres migration").stdout)
+    scores = sorted(r["score"] for r in full["results"])
+    assert len(scores) >= 2
+    cut = (scores[0] + scores[-1]) / 2
+    r = cli(*args, "--min-score", str(cut), "Postgres migration")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    assert all(row["score"] >= cut for row in doc["results"])
+    assert doc["filtered"] == len(full["results"]) - len(doc["results"]) > 0
+    assert "filtered" not in full
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"results": [], "provider": "none", "model": None},  # no fallback key
+        {"results": [], "provider": "none", "model": None, "fallback": None, "extra": 1},
+        {"results": [], "disabled": True, "unavailable": True, "error": "a\nb", "action": ""},
+        {"results": [{}], "disabled": True, "unavailable": True, "error": "x", "action": ""},
+    ],
+)
+def test_schema_rejects_wrong_shapes(doc: dict) -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        validate(doc)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"snippet": "x" * 701},
+        {"path": "/etc/passwd"},
+        {"path": "memory\\a.md"},
+        {"path": "memory/../secret.md"},
+        {"startLine": 0},
+        {"source": "sessions"},
+        {"unexpected": True},
+    ],
+)
+def test_schema_rejects_wrong_rows(change: dict) -> None:
+    row = {
+        "path": "memory/a.md",
+        "startLine": 1,
+        "endLine": 2,
+        "score": 0.5,
+        "snippet": "x",
+        "header": "h",
+        "source": "memory",
+    }
+    validate({"results": [row], "provider": "none", "model": None, "fallback": None})
+    with pytest.raises(jsonschema.ValidationError):
+        validate(
+            {"results": [{**row, **change}], "provider": "none", "model": None, "fallback": None}
+        )
