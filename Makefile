@@ -26,5 +26,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples
 	$(BIN)/mypy
 
+# Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the README table.
+reliability: $(STAMP)
+	$(BIN)/python benchmarks/reliability.py
+
 clean:
 	rm -rf $(VENV) examples/workspace/.enhanced-memory

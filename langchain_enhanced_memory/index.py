@@ -489,6 +489,14 @@ class MemoryIndex:
             )
             conn.execute("COMMIT")
 
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of the vectors cached for ``model``, None when there are none."""
+        with self._open() as conn:
+            row = conn.execute(
+                "SELECT dim FROM embed_cache WHERE model=? LIMIT 1", (model,)
+            ).fetchone()
+        return int(row[0]) if row else None
+
     def embed_missing(
         self,
         model: str,
@@ -496,18 +504,32 @@ class MemoryIndex:
         *,
         batch_size: int | None = None,
         progress: Callable[[int], None] | None = None,
+        wait: bool = True,
     ) -> int:
         """Embed every chunk lacking a vector for ``model``, committing batch by batch.
+
+        Holds the writer lock, so two runs at once embed each text once, not twice.
 
         Args:
             model: Model id the vectors are cached under.
             embed: Texts to an ``(n, d)`` array; raises on failure.
             batch_size: Texts per call (defaults to the settings).
             progress: Called with the number of texts done after each batch.
+            wait: Block on another writer; when False and one is busy, embed nothing.
 
         Returns:
             How many texts were embedded.
         """
+        with self.writer_lock(wait) as locked:
+            return self._embed_missing_locked(model, embed, batch_size, progress) if locked else 0
+
+    def _embed_missing_locked(
+        self,
+        model: str,
+        embed: Callable[[list[str]], np.ndarray],
+        batch_size: int | None,
+        progress: Callable[[int], None] | None,
+    ) -> int:
         todo = self.missing_embeddings(model)
         if todo:
             from .migrate import seed_from_vectors_json

@@ -1,0 +1,49 @@
+"""Slow fault injection: SIGKILL during indexing, concurrent readers and writers.
+
+Run with ``pytest -m slow tests/reliability`` or ``make reliability`` (which also
+prints the README table). Set ``RELIABILITY_STATS=DIR`` to keep each report as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+from harness import concurrency_run, concurrent_index_runs, kill_campaign
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+def _save(name: str, report: object) -> None:
+    where = os.environ.get("RELIABILITY_STATS")
+    if where:
+        data = dataclasses.asdict(report)  # type: ignore[call-overload]
+        Path(where, f"{name}.json").write_text(json.dumps(data, indent=1))
+
+
+def test_sigkill_during_index_never_loses_or_mixes_state(tmp_path: Path) -> None:
+    report = kill_campaign(tmp_path / "ws", kills=20)
+    _save("kills", report)
+    assert report.problems == []
+    assert report.kills == 20, f"only {report.kills} runs were still going when killed"
+    assert report.survived == report.kills
+    assert report.phases["before the sync commit"] and report.phases["while embedding"]
+    assert report.final_ok and report.chunks >= 1500
+
+
+def test_four_searchers_and_a_reindex_loop(tmp_path: Path) -> None:
+    report = concurrency_run(tmp_path / "ws", seconds=30, searchers=4)
+    _save("concurrency", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.errors == report.empty == report.reindex_errors == 0
+    assert report.searches >= 8 and report.reindexes >= 2
+
+
+def test_two_index_runs_at_once_serialize(tmp_path: Path) -> None:
+    report = concurrent_index_runs(tmp_path / "ws")
+    _save("serialize", report)
+    assert report.problems == []
+    assert report.ok == 2 and sorted(report.embedded) == [0, report.chunks]
