@@ -201,7 +201,10 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     if k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
+        # argpartition splits ties at the k-th score arbitrarily: keep the lowest indices.
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        above = np.flatnonzero(scores > kth)
+        part = np.concatenate([above, np.flatnonzero(scores == kth)[: k - above.size]])
     else:
         part = np.arange(n)
     return part[np.lexsort((part, -scores[part]))]

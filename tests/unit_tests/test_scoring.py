@@ -1,0 +1,154 @@
+"""Pure scoring functions against brute-force references on random data."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from langchain_enhanced_memory.scoring import (
+    Postings,
+    bm25,
+    date_multiplier,
+    feedback_terms,
+    match_fraction,
+    top_k,
+)
+
+
+def random_corpus(seed: int, n_docs: int = 40, vocab: int = 25) -> list[list[str]]:
+    rng = random.Random(seed)
+    return [[f"t{rng.randint(0, vocab)}" for _ in range(rng.randint(0, 15))] for _ in range(n_docs)]
+
+
+def brute_bm25(docs: list[list[str]], terms: list[str], k1: float, b: float) -> np.ndarray:
+    """Okapi BM25 with Lucene's IDF, written straight from the formula."""
+    n = len(docs)
+    avgdl = sum(map(len, docs)) / n
+    out = np.zeros(n)
+    for term in terms:
+        df = sum(term in d for d in docs)
+        if df == 0:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for i, d in enumerate(docs):
+            tf = d.count(term)
+            if tf:
+                out[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avgdl))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_postings_build_matches_counts(seed: int) -> None:
+    docs = random_corpus(seed)
+    post = Postings.build(docs)
+    assert post.n_docs == len(docs)
+    assert post.doc_len.tolist() == [len(d) for d in docs]
+    assert list(post.vocab) == list(dict.fromkeys(t for d in docs for t in d))
+    assert post.indptr[-1] == post.docs.size == post.tf.size
+    for term in post.vocab:
+        got_docs, got_tf = post.column(term)
+        expected = [(i, d.count(term)) for i, d in enumerate(docs) if term in d]
+        assert got_docs.tolist() == [i for i, _ in expected]
+        assert got_tf.tolist() == [c for _, c in expected]
+
+
+def test_postings_column_of_unknown_term_and_empty_corpus() -> None:
+    post = Postings.build([["a", "b"], []])
+    docs, tf = post.column("zzz")
+    assert docs.size == 0 and tf.size == 0
+    empty = Postings.build([])
+    assert empty.n_docs == 0 and empty.column("a")[0].size == 0
+    assert bm25(empty, ["a"]).size == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (2.0, 0.3), (0.5, 1.0)])
+def test_bm25_matches_brute_force(seed: int, k1: float, b: float) -> None:
+    docs = random_corpus(seed)
+    if not any(docs):
+        docs[0] = ["t1"]
+    rng = random.Random(seed + 100)
+    terms = list(dict.fromkeys(f"t{rng.randint(0, 30)}" for _ in range(4)))
+    got = bm25(Postings.build(docs), terms, k1, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, brute_bm25(docs, terms, k1, b), rtol=1e-5, atol=1e-6)
+
+
+def test_bm25_prefers_rarer_terms_and_shorter_documents() -> None:
+    docs = [["rare", "x"], ["common", "x"], ["common", "y"], ["common", "rare"] + ["z"] * 20]
+    post = Postings.build(docs)
+    scores = bm25(post, ["rare", "common"])
+    assert scores[0] > scores[1]  # the rare term weighs more
+    assert scores[0] > scores[3] > 0  # same term, the long document is penalised
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_match_fraction_is_share_of_terms_present(seed: int) -> None:
+    docs = random_corpus(seed, vocab=10)
+    terms = ["t1", "t2", "t3", "nope"]
+    got = match_fraction(Postings.build(docs), terms)
+    expected = [sum(t in d for t in terms) / len(terms) for d in docs]
+    np.testing.assert_allclose(got, expected)
+    assert not match_fraction(Postings.build(docs), []).any()
+
+
+def test_match_fraction_counts_whole_terms_not_substrings() -> None:
+    post = Postings.build([["start"], ["art", "art"]])
+    assert match_fraction(post, ["art"]).tolist() == [0.0, 1.0]
+
+
+def test_top_k_orders_best_first_and_breaks_ties_by_index() -> None:
+    scores = np.asarray([0.5, 0.9, 0.5, 0.1, 0.9, 0.5], dtype=np.float32)
+    assert top_k(scores, 3).tolist() == [1, 4, 0]
+    assert top_k(scores, 4).tolist() == [1, 4, 0, 2]
+    assert top_k(scores, 10).tolist() == [1, 4, 0, 2, 5, 3]
+    assert top_k(scores, 0).size == 0
+    assert top_k(np.zeros(0, dtype=np.float32), 5).size == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_top_k_matches_a_full_stable_sort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 6, size=200).astype(np.float32)  # many ties
+    k = int(rng.integers(1, 60))
+    expected = sorted(range(200), key=lambda i: (-scores[i], i))[:k]
+    assert top_k(scores, k).tolist() == expected
+
+
+def test_date_multiplier_days_win_over_ranges() -> None:
+    days = np.asarray([-1, 10, 11, 12, 20], dtype=np.int64)
+    mult = date_multiplier(days, [12], [(10, 12)], day_boost=3.0, range_boost=1.5)
+    assert mult.tolist() == [1.0, 1.5, 1.5, 3.0, 1.0]
+    assert date_multiplier(days, [], [], 3.0, 1.5).tolist() == [1.0] * 5
+
+
+def test_date_multiplier_undated_chunks_stay_unboosted_by_real_dates() -> None:
+    days = np.asarray([-1, 738000], dtype=np.int64)
+    mult = date_multiplier(days, [738000], [(737990, 738010)], 3.0, 1.5)
+    assert mult.tolist() == [1.0, 3.0]
+
+
+def test_feedback_terms_picks_frequent_long_new_terms() -> None:
+    texts = [
+        ["postgres", "migration", "2026", "2026", "db", "db"],
+        ["postgres", "migration", "rollback", "rollback"],
+        ["postgres", "vacuum", "query", "query"],
+    ]
+    got = feedback_terms(texts, ["query"], max_terms=5, min_len=4, min_count=2)
+    assert got == ["postgres", "migration", "rollback"]  # by count; digits, short, excluded out
+    assert feedback_terms(texts, [], max_terms=1, min_len=4, min_count=2) == ["postgres"]
+    assert feedback_terms(texts, [], max_terms=5, min_len=4, min_count=4) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_feedback_terms_matches_brute_force(seed: int) -> None:
+    texts = random_corpus(seed, n_docs=3, vocab=8)
+    exclude = {"t1", "t2"}
+    counts = Counter(t for doc in texts for t in doc)
+    ranked = sorted(counts, key=lambda t: -counts[t])  # stable: first-seen order on ties
+    expected = [t for t in ranked if counts[t] >= 2 and len(t) >= 2 and t not in exclude][:3]
+    assert feedback_terms(texts, exclude, max_terms=3, min_len=2, min_count=2) == expected
