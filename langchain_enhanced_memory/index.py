@@ -257,8 +257,12 @@ class MemoryIndex:
                 conn.close()
                 self._set_aside("old-schema")
                 conn = self._connect()
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                version = 0
+            if version != SCHEMA_VERSION:
+                # Only when needed: setting user_version is a write, and a write on
+                # every open makes each reader commit and checkpoint on close.
+                conn.executescript(_SCHEMA)
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn
         except sqlite3.DatabaseError as exc:
@@ -452,10 +456,13 @@ class MemoryIndex:
     @staticmethod
     def _write_postings(conn: sqlite3.Connection, generation: int) -> None:
         rows = conn.execute("SELECT terms, headers, path FROM chunks ORDER BY id").fetchall()
+        # Header chains and paths repeat across chunks: tokenize each distinct one once.
+        header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
+        path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
         posts = {
             "text": Postings.build(r[0].split() for r in rows),
-            "header": Postings.build(tokenize(r[1]) for r in rows),
-            "path": Postings.build(tokenize(path_text(r[2])) for r in rows),
+            "header": Postings.build(header_terms[r[1]] for r in rows),
+            "path": Postings.build(path_terms[r[2]] for r in rows),
         }
         conn.execute(
             "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",

@@ -56,6 +56,9 @@ class MemorySettings(BaseModel):
 
     # --- embedding -------------------------------------------------------
     embed_batch_size: int = Field(20, ge=1)
+    embed_concurrency: int = Field(
+        4, ge=1, description="batches in flight at once (hides per-request latency)"
+    )
     embed_max_chars: int = Field(2000, ge=100)
     embed_timeout_s: float = Field(30.0, gt=0)
     embed_retries: int = Field(3, ge=0)
