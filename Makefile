@@ -30,5 +30,11 @@ lint: $(STAMP)
 reliability: $(STAMP)
 	$(BIN)/python benchmarks/reliability.py
 
+# Speed and scale (1k/10k/100k synthetic chunks, about 10 minutes): prints the README table.
+# SIZES=1000,10000 for a quicker run.
+SIZES ?= 1000,10000,100000
+bench: $(STAMP)
+	$(BIN)/python benchmarks/speed.py --sizes $(SIZES)
+
 clean:
 	rm -rf $(VENV) examples/workspace/.enhanced-memory
