@@ -385,4 +385,8 @@ def _fail(message: str, action: str, want_json: bool, status: int = 2) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: under ``python -m`` this file is ``__main__``, and
+    # sub-command modules raise the imported module's CliError, which must be caught.
+    from langchain_enhanced_memory.cli import main as _main
+
+    sys.exit(_main())

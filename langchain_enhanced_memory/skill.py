@@ -60,7 +60,7 @@ def install(workspace: Path, *, force: bool = False) -> tuple[Path, list[str]]:
     ]
     if clashes and not force:
         raise CliError(
-            f"{target} already holds other versions of {', '.join(clashes)}",
+            f"{target} already holds other versions of {', '.join(clashes)} (--force overwrites)",
             "pass --force to overwrite them",
         )
     written = []
