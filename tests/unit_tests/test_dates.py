@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -504,3 +508,60 @@ def test_date_like_text_never_raises_and_stays_in_the_past(
     spans = list(result.spans)
     assert spans == sorted(spans)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+# --- the demo workspace's graded queries -----------------------------------
+
+WORKSPACE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+DATED = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+def _demo_queries() -> list[dict[str, Any]]:
+    path = WORKSPACE / "queries.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@pytest.mark.skipif(not WORKSPACE.is_dir(), reason="examples/workspace not present")
+def test_demo_workspace_shape() -> None:
+    daily = sorted((WORKSPACE / "memory").glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md"))
+    assert len(daily) == 12
+    for note in daily:
+        lines = note.read_text(encoding="utf-8").splitlines()
+        assert lines[0] == f"# {note.stem}"
+        assert 15 <= len(lines) <= 60, note.name
+        assert any(line.startswith("## ") for line in lines)
+    assert (WORKSPACE / "memory" / "2026-11-20-offsite.md").is_file()
+    assert (WORKSPACE / "memory" / "2026" / "2026-11-05.md").is_file()
+    assert (WORKSPACE / "memory" / "topics" / "项目-星河.md").is_file()
+    alpha = (WORKSPACE / "memory" / "topics" / "project-alpha.md").read_text(encoding="utf-8")
+    fence = alpha.split("```")[1]  # a fenced block holding a line that starts with "#"
+    assert any(line.startswith("#") for line in fence.splitlines())
+
+
+@pytest.mark.skipif(not _demo_queries(), reason="examples/workspace/queries.jsonl not present")
+def test_demo_queries_gold_lines_and_dates() -> None:
+    queries = _demo_queries()
+    assert len(queries) == 20
+    assert {q["category"] for q in queries} == {
+        "single-hop",
+        "date-relative",
+        "date-absolute",
+        "chinese",
+        "multi-hop",
+    }
+    assert len({q["id"] for q in queries}) == len(queries)
+    for q in queries:
+        assert set(q) == {"id", "workspace", "query", "category", "now", "gold"}
+        assert q["workspace"] == "workspace" and q["gold"]
+        for gold in q["gold"]:
+            lines = (WORKSPACE / gold["path"]).read_text(encoding="utf-8").splitlines()
+            line = lines[gold["line"] - 1]  # 1-based
+            assert gold["line"] >= 1 and line.strip() and not line.startswith("#"), gold
+        dq = parse_dates(q["query"], datetime.fromisoformat(q["now"]))
+        dated = [date.fromisoformat(m[1]) for g in q["gold"] if (m := DATED.search(g["path"]))]
+        if q["category"].startswith("date-"):
+            assert dq, q["query"]
+        if dq:  # a date in the query must point at the note that answers it
+            assert any(dq.covers(day) for day in dated), q["query"]
