@@ -32,7 +32,7 @@ import numpy as np
 from .chunking import Chunk, chunk_lines
 from .scoring import Postings
 from .settings import MemorySettings
-from .text import path_text, tokenize
+from .text import TOKENIZER_VERSION, path_text, tokenize
 from .workspace import MemoryFile, UnreadableFileError, discover, read_lines
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -216,6 +216,7 @@ class MemoryIndex:
         return json.dumps(
             [
                 SCHEMA_VERSION,
+                TOKENIZER_VERSION,  # stored terms are the tokenizer's output
                 s.profile == "original",
                 s.max_header_level,
                 s.min_chunk_chars,

@@ -1,9 +1,16 @@
 """Tokenization shared by every lexical signal (keyword, header, path, PRF, logs).
 
 Latin words are matched whole and stemmed (Snowball English); runs of CJK
-ideographs become overlapping character bigrams (a lone ideograph stays a
-unigram), so "星河项目" matches "星河" without a segmenter. Text is NFKC
-normalised first, which folds full-width digits and letters.
+ideographs are cut at Chinese function words, then become overlapping
+character bigrams (a lone ideograph stays a unigram), so "星河项目" matches
+"星河" without a segmenter. Common words that merely contain a function
+character ("过敏", "对账", "现在") are not cut. Kana and hangul runs are kept
+whole (no segmenter; Korean separates words with spaces anyway). Text is NFKC
+normalised first, which folds full-width digits, letters and punctuation.
+
+Character bigrams were measured against jieba on ``benchmarks/zh``
+(``benchmarks/zh/tokenizers.py``): jieba was no better and costs 1.5-2 s of
+dictionary load in every fresh process, so it is not used.
 """
 
 from __future__ import annotations
@@ -83,12 +90,30 @@ STOPWORDS_ZH: tuple[str, ...] = (
     "没",
 )
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Bumped whenever the terms of a text change, so that stored indexes re-tokenize.
+TOKENIZER_VERSION = 2
+
+# Words that contain a one-character function word but are content words
+# themselves: the run is not cut inside them.
+ZH_KEEP: tuple[str, ...] = tuple(
+    """过敏 对账 对象 对比 对方 对手 对话 对应 对接 面对 针对 反对 相对 绝对 核对 了解 为了 除了
+    目的 的确 现在 正在 存在 所在 实在 在线 但是 还是 就是 可是 于是 只是 总是 没有 所有 有效
+    有关 有限 拥有 有些 个人 个月 各个 整个 和平 以及 及时 来得及 或者 或许 也许 首都 都市 成就
+    方向 向往 着急 接着 从而 从来 自从 给予 供给 把握 经过 过去 不过 超过 通过 过程 过期 还款 归还
+    参与 给付 他人 其他 她们 它们 我国 自我 你好 吧台 啊呀 被子 又称 一起 有人""".split()
+)
+_CJK = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
 _TOKEN_RE = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_KANA_HANGUL}]+)|(?P<word>[^\W_{_CJK}{_KANA_HANGUL}]+)"
 )
-_ZH_STOP_RE = re.compile("|".join(sorted(map(re.escape, STOPWORDS_ZH), key=len, reverse=True)))
+# At each position a protected word wins over a stopword that starts there or inside it.
+_ZH_STOP_RE = re.compile(
+    "(?P<keep>"
+    + "|".join(sorted(map(re.escape, ZH_KEEP), key=len, reverse=True))
+    + ")|"
+    + "|".join(sorted(map(re.escape, STOPWORDS_ZH), key=len, reverse=True))
+)
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -112,9 +137,21 @@ def stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
+def _zh_pieces(run: str) -> list[str]:
+    """``run`` cut at Chinese stopwords, protected words left whole inside their piece."""
+    pieces: list[str] = []
+    start = 0
+    for m in _ZH_STOP_RE.finditer(run):
+        if m.group("keep") is None:
+            pieces.append(run[start : m.start()])
+            start = m.end()
+    pieces.append(run[start:])
+    return [p for p in pieces if p]
+
+
 def _cjk_grams(run: str) -> list[str]:
     out: list[str] = []
-    for piece in _ZH_STOP_RE.split(run):
+    for piece in _zh_pieces(run):
         if len(piece) == 1:
             out.append(piece)
         else:
@@ -156,7 +193,10 @@ def query_terms(text: str) -> list[str]:
 
 
 def original_query_words(query: str) -> list[str]:
-    r"""The original skill's query words: ``\\w+`` of the lowercased query, len > 2, no stopwords."""
+    r"""The original skill's query words: ``\\w+`` of the lowercased query.
+
+    Words of two characters or fewer and English stopwords are dropped.
+    """
     words = _WORD_RE.findall(query.lower())
     return list(dict.fromkeys(w for w in words if len(w) > 2 and w not in STOPWORDS_EN))
 
