@@ -1,0 +1,113 @@
+"""The original's env (MEMORY_DIR, OLLAMA_URL, EMBED_MODEL) and ours: flag > env > default."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_workspace
+from fake_ollama import FakeOllama, unused_port
+
+CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+ENV_NAMES = (
+    "OPENCLAW_WORKSPACE_DIR",
+    "MEMORY_DIR",
+    "EMBED_MODEL",
+    "OLLAMA_URL",
+    "OLLAMA_HOST",
+    "ENHANCED_MEMORY_EMBEDDER",
+    "ENHANCED_MEMORY_PROFILE",
+    "ENHANCED_MEMORY_INDEX",
+)
+
+
+def search(*args: str, cwd: Path | None = None, **env: str) -> dict:
+    full = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    full.update(env)
+    r = subprocess.run(
+        [*CLI, "search", "--json", *args], capture_output=True, text=True, env=full,
+        cwd=cwd, timeout=120,
+    )  # fmt: skip
+    doc = json.loads(r.stdout)
+    doc["_rc"], doc["_stderr"] = r.returncode, r.stderr
+    return doc
+
+
+@pytest.fixture
+def other(tmp_path: Path) -> Path:
+    """A second workspace whose only note mentions a lighthouse."""
+    return write_workspace(
+        tmp_path / "other",
+        {"memory/2026-01-01.md": "# 2026-01-01\n\n## Party\n\nNew year party at the lighthouse.\n"},
+    )
+
+
+def top_path(doc: dict) -> str | None:
+    return doc["results"][0]["path"] if doc["results"] else None
+
+
+def test_memory_dir_names_the_memory_folder(other: Path, tmp_path: Path) -> None:
+    doc = search("lighthouse", cwd=tmp_path, MEMORY_DIR=str(other / "memory"),
+                 ENHANCED_MEMORY_EMBEDDER="none")  # fmt: skip
+    assert doc["_rc"] == 0, doc["_stderr"]
+    assert top_path(doc) == "memory/2026-01-01.md"
+
+
+def test_workspace_precedence(workspace: Path, other: Path, tmp_path: Path) -> None:
+    # --workspace beats OPENCLAW_WORKSPACE_DIR, which beats MEMORY_DIR.
+    env = {"ENHANCED_MEMORY_EMBEDDER": "none", "MEMORY_DIR": str(other / "memory")}
+    doc = search("ramen", cwd=tmp_path, OPENCLAW_WORKSPACE_DIR=str(workspace), **env)
+    assert top_path(doc) == "memory/2026-02-08.md"
+    doc = search("lighthouse", "--workspace", str(other), cwd=tmp_path,
+                 OPENCLAW_WORKSPACE_DIR=str(workspace), **env)  # fmt: skip
+    assert top_path(doc) == "memory/2026-01-01.md"
+    # Without any: the current folder.
+    doc = search("ramen", cwd=workspace, ENHANCED_MEMORY_EMBEDDER="none")
+    assert top_path(doc) == "memory/2026-02-08.md"
+
+
+def test_ollama_url_in_the_originals_full_form(workspace: Path, fake_ollama: FakeOllama) -> None:
+    doc = search("ramen", "--workspace", str(workspace), "--embedder", "ollama",
+                 OLLAMA_URL=f"{fake_ollama.url}/api/embed")  # fmt: skip
+    assert doc["_rc"] == 0, doc["_stderr"]
+    assert (doc["provider"], doc["fallback"]) == ("ollama", None)
+    assert fake_ollama.calls > 0
+
+
+def test_ollama_url_flag_beats_env(workspace: Path, fake_ollama: FakeOllama) -> None:
+    dead = f"http://127.0.0.1:{unused_port()}"
+    doc = search("ramen", "--workspace", str(workspace), "--embedder", "ollama",
+                 "--ollama-url", fake_ollama.url, OLLAMA_URL=dead)  # fmt: skip
+    assert doc["fallback"] is None
+    doc = search("ramen", "--workspace", str(workspace), "--embedder", "ollama",
+                 "--ollama-url", dead, OLLAMA_URL=fake_ollama.url)  # fmt: skip
+    assert doc["fallback"] == "keyword-only"
+
+
+def test_embed_model_env_and_flag(workspace: Path, fake_ollama: FakeOllama) -> None:
+    fake_ollama.models += ["mxbai-embed-large:latest", "all-minilm:latest"]
+    base = ("ramen", "--workspace", str(workspace), "--embedder", "ollama",
+            "--ollama-url", fake_ollama.url)  # fmt: skip
+    assert search(*base)["model"] == "nomic-embed-text"
+    assert search(*base, EMBED_MODEL="mxbai-embed-large")["model"] == "mxbai-embed-large"
+    doc = search(*base, "--model", "all-minilm", EMBED_MODEL="mxbai-embed-large")
+    assert (doc["model"], doc["fallback"]) == ("all-minilm", None)
+
+
+def test_embedder_env_and_flag(workspace: Path, fake_ollama: FakeOllama) -> None:
+    doc = search("ramen", "--workspace", str(workspace), ENHANCED_MEMORY_EMBEDDER="none",
+                 OLLAMA_URL=fake_ollama.url)  # fmt: skip
+    assert doc["provider"] == "none" and fake_ollama.calls == 0
+    doc = search("ramen", "--workspace", str(workspace), "--embedder", "ollama",
+                 ENHANCED_MEMORY_EMBEDDER="none", OLLAMA_URL=fake_ollama.url)  # fmt: skip
+    assert doc["provider"] == "ollama" and fake_ollama.calls > 0
+
+
+def test_bad_embedder_env_is_one_line(workspace: Path) -> None:
+    doc = search("ramen", "--workspace", str(workspace), ENHANCED_MEMORY_EMBEDDER="bert")
+    assert doc["_rc"] == 2 and doc["unavailable"] is True
+    assert "unknown embedder" in doc["error"] and "Traceback" not in doc["_stderr"]
