@@ -91,7 +91,7 @@ STOPWORDS_ZH: tuple[str, ...] = (
 )
 
 # Bumped whenever the terms of a text change, so that stored indexes re-tokenize.
-TOKENIZER_VERSION = 2
+TOKENIZER_VERSION = 3
 
 # Words that contain a one-character function word but are content words
 # themselves: the run is not cut inside them.
@@ -100,7 +100,7 @@ ZH_KEEP: tuple[str, ...] = tuple(
     目的 的确 现在 正在 存在 所在 实在 在线 但是 还是 就是 可是 于是 只是 总是 没有 所有 有效
     有关 有限 拥有 有些 个人 个月 各个 整个 和平 以及 及时 来得及 或者 或许 也许 首都 都市 成就
     方向 向往 着急 接着 从而 从来 自从 给予 供给 把握 经过 过去 不过 超过 通过 过程 过期 还款 归还
-    参与 给付 他人 其他 她们 它们 我国 自我 你好 吧台 啊呀 被子 又称 一起 有人""".split()
+    参与 给付 他人 其他 我国 自我 你好 吧台 啊呀 被子 又称 一起 有人""".split()
 )
 _CJK = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
