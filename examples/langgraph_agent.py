@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,11 @@ def build_agent(
         now: A fixed clock for relative dates and ages (default: the real one).
     """
     tools = create_memory_tools(workspace, embedder=embedder, embeddings=embeddings, now=now)
-    return create_react_agent(model, tools, prompt=SYSTEM_PROMPT)
+    with warnings.catch_warnings():
+        # LangGraph 1.x points to langchain.agents.create_agent, which needs the full
+        # `langchain` package; the prebuilt agent is the same loop without it.
+        warnings.filterwarnings("ignore", message="create_react_agent has been moved")
+        return create_react_agent(model, tools, prompt=SYSTEM_PROMPT)
 
 
 def chat_model_from_env() -> BaseChatModel | None:
@@ -110,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         state = agent.invoke({"messages": [("user", args.question)]})
     except Exception as exc:  # an unreachable Ollama is the usual cause: say so in one line
-        print(f"error: the agent failed: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        print(
+            f"error: the agent failed: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr
+        )
         return 1
     print(transcript(state["messages"]))
     return 0

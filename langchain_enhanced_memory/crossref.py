@@ -20,10 +20,13 @@ picks one per sub-topic, so links reach every part of the file.
 Threshold: 0.75 is the original's value for ``nomic-embed-text``, whose
 unrelated texts sit around 0.4-0.6. Anisotropic embedders such as e5 put
 *every* pair at 0.8-0.9, where 0.75 links everything to everything. So the
-threshold is ``max(0.75, q)`` with ``q`` the ``settings.crossref_quantile``
-(0.99) quantile of cosines between representatives of different files,
-sampled with a fixed seed: for nomic it stays 0.75, for e5 it rises to where
-only the top 1% of pairs link. ``crossref_quantile=None`` keeps 0.75 as is.
+threshold is ``max(0.75, median + z * 1.4826 * MAD)`` over the cosines between
+representatives of different files (all pairs, or 20,000 sampled with a fixed
+seed), ``z = settings.crossref_calibrate`` (3): the level an unrelated pair
+rarely reaches for *this* embedder. Median and MAD are robust, so a small
+workspace whose few strong links would dominate a mean or a top quantile
+still keeps 0.75; for nomic it stays 0.75, for e5 it rises to about 0.9.
+``crossref_calibrate=None`` keeps 0.75 as is.
 
 Speed: similarities come from one matrix product per block of 2048
 representatives (BLAS), the top refs from ``argpartition``; a 5,000-file
@@ -88,7 +91,7 @@ CREATE TABLE IF NOT EXISTS crossref_graph (
 """
 _BLOCK = 2048
 _MIN_REP_CHARS = 80
-_QUANTILE_PAIRS = 20_000
+_SAMPLE_PAIRS = 20_000
 _THRESHOLD_SLACK = 0.01
 
 
@@ -153,24 +156,26 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 def calibrated_threshold(
-    vectors: np.ndarray, file_ids: np.ndarray, base: float, quantile: float | None
+    vectors: np.ndarray, file_ids: np.ndarray, base: float, z: float | None
 ) -> float:
-    """``max(base, quantile of sampled cross-file cosines)`` (see the module doc)."""
+    """``max(base, median + z * 1.4826 * MAD)`` of cross-file cosines (see the module doc)."""
     n = vectors.shape[0]
-    if quantile is None or n < 2 or len(np.unique(file_ids)) < 2:
+    if z is None or n < 2 or len(np.unique(file_ids)) < 2:
         return float(base)
-    if n * n <= 4 * _QUANTILE_PAIRS:  # small: every pair, exactly
+    if n * n <= 4 * _SAMPLE_PAIRS:  # small: every pair, exactly
         s = vectors @ vectors.T
         sims = s[file_ids[:, None] != file_ids[None, :]]
     else:
         rng = np.random.default_rng(0)
-        i = rng.integers(0, n, _QUANTILE_PAIRS)
-        j = rng.integers(0, n, _QUANTILE_PAIRS)
+        i = rng.integers(0, n, _SAMPLE_PAIRS)
+        j = rng.integers(0, n, _SAMPLE_PAIRS)
         keep = file_ids[i] != file_ids[j]
         sims = np.einsum("ij,ij->i", vectors[i[keep]], vectors[j[keep]])
     if sims.size == 0:
         return float(base)
-    return round(max(float(base), float(np.quantile(sims, quantile))), 4)
+    median = float(np.median(sims))
+    spread = 1.4826 * float(np.median(np.abs(sims - median)))
+    return round(max(float(base), median + z * spread), 4)
 
 
 def _top_refs(
@@ -229,7 +234,7 @@ def _signature(settings: MemorySettings, model: str) -> str:
             model,
             settings.crossref_representatives,
             settings.crossref_threshold,
-            settings.crossref_quantile,
+            settings.crossref_calibrate,
             settings.crossref_refs_per_chunk,
             settings.crossref_files_per_file,
         ]
@@ -290,7 +295,7 @@ def build(
     rep_vecs = vectors[rep_rows]
     rep_fids = file_ids[rep_rows]
     threshold = calibrated_threshold(
-        rep_vecs, rep_fids, settings.crossref_threshold, settings.crossref_quantile
+        rep_vecs, rep_fids, settings.crossref_threshold, settings.crossref_calibrate
     )
 
     with index.writer_lock(), index._open() as conn:

@@ -403,7 +403,7 @@ class MemorySearch:
             temporal_dates=ranking.temporal_dates,
             prf_terms=ranking.prf_terms,
         )
-        record_search(self.index.workspace, self.settings, query, response)
+        record_search(self.index.workspace, self.settings, query, response, now)
         return response
 
     @staticmethod

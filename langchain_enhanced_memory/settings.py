@@ -97,8 +97,8 @@ class MemorySettings(BaseModel):
     # --- cross-references -------------------------------------------------
     crossref_representatives: int = Field(5, ge=1)
     crossref_threshold: float = 0.75
-    crossref_quantile: float | None = Field(
-        0.99, description="raise the threshold to this quantile of cross-file cosines"
+    crossref_calibrate: float | None = Field(
+        3.0, description="raise the threshold to median + this many robust SDs of cosines"
     )
     crossref_refs_per_chunk: int = Field(5, ge=1)
     crossref_files_per_file: int = Field(10, ge=1)

@@ -15,7 +15,7 @@ from langchain_enhanced_memory.retriever import EnhancedMemoryRetriever
 from langchain_enhanced_memory.search import MemorySearch
 from langchain_enhanced_memory.settings import MemorySettings
 
-LOOSE = MemorySettings(crossref_quantile=None, crossref_threshold=0.3, log_queries=False)
+LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.3, log_queries=False)
 WORDS = (
     "postgres migration rollback billing invoice ramen lunch hiking trail garden tomato "
     "kafka stream latency cache deploy canary budget hiring alice bob paris flight hotel "
@@ -138,7 +138,7 @@ def test_incremental_update_equals_full_rebuild(tmp_path):
 
 def test_threshold_calibrates_for_anisotropic_embedders(tmp_path):
     ws = _random_workspace(tmp_path / "ws", 20, seed=5)
-    fixed = MemorySettings(crossref_quantile=None, log_queries=False)
+    fixed = MemorySettings(crossref_calibrate=None, log_queries=False)
     e = _engine(ws, fixed, Anisotropic())
     flat = crossref.build(e.index, e.model_id, fixed)
     assert flat.threshold == 0.75

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from conftest import SMALL_WORKSPACE, write_workspace
+from fakes import WordEmbeddings
+from langchain_core.messages import ToolMessage
+from langchain_tests.unit_tests import ToolsUnitTests
+
+from langchain_enhanced_memory import logs
+from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.tools import (
+    MemoryCrossrefTool,
+    MemoryGetTool,
+    MemorySalienceTool,
+    MemorySearchTool,
+    create_memory_tools,
+)
+
+NOW = datetime(2026, 2, 9, 9, 0)
+LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.2)
+
+
+def _shared_workspace() -> Path:
+    return write_workspace(Path(tempfile.mkdtemp(prefix="em-tools-")) / "ws", SMALL_WORKSPACE)
+
+
+class TestSearchToolStandard(ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemorySearchTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": _shared_workspace(), "embedder": "none"}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"query": "postgres migration", "k": 3}
+
+
+class TestGetToolStandard(ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemoryGetTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": _shared_workspace(), "embedder": "none"}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"path": "memory/2026-02-08.md", "from": 3, "lines": 2}
+
+
+class TestSalienceToolStandard(ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemorySalienceTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": _shared_workspace(), "embedder": "none"}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"top": 2}
+
+
+class TestCrossrefToolStandard(ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemoryCrossrefTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": _shared_workspace(), "embeddings": WordEmbeddings()}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"path": "memory/2026-02-08.md"}
+
+
+def _call(tool, args):
+    msg = tool.invoke({"type": "tool_call", "id": "c1", "name": tool.name, "args": args})
+    assert isinstance(msg, ToolMessage)
+    return msg
+
+
+@pytest.fixture
+def tools(workspace, monkeypatch):
+    monkeypatch.delenv(logs.LOG_ENV, raising=False)
+    return {
+        t.name: t
+        for t in create_memory_tools(
+            workspace, embeddings=WordEmbeddings(), settings=LOOSE, now=NOW
+        )
+    }
+
+
+def test_search_tool_cites_and_returns_json(tools, workspace):
+    msg = _call(tools["memory_search"], {"query": "what did we decide yesterday?", "k": 2})
+    first = msg.content.splitlines()[0]
+    assert first.startswith("[1] memory/2026-02-08.md:")
+    assert "Decisions" in first
+    art = msg.artifact
+    assert set(art) == {"results", "provider", "model", "fallback"}
+    row = art["results"][0]
+    assert row["path"] == "memory/2026-02-08.md" and row["source"] == "memory"
+    assert {"startLine", "endLine", "score", "snippet", "header", "related"} <= set(row)
+    assert f"{row['path']}:{row['startLine']}-{row['endLine']}" in msg.content
+    assert logs.read_query_log(workspace)[-1]["query"] == "what did we decide yesterday?"
+
+
+def test_search_tool_no_match(workspace):
+    tool = MemorySearchTool(workspace=workspace, embedder="none")
+    msg = _call(tool, {"query": "zzzqqq"})
+    assert msg.content.startswith("No memory matches") and msg.artifact["results"] == []
+
+
+def test_get_tool_numbers_lines_and_counts_access(tools, workspace):
+    msg = _call(tools["memory_get"], {"path": "memory/2026-02-08.md", "from": 3, "lines": 3})
+    lines = msg.content.splitlines()
+    assert lines[0] == "memory/2026-02-08.md:3-5"
+    assert lines[1].split(None, 1) == ["3", "## Decisions"]
+    assert "continue with from=6" in msg.content
+    assert msg.artifact["from"] == 3 and msg.artifact["to"] == 5
+    assert logs.read_access_log(workspace)["memory/2026-02-08.md"] == 1
+
+
+def test_get_tool_refusal_is_a_message_not_an_exception(tools):
+    msg = _call(tools["memory_get"], {"path": "../../etc/passwd"})
+    assert msg.content.startswith("Error: refused:")
+    assert msg.artifact == {"error": msg.content.removeprefix("Error: ")}
+
+
+def test_salience_tool(tools):
+    msg = _call(tools["memory_salience"], {"top": 2})
+    assert "Daily notes from 2026-02-07 haven't been reviewed" in msg.content
+    assert len(msg.artifact["items"]) == 2 and msg.artifact["total_items"] == 4
+
+
+def test_crossref_tool_builds_on_first_use_then_shows(tools):
+    overview = _call(tools["memory_crossref"], {})
+    assert "Most connected" in overview.content and overview.artifact["files"] == 4
+    shown = _call(tools["memory_crossref"], {"path": "memory/2026-02-07.md"})
+    assert shown.content.startswith("memory/2026-02-07.md is linked to:")
+    assert shown.artifact["path"] == "memory/2026-02-07.md"
+    bad = _call(tools["memory_crossref"], {"path": "/etc/passwd"})
+    assert bad.content.startswith("Error: refused")
+
+
+def test_crossref_tool_without_vectors_says_what_to_do(workspace):
+    tool = MemoryCrossrefTool(workspace=workspace, embedder="none")
+    msg = _call(tool, {})
+    assert msg.content.startswith("Error:") and "embedder" in msg.content
+
+
+def test_tool_without_workspace_fails_clearly():
+    with pytest.raises(ValueError, match="workspace"):
+        MemorySearchTool().get_engine()
