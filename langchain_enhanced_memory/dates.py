@@ -67,6 +67,11 @@ Semantics of the default mode where a choice had to be made:
   ``in``/``during``/``since``/``throughout``/``early``/``mid``/``late``.
 * Slash dates (``2/8``, ``10/2``, ``2/8/2026``) are month/day (US order) and
   only when that makes a valid date; ``13/2`` or ``2/30`` yield nothing.
+* A Chinese weekday with no ``上``/``这`` (``周三``, ``星期天``, ``礼拜五``) is the
+  most recent such day on or before today, like ``on Wednesday``; ``每周一``
+  (every Monday) and ``两周一次`` are not dates. ``N个月前`` is the whole
+  calendar month N months back; ``劳动节`` / ``五一劳动节`` / ``五一假期`` are
+  May 1st (a bare ``五一`` is a number).
 * Chinese: ``上周一起`` reads as ``上周`` + ``一起`` (together), ``上周天气``
   as ``上周`` + ``天气``; counts such as ``上周三次`` are not weekdays.
   ``去年`` / ``前年`` / ``今年`` are year ranges (``今年`` up to ``now``), and as a
@@ -332,7 +337,16 @@ _CN_WD = (
     r"|(?P<end>末)"
     r"|(?![围圍边邊期年刊岁歲长長到全]))"
 )
-_CN_HOLIDAY = r"(?:(?P<gq>国庆|國慶)[节節]?|(?P<yd>元旦)|(?P<sd>圣诞|聖誕)[节節]?|(?P<py>平安夜))"
+_CN_HOLIDAY = (
+    r"(?:(?P<gq>国庆|國慶)[节節]?|(?P<yd>元旦)|(?P<sd>圣诞|聖誕)[节節]?|(?P<py>平安夜)"
+    r"|(?P<ld>(?:五一)?(?:劳动|勞動)[节節]|五一(?=[节節假长長小])))"
+)
+# A weekday after 周/星期/礼拜 with no 上/这 before it (``周三``, ``礼拜天``).
+_CN_WD_ONLY = (
+    r"(?:(?P<x>一)(?![起样樣直些点點下切共般定同致块塊次])"
+    r"|(?P<x2>[二三四五六七1-7])(?![天个個次位名件篇周週年月])"
+    r"|(?P<x3>[日天])(?![记記气氣子常数數天]))"
+)
 
 _A_MONTH = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _A_CN_WEEK = ("周", "週", "星期", "礼拜", "禮拜")
@@ -627,6 +641,18 @@ def _h_cn_this_week(m: _Match, today: date, raw: str, pre: _Match | None) -> _Fo
     return _cn_week_result(m, today, _monday(today), current=True)
 
 
+def _h_cn_bare_weekday(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    weekday = _CN_WEEKDAYS[m["x"] or m["x2"] or m["x3"]]
+    return _day(_latest_weekday(today, weekday, strict=False))
+
+
+def _h_cn_months_ago(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    n = _number(pre["n"]) if pre is not None else None
+    if n is None or n > 1200:
+        return _BLOCK
+    return _explicit_month(*_add_months(today.year, today.month, -n))
+
+
 def _h_cn_month_rel(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
     assert pre is not None
     back = len(pre["up"]) if pre["up"] else 0
@@ -644,6 +670,8 @@ def _h_cn_month_rel(m: _Match, today: date, raw: str, pre: _Match | None) -> _Fo
 
 def _h_cn_holiday(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
     month, day = (10, 1) if m["gq"] else (1, 1) if m["yd"] else (12, 24) if m["py"] else (12, 25)
+    if m["ld"]:
+        month, day = 5, 1
     year = _cn_year(pre, today)
     if year is not None:
         return _explicit(year, month, day)
@@ -811,7 +839,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule(
         _CN_HOLIDAY,
         _h_cn_holiday,
-        ("国庆", "國慶", "元旦", "圣诞", "聖誕", "平安夜"),
+        ("国庆", "國慶", "元旦", "圣诞", "聖誕", "平安夜", "劳动", "勞動", "五一"),
         _DIGITS,
         prefix=_CN_YEAR,
         prefix_len=12,
@@ -846,6 +874,22 @@ _RULES: tuple[_Rule, ...] = (
         prefix=rf"(?P<up>上{{1,2}})一?{_CN_GE}?",
         prefix_len=4,
         prefix_tails="上一个個",
+        prefix_required=True,
+    ),
+    _rule(
+        rf"{_CN_WEEK}{_CN_WD_ONLY}",
+        _h_cn_bare_weekday,
+        _A_CN_WEEK,
+        _CN_NUM_CHARS | frozenset("每下上这這本个個的隔几幾做"),
+    ),
+    _rule(
+        r"前",
+        _h_cn_months_ago,
+        ("前",),
+        _CN_NUM_CHARS,
+        prefix=rf"(?P<n>{_CN_N})\s*{_CN_GE}\s*月\s*(?:之|以)?",
+        prefix_len=14,
+        prefix_tails=_WS + "月之以",
         prefix_required=True,
     ),
     _rule(

@@ -243,7 +243,46 @@ CHINESE = [
     ("上周日下午", WED, ["2026-11-29"], []),
 ]
 
+# A bare weekday (周三, 星期天, 礼拜五) is the most recent such day on or before
+# today; N个月前 is that calendar month; 劳动节 / 五一 is May 1st.
+CHINESE_MORE = [
+    ("周一开会说了什么", WED, ["2026-11-30"], []),
+    ("周三", WED, ["2026-12-02"], []),  # today is a Wednesday
+    ("周四", WED, ["2026-11-26"], []),  # not yet this week: last week's
+    ("星期天", WED, ["2026-11-29"], []),
+    ("礼拜天去哪了", WED, ["2026-11-29"], []),
+    ("礼拜五", WED, ["2026-11-27"], []),
+    ("週二", WED, ["2026-12-01"], []),
+    ("周日", MON, ["2026-11-29"], []),  # Monday-start weeks: Sunday is yesterday
+    ("周一", SUN, ["2026-11-23"], []),
+    ("周日", SUN, ["2026-11-29"], []),
+    ("周五", NEW_YEAR_1, ["2025-12-26"], []),  # across the year boundary
+    ("周一到周五", WED, ["2026-11-27", "2026-11-30"], []),
+    ("劳动节", WED, ["2026-05-01"], []),
+    ("五一劳动节", WED, ["2026-05-01"], []),
+    ("五一假期", WED, ["2026-05-01"], []),
+    ("劳动节", date(2026, 4, 30), ["2025-05-01"], []),
+    ("去年劳动节", WED, ["2025-05-01"], []),
+    ("一个月前", WED, [], [r("2026-11-01", "2026-11-30")]),
+    ("两个月前的体检", WED, [], [r("2026-10-01", "2026-10-31")]),
+    ("一个月前", NEW_YEAR_2, [], [r("2025-12-01", "2025-12-31")]),
+    ("三个月之前", date(2026, 2, 10), [], [r("2025-11-01", "2025-11-30")]),
+    ("上周一", NEW_YEAR_1, ["2025-12-22"], []),
+    ("上礼拜五", NEW_YEAR_2, ["2025-12-26"], []),
+    ("昨天", NEW_YEAR_1, ["2025-12-31"], []),
+    ("前天", date(2026, 3, 1), ["2026-02-27"], []),
+    ("大前天", date(2024, 3, 1), ["2024-02-27"], []),  # leap year
+    ("国庆节", date(2026, 9, 30), ["2025-10-01"], []),  # not yet this year
+    ("十月二号", date(2026, 10, 1), ["2025-10-02"], []),
+    ("上个月15号", date(2026, 10, 23), ["2026-09-15"], []),
+]
+
 CHINESE_NOT_DATES = [
+    "每周一",
+    "每个礼拜天",
+    "两周一次",
+    "周一起",
+    "五一",
     "明天",
     "后天",
     "下周",
@@ -362,7 +401,9 @@ ORIGINAL = [
 ]
 
 
-@pytest.mark.parametrize(("query", "now", "days", "ranges"), ENGLISH + CHINESE + BOUNDARIES)
+@pytest.mark.parametrize(
+    ("query", "now", "days", "ranges"), ENGLISH + CHINESE + CHINESE_MORE + BOUNDARIES
+)
 def test_expressions(
     query: str, now: date, days: list[str], ranges: list[tuple[date, date]]
 ) -> None:
@@ -484,7 +525,7 @@ DATE_WORDS = (
     "today yesterday before day days ago week weeks weekend month year last this past on in of "
     "may march feb february 8th 29 31 2 10/2 2/29 2026-02-29 monday sunday a two twenty-one "
     "christmas eve tomorrow next 上 上上 周 星期 一 日 天 末 月 号 前 十 两 本 这 个 去年 国庆 "
-    "元旦 明年 １ ０"
+    "元旦 明年 １ ０ 礼拜 每 劳动节 五一 之 个月"
 ).split()
 
 
