@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 PROG = "enhanced-memory"
 
@@ -50,7 +50,12 @@ def failure_json(error: str, action: str = "") -> dict[str, Any]:
 
 def dump(obj: Any, out: TextIO | None = None) -> None:
     """Write one JSON line, keeping CJK readable."""
-    (out or sys.stdout).write(json.dumps(obj, ensure_ascii=False) + "\n")
+    (out or sys.stdout).write(clean_text(json.dumps(obj, ensure_ascii=False)) + "\n")
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates (undecodable argv bytes, JSON escapes) that UTF-8 cannot write."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
 # --------------------------------------------------------------------- context
@@ -266,7 +271,7 @@ def _run_search(args: argparse.Namespace) -> int:
     engine = make_engine(args)
     if args.batch is not None:
         return _run_batch(engine, args, k)
-    response = engine.search(args.query, k=k, now=now)
+    response = engine.search(clean_text(args.query), k=k, now=now)
     if args.json:
         dump(_response_json(engine, response, args.min_score))
         return 0
@@ -314,7 +319,8 @@ def _run_batch(engine: Any, args: argparse.Namespace, k: int) -> int:
     if not args.json:
         report_embedder(engine)
     for item in items:
-        response = engine.search(item["query"], k=k, now=item["_now"] or default_now)
+        query = clean_text(item["query"])
+        response = engine.search(query, k=k, now=item["_now"] or default_now)
         row = _response_json(engine, response, args.min_score)
         dump({"id": item.get("id"), **row})
     return 0
@@ -333,11 +339,18 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if a in COMMANDS), None)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one-line :class:`CliError`, not usage dumps."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message)
+
+
 def build_parser(
     command: str | None,
 ) -> tuple[argparse.ArgumentParser, Callable[[argparse.Namespace], int] | None]:
     """The top-level parser, with only ``command``'s arguments configured."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Hybrid, date-aware search over an agent's markdown memory."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -360,7 +373,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
     parser, runner = build_parser(command)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CliError as exc:  # a bad flag or value: one line, and the failure JSON with --json
+        message = f"{command}: {exc}" if command else str(exc)
+        action = f"see {PROG} {command} --help" if command else f"see {PROG} --help"
+        return _fail(message, action, "--json" in argv)
     if runner is None:
         parser.print_help()
         return 2

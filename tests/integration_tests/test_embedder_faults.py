@@ -69,7 +69,11 @@ FAULTS: dict[str, tuple[Callable[[FakeOllama], None], Callable[[FakeOllama], Non
     # name: (inject, heal, embed requests the failing batch gets)
     "connection refused": (FakeOllama.stop, FakeOllama.start, 0),
     "http 500": (lambda f: f.set_fault("http500"), FakeOllama.clear_fault, RETRIES + 1),
-    "malformed json": (lambda f: f.set_fault("malformed_json"), FakeOllama.clear_fault, RETRIES + 1),
+    "malformed json": (
+        lambda f: f.set_fault("malformed_json"),
+        FakeOllama.clear_fault,
+        RETRIES + 1,
+    ),
     "wrong dimension": (
         lambda f: f.set_fault("wrong_dim", dim=384),
         FakeOllama.clear_fault,

@@ -411,8 +411,13 @@ def concurrent_index_runs(root: Path, delay: float = 0.02) -> SerializeReport:
     with fake_ollama_process(delay=delay) as url:
         args = ["index", "--workspace", str(root), "--embedder", "ollama", "--ollama-url", url]
         procs = [
-            subprocess.Popen([*CLI, *args, "--json"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=cli_env())  # fmt: skip
+            subprocess.Popen(
+                [*CLI, *args, "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=cli_env(),
+            )  # fmt: skip
             for _ in range(2)
         ]
         for p in procs:

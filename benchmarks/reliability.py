@@ -1,0 +1,139 @@
+"""Run every fault-injection and bad-input test (slow ones included) and print the README table.
+
+    python benchmarks/reliability.py            # or: make reliability
+
+Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers),
+the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
+marker on, then prints a markdown table of what was tried and what held. Exits
+non-zero when anything failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = [
+    "tests/reliability",
+    "tests/integration_tests/test_embedder_faults.py",
+    "tests/integration_tests/test_hostile_files.py",
+    "tests/integration_tests/test_hostile_queries.py",
+    "tests/unit_tests/test_fuzz.py",
+]
+
+
+def run_tests(stats: Path, junit: Path) -> int:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow or not slow"]
+    cmd += [f"--junitxml={junit}", *TARGETS]
+    env = {**os.environ, "RELIABILITY_STATS": str(stats)}
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+
+
+def outcomes(junit: Path) -> dict[str, list[bool]]:
+    """Test function name -> pass/fail of each of its cases."""
+    out: dict[str, list[bool]] = defaultdict(list)
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name", "").split("[", 1)[0]
+        bad = any(child.tag in ("failure", "error", "skipped") for child in case)
+        out[name].append(not bad)
+    return out
+
+
+def tally(res: dict[str, list[bool]], *names: str) -> tuple[int, int]:
+    cases = [ok for n in names for ok in res.get(n, [])]
+    return len(cases), sum(cases)
+
+
+def table(res: dict[str, list[bool]], stats: Path) -> str:
+    def load(name: str) -> dict:
+        p = stats / f"{name}.json"
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    kills, conc, ser = load("kills"), load("concurrency"), load("serialize")
+    rows = []
+    if kills:
+        ph = kills["phases"]
+        rows.append(
+            (
+                f"SIGKILL during `index` ({kills['chunks']} chunks, slow embedder;"
+                f" {ph['before the sync commit']} before the sync commit,"
+                f" {ph['while embedding']} while embedding): search answers from the old or"
+                " new state, no set-aside index, integrity ok",
+                kills["kills"],
+                kills["survived"] if not kills["problems"] else 0,
+            )
+        )
+        rows.append(("`index` after the kills completes, every chunk has a vector", 1,
+                     int(kills["final_ok"])))  # fmt: skip
+    t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
+    rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
+                 " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"
+                 " batches kept, next run embeds only the rest", t, h))  # fmt: skip
+    t, h = tally(res, "test_search_falls_back_to_keyword_only_in_the_same_call",
+                 "test_timeout_is_retried_then_reported_and_search_degrades")  # fmt: skip
+    rows.append(("Embedder faults during `search` (same list + timeout): keyword-only answer"
+                 " with `fallback` set", t, h))  # fmt: skip
+    if conc:
+        rows.append(
+            (
+                f"{conc['searchers']} searcher processes for {conc['seconds']:.0f} s while"
+                f" `index` re-runs in a loop ({conc['reindexes']} re-indexes): searches without"
+                " error or empty result",
+                conc["searches"],
+                conc["searches"] - conc["errors"] - conc["empty"],
+            )
+        )
+    if ser:
+        rows.append(("Two `index` runs at once: serialized by the writer lock (each chunk"
+                     f" embedded once: {ser['embedded']})", ser["runs"],
+                     ser["ok"] if not ser["problems"] else 0))  # fmt: skip
+    t, h = tally(res, "test_index_run_succeeds_and_names_skips", "test_hostile_file",
+                 "test_symlinks_loop_and_outside_are_not_followed",
+                 "test_file_changing_while_read_stays_exact", "test_fifty_megabyte_file",
+                 "test_ten_thousand_files_in_one_folder",
+                 "test_undecodable_and_odd_file_names")  # fmt: skip
+    rows.append(("Hostile workspace files (invalid UTF-8, binary, 50 MB, 20,000-line section,"
+                 " 10,000 files, empty, headers only, CRLF, BOM, long lines, symlinks,"
+                 " changing files, undecodable names)", t, h))  # fmt: skip
+    t, h = tally(res, "test_hostile_query_gives_valid_json", "test_nul_byte_query_via_batch",
+                 "test_bad_argument_is_one_clear_line", "test_huge_k_is_capped_and_valid",
+                 "test_workspace_with_nul_is_refused",
+                 "test_get_refuses_paths_outside_the_memory_files",
+                 "test_crossref_show_refuses_paths_outside",
+                 "test_get_reads_a_real_file_and_bad_ranges_are_clear")  # fmt: skip
+    rows.append(("Hostile queries and arguments (search, `get`, `crossref show`)", t, h))
+    t, h = tally(res, "test_chunks_cover_every_nonblank_line_once_in_order",
+                 "test_date_parser_never_raises",
+                 "test_cli_json_output_always_validates")  # fmt: skip
+    rows.append(("Hypothesis properties (chunk spans, date parser, CLI JSON vs schema;"
+                 " 1,060 generated inputs a run)", t, h))  # fmt: skip
+    lines = ["| What was tried | Tried | Held |", "|---|---:|---:|"]
+    lines += [f"| {what} | {tried} | {held} |" for what, tried, held in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        stats, junit = Path(tmp), Path(tmp) / "junit.xml"
+        t0 = time.monotonic()
+        rc = run_tests(stats, junit)
+        took = time.monotonic() - t0
+        if not junit.exists():
+            print("pytest did not run", file=sys.stderr)
+            return 2
+        print()
+        print(table(outcomes(junit), stats))
+        print(f"\n(`python benchmarks/reliability.py`, {took / 60:.1f} min, pytest exit {rc})")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Hostile workspace files: each is indexed with exact line numbers or skipped with a warning.
+
+One workspace holds every small hostile file and is indexed once by the real
+command; each case then checks its own file. The large cases (a 50 MB file,
+10,000 files in one folder) build their own workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from langchain_enhanced_memory.index import MemoryIndex
+
+CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ENHANCED_"))}
+    env["ENHANCED_MEMORY_EMBEDDER"] = "none"
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def editor_lines(data: bytes) -> list[str]:
+    """Lines as an editor shows them, computed independently of the package."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+LONG_LINE = "ocelot " + "x" * 300_000 + " tail"
+SECTION_20K = "# Giant section\n\n" + "".join(
+    f"line {i} of the giant section about narwhal logistics\n" for i in range(20_000)
+)
+
+# name -> (relative path, bytes, a word the file holds that search must find; None: skipped)
+CASES: dict[str, tuple[str, bytes, str | None]] = {
+    "invalid utf-8": (
+        "memory/2026-01-01.md",
+        b"# Bad bytes\n\nbroken \xff\xfe\xc3( text about axolotl care\nmore \x80 lines here\n",
+        "axolotl",
+    ),
+    "binary named .md": ("memory/blob.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, None),
+    "empty file": ("memory/empty.md", b"", None),
+    "whitespace only": ("memory/blank.md", b"\n\n   \n\t\n", None),
+    "headers only": (
+        "memory/headers.md",
+        b"# One\n## Two\n### Three pangolin\n#### Four\n",
+        "pangolin",
+    ),
+    "crlf line endings": (
+        "memory/2026-01-02.md",
+        b"# Windows\r\n\r\nfirst line\r\nthe quokka line\r\n\r\n"
+        b"## Next\r\n\r\nbody text here ok\r\n",
+        "quokka",
+    ),
+    "utf-8 bom": (
+        "memory/2026-01-03.md",
+        b"\xef\xbb\xbf# Bom header\n\nline after the bom about a tapir\n",
+        "tapir",
+    ),
+    "lone carriage returns": (
+        "memory/cr.md",
+        b"# Old Mac\r\rnot a new line\rstill line one of the body with a gecko\n",
+        "gecko",
+    ),
+    "very long line": ("memory/long.md", f"# Long\n\n{LONG_LINE}\n".encode(), "ocelot"),
+    "20,000-line section": ("memory/giant.md", SECTION_20K.encode(), "narwhal"),
+    "utf-16 with bom": (
+        "memory/utf16.md",
+        "# UTF16\n\nwritten by notepad about a wombat\n".encode("utf-16"),
+        "wombat",
+    ),
+    "nul after 8 KB": (
+        "memory/late-nul.md",
+        b"# Late\n\n" + b"plain text about an okapi\n" * 400 + b"\x00tail\n",
+        "okapi",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def hostile(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict, subprocess.CompletedProcess]:
+    ws = tmp_path_factory.mktemp("hostile")
+    (ws / "MEMORY.md").write_text("# Memory\n\nThe user keeps a calm workspace.\n")
+    for rel, data, _ in CASES.values():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_bytes(data)
+    # A symlink loop, a folder symlink into itself, a file symlink pointing outside.
+    (ws / "memory" / "loop-a.md").symlink_to(ws / "memory" / "loop-b.md")
+    (ws / "memory" / "loop-b.md").symlink_to(ws / "memory" / "loop-a.md")
+    (ws / "memory" / "again").symlink_to(ws / "memory", target_is_directory=True)
+    outside = tmp_path_factory.mktemp("outside") / "secret.md"
+    outside.write_text("# Secret\n\nthe outside file mentions a basilisk password\n")
+    (ws / "memory" / "leak.md").symlink_to(outside)
+    (ws / "memory" / "leakdir").symlink_to(outside.parent, target_is_directory=True)
+    r = _cli("index", "--workspace", str(ws), "--json")
+    info = json.loads(r.stdout) if r.returncode == 0 else {}
+    return ws, info, r
+
+
+def _check_file(ws: Path, rel: str, data: bytes) -> list:
+    snap = MemoryIndex(ws).snapshot(None)
+    lines = (
+        editor_lines(data)
+        if not data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        else (data.decode("utf-16").split("\n")[:-1])
+    )
+    rows = [
+        (s, e, t)
+        for p, s, e, t in zip(snap.paths, snap.start, snap.end, snap.texts, strict=True)
+        if p == rel
+    ]
+    for s, e, t in rows:
+        assert 1 <= s <= e <= len(lines), (rel, s, e, len(lines))
+        assert t == "\n".join(lines[s - 1 : e]), (rel, s, e)
+    return rows
+
+
+def test_index_run_succeeds_and_names_skips(hostile) -> None:
+    ws, info, r = hostile
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "memory/blob.md" in info["skipped"]
+    assert "blob.md" in r.stderr and "binary" in r.stderr  # a one-line warning names it
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_hostile_file(hostile, name: str) -> None:
+    ws, _, r = hostile
+    rel, data, word = CASES[name]
+    rows = _check_file(ws, rel, data)
+    if word is None:
+        assert rows == []
+        return
+    # Every non-blank line is covered by exactly one chunk.
+    covered = sorted(n for s, e, _ in rows for n in range(s, e + 1))
+    assert len(covered) == len(set(covered))
+    r = _cli("search", word, "--workspace", str(ws), "--json", "--k", "3")
+    assert r.returncode == 0, r.stderr
+    top = json.loads(r.stdout)["results"][0]
+    assert top["path"] == rel
+    lines = editor_lines(data) if not data.startswith(b"\xff\xfe") else None
+    if lines is not None:
+        assert word in "\n".join(lines[top["startLine"] - 1 : top["endLine"]])
+
+
+def test_symlinks_loop_and_outside_are_not_followed(hostile) -> None:
+    ws, info, _ = hostile
+    paths = set(MemoryIndex(ws).snapshot(None).paths)
+    assert not any(p.startswith(("memory/again/", "memory/leakdir/")) for p in paths)
+    assert "memory/leak.md" not in paths and "memory/loop-a.md" not in paths
+    r = _cli("search", "basilisk password", "--workspace", str(ws), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["results"] == []
+
+
+def test_file_changing_while_read_stays_exact(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    target = ws / "memory" / "2026-02-01.md"
+    target.parent.mkdir(parents=True)
+    versions = [
+        "".join(f"## Part {j}\n\nversion {v} entry {j} about a capybara\n\n" for j in range(30 + v))
+        for v in range(4)
+    ]
+    target.write_text(versions[0])
+    stop = threading.Event()
+
+    def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            target.write_text(versions[n % len(versions)])
+
+    writer = threading.Thread(target=churn, daemon=True)
+    writer.start()
+    try:
+        idx = MemoryIndex(ws)
+        for _ in range(15):
+            idx.sync()
+            snap = idx.snapshot(None)
+            # Whatever was read, the chunks are exact lines of one version.
+            ok = [
+                all(
+                    t == "\n".join(v.split("\n")[s - 1 : e])
+                    for s, e, t in zip(snap.start, snap.end, snap.texts, strict=True)
+                )
+                for v in versions
+            ]
+            assert any(ok)
+    finally:
+        stop.set()
+        writer.join()
+    idx.sync()
+    final = target.read_text().split("\n")
+    snap = idx.snapshot(None)
+    assert all(
+        t == "\n".join(final[s - 1 : e])
+        for s, e, t in zip(snap.start, snap.end, snap.texts, strict=True)
+    )
+
+
+def test_fifty_megabyte_file(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    block = "".join(f"## Log {i}\n\nroutine entry {i} nothing to see\n\n" for i in range(1000))
+    data = (block * (50 * 2**20 // len(block) + 1)).encode()[: 50 * 2**20]
+    data = data[: data.rindex(b"\n") + 1] + b"## Last\n\nthe final entry names a serval\n"
+    (ws / "memory" / "huge.md").write_bytes(data)
+    r = _cli("index", "--workspace", str(ws), "--json", timeout=900)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["skipped"] == [] and info["chunks"] > 1000
+    r = _cli("search", "serval", "--workspace", str(ws), "--json", "--k", "1")
+    top = json.loads(r.stdout)["results"][0]
+    n_lines = data.count(b"\n")
+    assert (top["startLine"], top["endLine"]) == (n_lines - 2, n_lines)
+
+
+def test_ten_thousand_files_in_one_folder(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    folder = ws / "memory" / "inbox"
+    folder.mkdir(parents=True)
+    for i in range(10_000):
+        (folder / f"n{i:05d}.md").write_text(f"# Note {i}\n\nitem number {i} filed as token{i}\n")
+    r = _cli("index", "--workspace", str(ws), "--json", timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["files"] == 10_000
+    r = _cli("search", "token7777", "--workspace", str(ws), "--json", "--k", "1")
+    top = json.loads(r.stdout)["results"][0]
+    assert top["path"] == "memory/inbox/n07777.md" and (top["startLine"], top["endLine"]) == (1, 3)
+
+
+def test_undecodable_and_odd_file_names(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory").joinpath("keep.md").write_text("# Keep\n\nthe healthy file about lemurs\n")
+    open(os.fsencode(ws / "memory") + b"/bad\xffname.md", "wb").write(
+        b"# Bad\n\nundecodable lemurs\n"
+    )
+    (ws / "memory" / "new\nline.md").write_text("# NL\n\na newline in the name about an ibis\n")
+    r = _cli("index", "--workspace", str(ws), "--json")
+    assert r.returncode == 0, r.stderr
+    assert "not valid UTF-8" in r.stderr and json.loads(r.stdout)["files"] == 2
+    r = _cli("search", "lemurs", "--workspace", str(ws), "--json")
+    assert r.returncode == 0 and [x["path"] for x in json.loads(r.stdout)["results"]] == [
+        "memory/keep.md"
+    ]
+    r = _cli("search", "ibis", "--workspace", str(ws), "--json")
+    assert json.loads(r.stdout)["results"][0]["path"] == "memory/new\nline.md"
