@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -70,15 +71,26 @@ def build_workspace(root: Path, n_chunks: int, seed: int = 0) -> int:
     return written
 
 
-def _median_wall(cmd: list[str], runs: int, env: dict[str, str]) -> tuple[float, list[float]]:
-    times = []
+def _measure(cmd: list[str], runs: int, env: dict[str, str]) -> str:
+    """Median wall and CPU (user + system) seconds of ``runs`` runs, as one line.
+
+    CPU time barely moves when other processes share the cores; wall time does.
+    """
+    wall, cpu = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-        times.append(time.perf_counter() - t0)
+        wall.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if r.returncode != 0:
             raise SystemExit(f"command failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr}")
-    return statistics.median(times), times
+    return (
+        f"median wall {statistics.median(wall) * 1000:.0f} ms"
+        f" (min {min(wall) * 1000:.0f}, max {max(wall) * 1000:.0f}),"
+        f" median CPU {statistics.median(cpu) * 1000:.0f} ms, {runs} runs"
+    )
 
 
 def main() -> int:
@@ -121,20 +133,12 @@ def main() -> int:
         search = [*cli, "search", "--json", "--embedder", "none", "--workspace", str(ws)]
         search.append(args.query)
         subprocess.run(search, capture_output=True, env=env, check=False)  # warm the OS cache
-        med, times = _median_wall(search, args.runs, env)
-        print(
-            f"search --json --embedder none: median {med * 1000:.0f} ms"
-            f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, runs {args.runs})"
-        )
+        print(f"search --json --embedder none: {_measure(search, args.runs, env)}")
         imp = [sys.executable, "-c", "import langchain_enhanced_memory"]
-        med, times = _median_wall(imp, args.runs, env)
-        print(
-            f"python -c 'import langchain_enhanced_memory': median {med * 1000:.0f} ms"
-            f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}, runs {args.runs})"
-        )
+        print(f"python -c 'import langchain_enhanced_memory': {_measure(imp, args.runs, env)}")
         bare = [sys.executable, "-c", "pass"]
-        med, _ = _median_wall(bare, args.runs, env)
-        print(f"python -c pass (interpreter floor): median {med * 1000:.0f} ms")
+        print(f"python -c pass (interpreter floor): {_measure(bare, args.runs, env)}")
+        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
