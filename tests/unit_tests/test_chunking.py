@@ -1,0 +1,442 @@
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from langchain_enhanced_memory.chunking import Chunk, chunk_lines
+from langchain_enhanced_memory.settings import MemorySettings
+
+DEFAULT = MemorySettings()
+
+
+def spans(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
+    return [(c.start_line, c.end_line, c.header) for c in chunks]
+
+
+def chunk(text: str, *, original: bool = False, **overrides: int) -> list[Chunk]:
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return chunk_lines(
+        lines,
+        default_header="f.md",
+        settings=MemorySettings(**overrides),
+        original=original,
+    )
+
+
+def check_coverage(lines: list[str], chunks: list[Chunk]) -> None:
+    """The default mode's invariant: non-blank lines covered once, in order."""
+    covered: list[int] = []
+    prev_end = 0
+    for c in chunks:
+        assert prev_end < c.start_line <= c.end_line <= len(lines)
+        assert lines[c.start_line - 1].strip(), c
+        assert lines[c.end_line - 1].strip(), c
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
+        assert c.headers and c.headers[-1] == c.header
+        covered.extend(range(c.start_line, c.end_line + 1))
+        prev_end = c.end_line
+    nonblank = [i + 1 for i, line in enumerate(lines) if line.strip()]
+    assert [i for i in covered if lines[i - 1].strip()] == nonblank
+
+
+# --------------------------------------------------------------------------- default mode
+
+
+def test_empty_and_blank() -> None:
+    assert chunk_lines([], default_header="f.md", settings=DEFAULT) == []
+    assert chunk_lines(["", "  ", "\t"], default_header="f.md", settings=DEFAULT) == []
+    assert chunk_lines([], default_header="f.md", settings=DEFAULT, original=True) == []
+
+
+def test_preamble_and_exact_text() -> None:
+    text = "\nIntro text that is long enough.\n\n# A\nbody of section A is here.\n\n"
+    chunks = chunk(text)
+    assert chunks == [
+        Chunk(2, 2, "f.md", ("f.md",), "Intro text that is long enough."),
+        Chunk(4, 5, "A", ("A",), "# A\nbody of section A is here."),
+    ]
+
+
+def test_nested_header_chain() -> None:
+    text = (
+        "# Project Alpha\n"
+        "Alpha overview paragraph text.\n"
+        "## Decisions\n"
+        "We chose postgres over mysql.\n"
+        "### Why\n"
+        "Because of JSONB support and more.\n"
+        "## Risks\n"
+        "Vendor lock-in risk is moderate.\n"
+        "# Project Beta\n"
+        "Beta overview paragraph text.\n"
+        "##### Level five is not a header\n"
+        "#hashtag is not a header either\n"
+    )
+    chunks = chunk(text)
+    assert [(c.start_line, c.end_line, c.headers) for c in chunks] == [
+        (1, 2, ("Project Alpha",)),
+        (3, 4, ("Project Alpha", "Decisions")),
+        (5, 6, ("Project Alpha", "Decisions", "Why")),
+        (7, 8, ("Project Alpha", "Risks")),
+        (9, 12, ("Project Beta",)),
+    ]
+    assert [c.header for c in chunks] == [
+        "Project Alpha",
+        "Decisions",
+        "Why",
+        "Risks",
+        "Project Beta",
+    ]
+
+
+def test_header_syntax_details() -> None:
+    text = (
+        "   ## Indented three spaces ##\n"
+        "body text long enough for a chunk.\n"
+        "    # four spaces is code, not a header\n"
+        "#\tTabbed header\n"
+        "body text long enough for a chunk.\n"
+        "# \n"
+        "an empty header is text, no boundary here.\n"
+        "## C# tips\n"
+        "body text long enough for a chunk.\n"
+    )
+    assert spans(chunk(text)) == [
+        (1, 3, "Indented three spaces"),
+        (4, 7, "Tabbed header"),
+        (8, 9, "C# tips"),
+    ]
+
+
+def test_max_header_level_setting() -> None:
+    text = "# One\nbody text long enough here.\n### Three\nbody text long enough here.\n"
+    assert spans(chunk(text, max_header_level=2)) == [(1, 4, "One")]
+    assert spans(chunk(text, max_header_level=3)) == [(1, 2, "One"), (3, 4, "Three")]
+
+
+def test_code_fences_hide_headers() -> None:
+    text = (
+        "# Setup\n"  # 1
+        "Install steps below, run this:\n"  # 2
+        "```bash\n"  # 3
+        "# not a header\n"  # 4
+        "pip install x\n"  # 5
+        "```\n"  # 6
+        "~~~~\n"  # 7
+        "## also not\n"  # 8
+        "~~~\n"  # 9  too short to close a ~~~~ fence
+        "~~~~~\n"  # 10 closes it
+        "## Real\n"  # 11
+        "Real section content here.\n"  # 12
+    )
+    assert spans(chunk(text)) == [(1, 10, "Setup"), (11, 12, "Real")]
+    # The original has no fence awareness.
+    assert spans(chunk(text, original=True)) == [
+        (1, 3, "Setup"),
+        (4, 7, "not a header"),
+        (8, 10, "also not"),
+        (11, 12, "Real"),
+    ]
+
+
+def test_unclosed_fence_runs_to_the_end() -> None:
+    text = "# A\nsome text before the fence\n```\n# B\nstill code inside the fence\n"
+    assert spans(chunk(text)) == [(1, 5, "A")]
+
+
+def test_backtick_info_with_backtick_is_not_a_fence() -> None:
+    text = "# A\nsome text before the fence\n``` a`b\n# B\nthis is a real section body\n"
+    assert spans(chunk(text)) == [(1, 3, "A"), (4, 5, "B")]
+
+
+def test_front_matter() -> None:
+    text = (
+        "---\n"
+        "title: Notes\n"
+        "# comment in yaml\n"
+        "---\n"
+        "# Real Header\n"
+        "Body text for the real header section.\n"
+    )
+    assert spans(chunk(text)) == [(1, 4, "f.md"), (5, 6, "Real Header")]
+    assert spans(chunk(text, original=True)) == [(3, 4, "comment in yaml"), (5, 6, "Real Header")]
+    dots = text.replace("---\n# Real", "...\n# Real")
+    assert spans(chunk(dots)) == [(1, 4, "f.md"), (5, 6, "Real Header")]
+
+
+def test_unclosed_front_matter_is_not_front_matter() -> None:
+    text = "---\n# Header\nBody text for the header section here.\n"
+    assert spans(chunk(text)) == [(1, 3, "Header")]
+
+
+def test_tiny_front_matter_merges_forward() -> None:
+    text = "---\na: 1\n---\n# Header\nBody text for the header section here.\n"
+    assert spans(chunk(text)) == [(1, 5, "Header")]
+
+
+def test_header_only_sections_fold_forward() -> None:
+    text = (
+        "# 2023-05-08 (Monday)\n"  # 1
+        "\n"  # 2
+        "## Chat with Alice\n"  # 3
+        "\n"  # 4
+        "### Notes\n"  # 5
+        "Alice prefers morning meetings on Tuesdays.\n"  # 6
+        "## Chat with Bob\n"  # 7
+        "Bob wants the report by Friday afternoon.\n"  # 8
+        "\n"  # 9
+        "# Trailing header\n"  # 10
+        "\n"  # 11
+    )
+    chunks = chunk(text)
+    assert [(c.start_line, c.end_line, c.header, c.headers) for c in chunks] == [
+        (1, 6, "Notes", ("2023-05-08 (Monday)", "Chat with Alice", "Notes")),
+        (7, 10, "Chat with Bob", ("2023-05-08 (Monday)", "Chat with Bob")),
+    ]
+    assert chunks[0].text.startswith("# 2023-05-08 (Monday)\n\n## Chat with Alice")
+
+
+def test_only_headers_make_one_chunk() -> None:
+    chunks = chunk("# A long enough title\n\n## Another header line\n")
+    assert [(c.start_line, c.end_line, c.headers) for c in chunks] == [
+        (1, 3, ("A long enough title", "Another header line"))
+    ]
+
+
+def test_tiny_sections_merge() -> None:
+    text = (
+        "# Groceries list\n"
+        "Milk, eggs, bread and coffee beans.\n"
+        "## Misc\n"
+        "ok\n"
+        "# Next\n"
+        "Another reasonably long section body.\n"
+    )
+    assert spans(chunk(text)) == [(1, 4, "Groceries list"), (5, 6, "Next")]
+    # A tiny first section merges into the next one.
+    text = "# A\nhi\n\n# Long section\nThis section has enough text.\n"
+    assert spans(chunk(text)) == [(1, 5, "Long section")]
+    # A tiny preamble too.
+    assert spans(chunk("x\n# Big\nbody of the big section here.\n")) == [(1, 3, "Big")]
+    # A file with only tiny text keeps it.
+    assert spans(chunk("hi\n")) == [(1, 1, "f.md")]
+    assert spans(chunk("# A\nb\n# C\nd\n")) == [(1, 4, "C")]
+    # min_chunk_chars=0 keeps every section.
+    assert spans(chunk("# A\nb\n# C\nd\n", min_chunk_chars=0)) == [(1, 2, "A"), (3, 4, "C")]
+
+
+def test_split_prefers_blank_lines() -> None:
+    row = "a" * 49
+    lines = ["# S", row, row, row, "", row, row, row, row, "", row, row]
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    assert spans(chunks) == [(1, 4, "S"), (6, 9, "S"), (11, 12, "S")]
+    assert all(c.headers == ("S",) for c in chunks)
+    assert all(len(c.text) <= 200 for c in chunks)
+    check_coverage(lines, chunks)
+
+
+def test_split_at_line_ends_without_blank_lines() -> None:
+    lines = ["# S"] + ["b" * 49] * 10
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    assert spans(chunks) == [(1, 4, "S"), (5, 8, "S"), (9, 11, "S")]
+    assert all(len(c.text) <= 200 for c in chunks)
+
+
+def test_split_keeps_long_line_whole() -> None:
+    lines = ["# S", "x" * 500, "y" * 30]
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    # The header never stands alone; the long line is not cut.
+    assert spans(chunks) == [(1, 2, "S"), (3, 3, "S")]
+
+
+def test_split_avoids_cutting_fences() -> None:
+    lines = ["# S", "i" * 59, "```", *(["c" * 29] * 5), "```", "z" * 59]
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    assert spans(chunks) == [(1, 2, "S"), (3, 9, "S"), (10, 10, "S")]
+
+
+def test_split_cuts_fence_bigger_than_cap() -> None:
+    lines = ["# S", "```", *(["c" * 49] * 10), "```"]
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    assert spans(chunks) == [(1, 5, "S"), (6, 9, "S"), (10, 13, "S")]
+
+
+def test_split_pieces_follow_header_only_prefix() -> None:
+    lines = ["# Day", "", "## Notes", *(["n" * 49] * 6)]
+    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    assert chunks[0].start_line == 1
+    assert all(c.headers == ("Day", "Notes") for c in chunks)
+    check_coverage(lines, chunks)
+
+
+def test_twenty_thousand_line_section_is_fast() -> None:
+    lines = ["# Log"] + [f"- entry {i}: did something useful today" for i in range(20_000)]
+    t0 = time.perf_counter()
+    chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 2.0
+    check_coverage(lines, chunks)
+    assert len(chunks) > 100
+    assert all(len(c.text) <= DEFAULT.max_chunk_chars for c in chunks)
+    assert all(c.header == "Log" for c in chunks)
+
+
+def test_big_file_is_fast() -> None:
+    # ~5 MB of mixed markdown; linear time keeps this well under a second or two.
+    block = [
+        "# Day",
+        "",
+        "## Meeting",
+        "Talked about the roadmap and the budget for next quarter.",
+        "```python",
+        "# comment in code",
+        "print('hi')",
+        "```",
+        "",
+        "### Tiny",
+        "ok",
+    ]
+    lines = block * 12_000
+    t0 = time.perf_counter()
+    chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 5.0
+    check_coverage(lines, chunks)
+
+
+def test_odd_whitespace_lines_are_blank() -> None:
+    lines = ["# Head", "\u2028", "body text long enough to stay", "\x0b", ""]
+    chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)
+    assert spans(chunks) == [(1, 3, "Head")]
+
+
+# --------------------------------------------------------------------------- original mode
+
+
+def test_original_mode() -> None:
+    text = (
+        "\n"  # 1
+        "Preamble text that is long enough.\n"  # 2
+        "\n"  # 3
+        "# Header One\n"  # 4
+        "Body of the first section here.\n"  # 5
+        "\n"  # 6
+        "## Short\n"  # 7
+        "\n"  # 8
+        "##### Five hashes are not a header\n"  # 9  (level 5: text of "Short")
+        "### Header-only but long enough text\n"  # 10 kept: > 20 characters
+        "#tag no space\n"  # 11
+    )
+    chunks = chunk(text, original=True)
+    assert [(c.start_line, c.end_line, c.header, c.headers) for c in chunks] == [
+        (2, 2, "f.md", ("f.md",)),
+        (4, 5, "Header One", ("Header One",)),
+        (7, 9, "Short", ("Short",)),
+        (10, 11, "Header-only but long enough text", ("Header-only but long enough text",)),
+    ]
+    for c in chunks:
+        lines = text.split("\n")
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
+
+
+def test_original_mode_drops_short_chunks_and_has_no_cap() -> None:
+    text = "# A\nshort\n# B\n" + "long line of text\n" * 1000
+    chunks = chunk(text, original=True, max_chunk_chars=200)
+    assert spans(chunks) == [(3, 1003, "B")]
+    text = "# A\n" + "x" * 17 + "\n"  # 21 characters: kept
+    assert spans(chunk(text, original=True)) == [(1, 2, "A")]
+    text = "# A\n" + "x" * 16 + "\n"  # 20 characters: dropped
+    assert chunk(text, original=True) == []
+
+
+def test_original_mode_header_level_setting() -> None:
+    text = "# One\nbody text long enough here.\n### Three\nbody text long enough here.\n"
+    assert spans(chunk(text, original=True, max_header_level=2)) == [(1, 4, "One")]
+
+
+# --------------------------------------------------------------------------- properties
+
+LINE_POOL = [
+    "",
+    "",
+    " ",
+    "\t",
+    "# H1",
+    "## H2",
+    "### H3",
+    "#### H4",
+    "##### H5",
+    "#",
+    "# ",
+    "#tag",
+    "   # three",
+    "    # four",
+    "```",
+    "```py",
+    "````",
+    "~~~",
+    "~~~~",
+    "  ```",
+    "---",
+    "...",
+    "x",
+    "short line",
+    "a medium line of ordinary text for the body",
+    "z" * 150,
+    "中文的笔记内容",
+    "\u2028",
+    "a\rb",
+]
+line_st = st.one_of(
+    st.sampled_from(LINE_POOL),
+    st.text(alphabet=st.sampled_from("# `~-. ab\t中"), max_size=12),
+)
+
+
+@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lines=st.lists(line_st, max_size=80),
+    max_chars=st.integers(200, 400),
+    min_chars=st.integers(0, 40),
+    level=st.integers(1, 6),
+)
+def test_default_mode_coverage_invariant(
+    lines: list[str], max_chars: int, min_chars: int, level: int
+) -> None:
+    settings = MemorySettings(
+        max_chunk_chars=max_chars, min_chunk_chars=min_chars, max_header_level=level
+    )
+    chunks = chunk_lines(lines, default_header="f.md", settings=settings)
+    check_coverage(lines, chunks)
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(lines=st.lists(line_st, max_size=60), min_chars=st.integers(0, 40))
+def test_original_mode_properties(lines: list[str], min_chars: int) -> None:
+    chunks = chunk_lines(
+        lines,
+        default_header="f.md",
+        settings=MemorySettings(min_chunk_chars=min_chars),
+        original=True,
+    )
+    prev_end = 0
+    for c in chunks:
+        assert prev_end < c.start_line <= c.end_line
+        assert lines[c.start_line - 1].strip() and lines[c.end_line - 1].strip()
+        assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
+        assert len(c.text.strip()) > min_chars
+        assert c.headers == (c.header,)
+        prev_end = c.end_line
+
+
+@pytest.mark.parametrize("original", [False, True])
+def test_chunks_are_frozen(original: bool) -> None:
+    c = chunk("# A\nbody text long enough here.\n", original=original)[0]
+    with pytest.raises(AttributeError):
+        c.start_line = 3  # type: ignore[misc]
