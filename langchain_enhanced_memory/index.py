@@ -15,6 +15,7 @@ aside and rebuilt from the markdown, which is never written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -40,6 +41,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 SCHEMA_VERSION = 1
 INDEX_DIRNAME = ".enhanced-memory"
 INDEX_FILENAME = "index.sqlite"
+ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -104,20 +106,28 @@ class Snapshot:
     vectors: np.ndarray | None = None
     has_vector: np.ndarray | None = None
     model: str | None = None
-    _lower: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.paths)
 
-    @property
+    # Lowercased views for the original profile's substring matching.
+    @functools.cached_property
     def lower_texts(self) -> list[str]:
-        """Lowercased chunk texts (only the original profile needs them)."""
-        if self._lower is None:
-            self._lower = [t.lower() for t in self.texts]
-        return self._lower
+        """Lowercased chunk texts."""
+        return [t.lower() for t in self.texts]
+
+    @functools.cached_property
+    def lower_headers(self) -> list[str]:
+        """Lowercased chunk headers."""
+        return [h.lower() for h in self.header]
+
+    @functools.cached_property
+    def lower_paths(self) -> list[str]:
+        """Paths as lowercased words (``-``, ``_``, ``/`` read as spaces)."""
+        return [path_text(p).lower() for p in self.paths]
 
 
-def default_index_path(workspace: Path) -> Path:
+def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
     """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only.
 
     A read-only workspace (a mounted share, a benchmark folder) still gets a
@@ -125,10 +135,10 @@ def default_index_path(workspace: Path) -> Path:
     """
     local = workspace / INDEX_DIRNAME
     if _writable(local if local.exists() else workspace):
-        return local / INDEX_FILENAME
+        return local / name
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return cache / "enhanced-memory" / key / INDEX_FILENAME
+    return cache / "enhanced-memory" / key / name
 
 
 def _writable(path: Path) -> bool:
@@ -146,7 +156,7 @@ def keyword_text(chunk: Chunk) -> str:
 
 def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
     """What the embedder sees: the original sent the bare chunk; we prepend its header chain."""
-    if settings.profile == "original":
+    if not settings.embed_headers:
         return chunk.text[: settings.embed_max_chars]
     return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
 
@@ -185,6 +195,31 @@ def _unpack_postings(blob: bytes) -> dict[str, Postings]:
     }
 
 
+def _embed_batches(
+    embed: Callable[[list[str]], np.ndarray],
+    batches: list[list[tuple[str, str]]],
+    concurrency: int,
+) -> Iterator[tuple[list[tuple[str, str]], np.ndarray]]:
+    """Yield ``(batch, vectors)`` in order, with up to ``concurrency`` batches in flight.
+
+    On a failure the batches not yet started are cancelled and the error is
+    raised once every earlier batch has been yielded (and so stored).
+    """
+    if concurrency <= 1 or len(batches) <= 1:
+        for batch in batches:
+            yield batch, embed([t for _, t in batch])
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="embed")
+    try:
+        futures = [pool.submit(embed, [t for _, t in batch]) for batch in batches]
+        for batch, future in zip(batches, futures, strict=True):
+            yield batch, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 class MemoryIndex:
     """The on-disk index of one workspace.
 
@@ -204,7 +239,10 @@ class MemoryIndex:
         if not self.workspace.is_dir():
             raise IndexUnavailableError(f"workspace not found: {self.workspace}")
         self.settings = settings or MemorySettings()
-        self.path = Path(path) if path else default_index_path(self.workspace)
+        # The original profile chunks differently: its own file, so switching
+        # profiles never re-chunks (and thrashes) the other one's index.
+        name = ORIGINAL_INDEX_FILENAME if self.settings.chunking == "original" else INDEX_FILENAME
+        self.path = Path(path) if path else default_index_path(self.workspace, name)
         self._snapshot: Snapshot | None = None
         self._vector_cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
 
@@ -217,7 +255,8 @@ class MemoryIndex:
             [
                 SCHEMA_VERSION,
                 TOKENIZER_VERSION,  # stored terms are the tokenizer's output
-                s.profile == "original",
+                s.chunking,
+                s.embed_headers,
                 s.max_header_level,
                 s.min_chunk_chars,
                 s.max_chunk_chars,
@@ -378,7 +417,7 @@ class MemoryIndex:
             if old and not rechunk_all and old[2] == digest:
                 touched.append((f.path, st.st_size, st.st_mtime_ns))
                 continue
-            original = settings.profile == "original"
+            original = settings.chunking == "original"
             chunks = chunk_lines(
                 lines, default_header=f.abs_path.name, settings=settings, original=original
             )
@@ -488,14 +527,20 @@ class MemoryIndex:
 
     def store_embeddings(self, model: str, hashes: list[str], vectors: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         with self._open() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                "INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)",
-                [(model, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors, strict=False)],
-            )
-            conn.execute("COMMIT")
+            self._store(conn, model, hashes, vectors)
+
+    @staticmethod
+    def _store(
+        conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
+    ) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)",
+            [(model, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors, strict=False)],
+        )
+        conn.execute("COMMIT")
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
@@ -547,14 +592,15 @@ class MemoryIndex:
                 self._vector_cache.pop(model, None)
                 todo = self.missing_embeddings(model)
         size = batch_size or self.settings.embed_batch_size
+        batches = [todo[i : i + size] for i in range(0, len(todo), size)]
         done = 0
-        for i in range(0, len(todo), size):
-            batch = todo[i : i + size]
-            vectors = embed([t for _, t in batch])
-            self.store_embeddings(model, [h for h, _ in batch], vectors)
-            done += len(batch)
-            if progress:
-                progress(len(batch))
+        # One connection for the run: a commit per batch, not a checkpoint per batch.
+        with self._open() as conn:
+            for batch, vectors in _embed_batches(embed, batches, self.settings.embed_concurrency):
+                self._store(conn, model, [h for h, _ in batch], vectors)
+                done += len(batch)
+                if progress:
+                    progress(len(batch))
         if todo:
             self._vector_cache.pop(model, None)
         return done

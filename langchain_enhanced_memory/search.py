@@ -89,154 +89,122 @@ def rank(
     qvec: np.ndarray | None,
     embed_query: Any = None,
 ) -> Ranking:
-    """Score every chunk of ``snap`` for ``query`` under ``settings.profile``.
+    """Score every chunk of ``snap`` for ``query``.
+
+    The recipe follows the settings' switches (``lexical``, ``date_parser``,
+    ``vector_norm``, ...), so each profile and each ablation runs this one path.
 
     Args:
         snap: The index snapshot (with vectors when ``qvec`` is given).
         query: The user's query.
         now: The moment the query is asked; relative dates resolve against it.
-        settings: Weights, thresholds and the profile.
+        settings: Weights, thresholds and switches.
         qvec: The L2-normalised query vector, or None for keyword-only.
-        embed_query: Embeds an expanded query (the original profile's PRF re-embeds).
+        embed_query: Embeds an expanded query, for PRF with ``prf_reembed``.
     """
-    if settings.profile == "original":
-        return _rank_original(snap, query, now, settings, qvec, embed_query)
-    n = len(snap)
-    vector = _cosine(snap, qvec)
-    if settings.profile == "vector":
-        return Ranking(vector, {"vector": vector}, [], [])
-    if settings.profile == "bm25":
-        keyword = scoring.bm25(
-            snap.text_post, query_terms(query), settings.bm25_k1, settings.bm25_b
-        )
-        return Ranking(keyword, {"keyword": keyword}, [], [])
+    original = settings.date_parser == "original"
+    dq = parse_dates(query, now, original=original)
+    if not settings.date_routing:
+        dq = type(dq)((), (), ())
+    # Date words name a day, not a topic: the original kept them as keywords.
+    text = query if original else _strip_spans(query, dq.spans)
+    mult = _date_multiplier(snap, dq, settings)
+    prior = (mult - 1.0) * settings.date_prior
+    lexical = _Lexical(snap, settings)
 
-    dq = parse_dates(query, now)
-    terms = query_terms(_strip_spans(query, dq.spans))
-    signals = _lexical(snap, terms, settings)
-    signals["vector"] = vector
-    weights = settings.weights if qvec is not None else scoring.without_vector(settings.weights)
-    if (
-        qvec is not None
-        and float(signals.pop("_coverage").max(initial=0.0)) < settings.adaptive_keyword_threshold
-    ):
-        weights = settings.adaptive_weights
-    signals.pop("_coverage", None)
-    fused = scoring.fuse(
-        weights, vector, signals["keyword"], signals["header"], signals["filepath"]
-    )
-    mult = scoring.date_multiplier(
+    def score(terms: list[str], qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        sig = lexical.signals(terms)
+        coverage = sig.pop("_coverage")
+        sig["vector"] = _vector_signal(snap, qv, settings)
+        weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
+        if qv is not None and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold:
+            weights = settings.adaptive_weights
+        fused = scoring.fuse(weights, sig["vector"], sig["keyword"], sig["header"], sig["filepath"])
+        return fused * mult + prior, sig
+
+    terms = lexical.terms(text)
+    scores, signals = score(terms, qvec)
+    signals["date_boost"] = mult
+    dates = [d.isoformat() for d in dq.days] + [
+        f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
+    ]
+    expansion: list[str] = []
+    if settings.prf_enabled and not dq and len(snap) and float(scores.max()) < settings.prf_threshold:
+        top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
+        expansion = scoring.feedback_terms(
+            [lexical.feedback_source(i) for i in top],
+            set(terms) | STOPWORDS_EN,
+            max_terms=settings.prf_max_terms,
+            min_len=settings.prf_min_term_len,
+            min_count=settings.prf_min_count,
+        )
+        if expansion:
+            wide_vec = qvec
+            if settings.prf_reembed and embed_query is not None and qvec is not None:
+                wide_vec = embed_query(text + " " + " ".join(expansion))
+            rescored, _ = score(terms + expansion, wide_vec)
+            scores = np.maximum(scores, rescored)
+    return Ranking(scores, signals, dates, expansion)
+
+
+def _date_multiplier(snap: Snapshot, dq: Any, settings: MemorySettings) -> np.ndarray:
+    if settings.date_parser == "original":
+        # The original boosted any chunk whose path contains the date string.
+        isos = [d.isoformat() for d in dq.days]
+        return np.asarray(
+            [settings.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
+            dtype=np.float32,
+        )
+    return scoring.date_multiplier(
         snap.day,
         [d.toordinal() for d in dq.days],
         [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
         settings.temporal_boost,
         settings.range_boost,
     )
-    # The additive prior keeps a named day's note on top even when nothing else
-    # matches (keyword-only search for "what did I do yesterday?").
-    scores = fused * mult + (mult - 1.0) * settings.date_prior
-    signals["date_boost"] = mult
-    dates = [d.isoformat() for d in dq.days] + [
-        f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
-    ]
-
-    expansion: list[str] = []
-    if settings.prf_enabled and not dq and n and float(scores.max()) < settings.prf_threshold:
-        top = [i for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
-        expansion = scoring.feedback_terms(
-            [tokenize(snap.texts[i], stopwords=STOPWORDS_QUERY) for i in top],
-            terms,
-            max_terms=settings.prf_max_terms,
-            min_len=settings.prf_min_term_len,
-            min_count=settings.prf_min_count,
-        )
-        if expansion:
-            wide = _lexical(snap, terms + expansion, settings)
-            wide.pop("_coverage")
-            rescored = scoring.fuse(
-                weights, vector, wide["keyword"], wide["header"], wide["filepath"]
-            )
-            scores = np.maximum(scores, rescored * mult + (mult - 1.0) * settings.date_prior)
-    return Ranking(scores, signals, dates, expansion)
 
 
-def _cosine(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
+def _vector_signal(snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings) -> np.ndarray:
     if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
         return np.zeros(len(snap), dtype=np.float32)
-    return snap.vectors @ qvec.astype(np.float32)
+    cos = snap.vectors @ qvec.astype(np.float32)
+    return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos
 
 
-def _lexical(snap: Snapshot, terms: list[str], settings: MemorySettings) -> dict[str, np.ndarray]:
-    """Keyword (BM25 scaled to [0, 1]), header and path signals for ``terms``."""
-    return {
-        "keyword": scoring.max_normalize(
-            scoring.bm25(snap.text_post, terms, settings.bm25_k1, settings.bm25_b)
-        ),
-        "header": scoring.match_fraction(snap.header_post, terms),
-        "filepath": scoring.match_fraction(snap.path_post, terms),
-        "_coverage": scoring.match_fraction(snap.text_post, terms),
-    }
+class _Lexical:
+    """The keyword, header and path signals under ``settings.lexical``."""
 
+    def __init__(self, snap: Snapshot, settings: MemorySettings) -> None:
+        self.snap = snap
+        self.settings = settings
+        self.substring = settings.lexical == "substring"
 
-def _rank_original(
-    snap: Snapshot,
-    query: str,
-    now: datetime | date,
-    settings: MemorySettings,
-    qvec: np.ndarray | None,
-    embed_query: Any,
-) -> Ranking:
-    """The original skill's algorithm, replayed: substring overlap, its dates and PRF."""
-    headers = [h.lower() for h in snap.header]
-    paths = [path_text(p).lower() for p in snap.paths]
-    dq = parse_dates(query, now, original=True)
-    isos = [d.isoformat() for d in dq.days]
-    mult = np.asarray(
-        [settings.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
-        dtype=np.float32,
-    )
+    def terms(self, text: str) -> list[str]:
+        return original_query_words(text) if self.substring else query_terms(text)
 
-    def score(q: str, qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        words = original_query_words(q)
-        sig = {
-            "vector": _cosine(snap, qv),
-            "keyword": scoring.substring_fraction(snap.lower_texts, words),
-            "header": scoring.substring_fraction(headers, words),
-            "filepath": scoring.substring_fraction(paths, words),
+    def signals(self, terms: list[str]) -> dict[str, np.ndarray]:
+        snap = self.snap
+        if self.substring:
+            keyword = scoring.substring_fraction(snap.lower_texts, terms)
+            return {
+                "keyword": keyword,
+                "header": scoring.substring_fraction(snap.lower_headers, terms),
+                "filepath": scoring.substring_fraction(snap.lower_paths, terms),
+                "_coverage": keyword,
+            }
+        s = self.settings
+        return {
+            "keyword": scoring.max_normalize(scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)),
+            "header": scoring.match_fraction(snap.header_post, terms),
+            "filepath": scoring.match_fraction(snap.path_post, terms),
+            "_coverage": scoring.match_fraction(snap.text_post, terms),
         }
-        weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
-        if (
-            qv is not None
-            and float(sig["keyword"].max(initial=0.0)) < settings.adaptive_keyword_threshold
-        ):
-            weights = settings.adaptive_weights
-        fused = scoring.fuse(weights, sig["vector"], sig["keyword"], sig["header"], sig["filepath"])
-        return fused * mult, sig
 
-    scores, signals = score(query, qvec)
-    signals["date_boost"] = mult
-    expansion: list[str] = []
-    if (
-        settings.prf_enabled
-        and not dq
-        and len(snap)
-        and float(scores.max()) < settings.prf_threshold
-    ):
-        top = scoring.top_k(scores, settings.prf_top_docs)
-        words = set(original_query_words(query))
-        expansion = scoring.feedback_terms(
-            [_WORD_RE.findall((snap.texts[i] + " " + snap.paths[i]).lower()) for i in top],
-            words | STOPWORDS_EN,
-            max_terms=settings.prf_max_terms,
-            min_len=settings.prf_min_term_len,
-            min_count=settings.prf_min_count,
-        )
-        if expansion:
-            wide = query + " " + " ".join(expansion)
-            wide_vec = embed_query(wide) if (embed_query and qvec is not None) else None
-            rescored, _ = score(wide, wide_vec if wide_vec is not None else qvec)
-            scores = np.maximum(scores, rescored)
-    return Ranking(scores, signals, isos, expansion)
+    def feedback_source(self, i: int) -> list[str]:
+        """Terms PRF may take from chunk ``i``: the original also read its path (a flaw we drop)."""
+        if self.substring:
+            return _WORD_RE.findall((self.snap.texts[i] + " " + self.snap.paths[i]).lower())
+        return tokenize(self.snap.texts[i], stopwords=STOPWORDS_QUERY)
 
 
 class MemorySearch:

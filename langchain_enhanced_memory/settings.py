@@ -1,15 +1,18 @@
 """Every tunable constant in one pydantic model.
 
-Defaults reproduce the original OpenClaw "enhanced-memory" skill where it had a
-value (weights, thresholds, boosts, batch sizes); the ``profile`` picks which
-scoring recipe the retriever runs.
+Field defaults are the original OpenClaw "enhanced-memory" skill's constants
+(weights, thresholds, boosts, batch sizes). A ``profile`` is a preset of
+fields (see :data:`PROFILES`): it fills every field the caller did not set, so
+``MemorySettings()`` runs our measured default recipe,
+``MemorySettings(profile="original")`` replays the original skill, and an
+explicit field always wins over the preset.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Profile = Literal["default", "original", "bm25", "vector"]
 
@@ -44,6 +47,21 @@ class MemorySettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     profile: Profile = "default"
+
+    # --- recipe switches (each one is a line of the ablation in the README) ---
+    chunking: Literal["sections", "original"] = Field(
+        "sections", description="sections: fence-aware, header-only sections folded; original: every header"
+    )
+    lexical: Literal["bm25", "substring"] = Field(
+        "bm25", description="bm25: whole stemmed terms; substring: the original's overlap"
+    )
+    date_routing: bool = True
+    date_parser: Literal["default", "original"] = "default"
+    vector_norm: Literal["minmax", "raw"] = Field(
+        "raw", description="minmax rescales cosines per query, so embedders with narrow cosine bands fuse"
+    )
+    embed_headers: bool = Field(False, description="embed the header chain with the chunk")
+    prf_reembed: bool = Field(True, description="PRF re-embeds the expanded query (the original did)")
 
     # --- discovery -------------------------------------------------------
     include: tuple[str, ...] = ("memory/**/*.md",) + CORE_FILES
@@ -107,6 +125,42 @@ class MemorySettings(BaseModel):
     graph_neighbor_top: int = Field(3, ge=1)
     graph_neighbor_weight: float = Field(0.5, ge=0)
 
-    def with_profile(self, profile: Profile) -> MemorySettings:
-        """Return a copy that runs ``profile``."""
-        return self.model_copy(update={"profile": profile})
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_profile(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            preset = PROFILES.get(data.get("profile", "default"), {})
+            return {**preset, **data}
+        return data
+
+
+_SINGLE_SIGNAL: dict[str, Any] = {
+    "date_routing": False,
+    "prf_enabled": False,
+    "adaptive_keyword_threshold": 0.0,
+}
+
+#: Presets applied under the fields a caller sets. ``original`` is the original
+#: skill as SPEC.md describes it; ``default`` was chosen by cross-validation on
+#: LoCoMo (benchmarks/tune.py, README "Quality").
+PROFILES: dict[str, dict[str, Any]] = {
+    "original": {
+        "chunking": "original",
+        "lexical": "substring",
+        "date_parser": "original",
+        "vector_norm": "raw",
+        "embed_headers": False,
+        "prf_reembed": True,
+        "date_prior": 0.0,
+    },
+    "default": {
+        "chunking": "sections",
+        "lexical": "bm25",
+        "date_parser": "default",
+        "vector_norm": "minmax",
+        "embed_headers": True,
+        "prf_enabled": False,
+    },
+    "bm25": {"weights": FusionWeights(vector=0, keyword=1, header=0, filepath=0), **_SINGLE_SIGNAL},
+    "vector": {"weights": FusionWeights(vector=1, keyword=0, header=0, filepath=0), **_SINGLE_SIGNAL},
+}

@@ -1,0 +1,128 @@
+"""Choose the default profile's fusion weights by leave-one-workspace-out cross-validation.
+
+For every query the four signals of every chunk are computed once; then each
+weight setting on a grid is scored in numpy. For each workspace, the setting
+that is best on the other workspaces is applied to it (the held-out figure);
+the setting best on all workspaces is reported too.
+
+Usage:
+    python benchmarks/tune.py --root ../shared/bench/locomo-dev \
+        --queries ../shared/bench/locomo-dev/queries.jsonl --embedder local
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from langchain_enhanced_memory.evaluation import first_hit
+from langchain_enhanced_memory.search import MemorySearch, rank
+from langchain_enhanced_memory.settings import MemorySettings
+
+VECTOR_NORMS = ("raw", "minmax")
+
+
+def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
+    """Signals of every chunk for every query (PRF off, so signals are the first pass)."""
+    settings = MemorySettings(prf_enabled=False)
+    by_ws: dict[str, list[dict]] = defaultdict(list)
+    for q in queries:
+        by_ws[q["workspace"]].append(q)
+    rows = []
+    for ws, qs in sorted(by_ws.items()):
+        engine = MemorySearch(root / ws, settings=settings, embedder=embedder)
+        engine.index.sync()
+        if engine.model_id:
+            engine.index.embed_missing(engine.model_id, engine.embed_documents)
+        snap = engine.index.snapshot(engine.model_id)
+        for q in qs:
+            qvec = engine.embed_query(q["query"]) if engine.model_id else None
+            r = rank(snap, q["query"], datetime.fromisoformat(q["now"]), settings, qvec)
+            sig = r.signals
+            rows.append(
+                {
+                    "q": q,
+                    "ws": ws,
+                    "snap": snap,
+                    "vector": sig["vector"],
+                    "keyword": sig["keyword"],
+                    "header": sig["header"],
+                    "filepath": sig["filepath"],
+                    "mult": sig["date_boost"],
+                }
+            )
+    return rows
+
+
+def mrr(rows: list[dict], params: dict) -> float:
+    total = 0.0
+    for r in rows:
+        v = r["vector"]
+        if params["vnorm"] == "minmax" and v.size and v.max() > v.min():
+            v = (v - v.min()) / (v.max() - v.min())
+        fused = (
+            params["wv"] * v
+            + params["wk"] * r["keyword"]
+            + params["wh"] * r["header"]
+            + params["wf"] * r["filepath"]
+        )
+        mult = np.where(r["mult"] > 1.0, np.where(r["mult"] >= 2.9, params["boost"], r["mult"]), 1.0)
+        s = fused * mult + (mult - 1.0) * 0.05
+        top = np.argsort(-s, kind="stable")[:10]
+        snap = r["snap"]
+        res = [{"path": snap.paths[i], "startLine": snap.start[i], "endLine": snap.end[i]} for i in top]
+        rank_ = first_hit(r["q"]["gold"], res)
+        total += 1 / rank_ if rank_ else 0
+    return total / max(len(rows), 1)
+
+
+def grid() -> list[dict]:
+    out = []
+    for wv, wk, wh, wf, boost, vnorm in itertools.product(
+        (0.0, 0.2, 0.3, 0.4, 0.5, 0.6),
+        (0.25, 0.4, 0.6),
+        (0.0, 0.1),
+        (0.0, 0.1, 0.25),
+        (2.0, 3.0, 5.0),
+        VECTOR_NORMS,
+    ):
+        out.append({"wv": wv, "wk": wk, "wh": wh, "wf": wf, "boost": boost, "vnorm": vnorm})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--queries", required=True)
+    ap.add_argument("--embedder", default="local")
+    args = ap.parse_args()
+    queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
+    rows = collect(Path(args.root), queries, args.embedder)
+    workspaces = sorted({r["ws"] for r in rows})
+    settings = grid()
+    by_ws = {ws: [r for r in rows if r["ws"] == ws] for ws in workspaces}
+    table = np.array([[mrr(by_ws[ws], p) for ws in workspaces] for p in settings])
+    sizes = np.array([len(by_ws[ws]) for ws in workspaces], dtype=float)
+    overall = table @ sizes / sizes.sum()
+    best = int(np.argmax(overall))
+    print(f"grid of {len(settings)} settings over {len(rows)} queries, embedder {args.embedder}")
+    print(f"best on all workspaces: {settings[best]}  mrr@10 {overall[best]:.4f}")
+    held = []
+    for j, ws in enumerate(workspaces):
+        others = [i for i in range(len(workspaces)) if i != j]
+        train = table[:, others] @ sizes[others] / sizes[others].sum()
+        pick = int(np.argmax(train))
+        held.append(table[pick, j])
+        print(f"  hold out {ws}: tuned on the rest -> {settings[pick]}  "
+              f"train {train[pick]:.4f}  held-out {table[pick, j]:.4f}")
+    print(f"cross-validated mrr@10 (held-out, query-weighted): {np.dot(held, sizes) / sizes.sum():.4f}")
+
+
+if __name__ == "__main__":
+    main()
