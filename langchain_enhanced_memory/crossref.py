@@ -28,8 +28,8 @@ workspace whose few strong links would dominate a mean or a top quantile
 still keeps 0.75; for nomic it stays 0.75, for e5 it rises to about 0.9.
 ``crossref_calibrate=None`` keeps 0.75 as is.
 
-Speed: similarities come from one matrix product per block of 2048
-representatives (BLAS), the top refs from ``argpartition``; a 5,000-file
+Speed: similarities come from one matrix product per block of 1024
+representatives (BLAS), the top refs from the pairs above the threshold; a 5,000-file
 workspace builds in seconds (``benchmarks/crossref_build.py``). Incremental
 rebuilds recompute only the rows of changed files and of unchanged chunks whose
 refs pointed at them or that gain a ref to them, which is exact.
@@ -89,7 +89,8 @@ CREATE TABLE IF NOT EXISTS crossref_graph (
     PRIMARY KEY (path, target)
 ) WITHOUT ROWID;
 """
-_BLOCK = 2048
+_BLOCK = 1024
+_DENSE_ROW = 256  # above-threshold pairs per row beyond which rows are partitioned
 _MIN_REP_CHARS = 80
 _SAMPLE_PAIRS = 20_000
 _THRESHOLD_SLACK = 0.01
@@ -181,25 +182,75 @@ def calibrated_threshold(
 def _top_refs(
     rows: np.ndarray, vectors: np.ndarray, file_ids: np.ndarray, threshold: float, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For representative ``rows``: (source row, target row, sim) of their top-``k`` links."""
+    """For representative ``rows``: (source row, target row, sim) of their top-``k`` links.
+
+    One matrix product per block of rows. Links above the threshold are usually
+    sparse, so the top ``k`` are taken from the pairs above it (``nonzero`` and
+    one sort), not from whole rows; only when nearly everything clears the
+    threshold does it fall back to ``argpartition`` over the rows.
+    """
     src, dst, sim = [], [], []
     n = vectors.shape[0]
-    k = min(k, max(n - 1, 1))
     for lo in range(0, rows.size, _BLOCK):
         block = rows[lo : lo + _BLOCK]
         s = vectors[block] @ vectors.T
-        s[file_ids[block][:, None] == file_ids[None, :]] = -np.inf
-        top = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < n else np.argsort(-s, axis=1)
-        vals = np.take_along_axis(s, top, axis=1)
-        ok = vals >= threshold
-        r, c = np.nonzero(ok)
-        src.append(block[r])
-        dst.append(top[r, c])
-        sim.append(vals[r, c])
+        r, c = np.nonzero(s >= threshold)
+        if r.size > block.size * _DENSE_ROW:
+            s[file_ids[block][:, None] == file_ids[None, :]] = -np.inf
+            kk = min(k, n)
+            c = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < n else np.argsort(-s, axis=1)
+            r = np.repeat(np.arange(block.size), c.shape[1])
+            c = c.ravel()
+        keep = file_ids[block[r]] != file_ids[c]
+        r, c = r[keep], c[keep]
+        v = s[r, c]
+        keep = v >= threshold
+        r, c, v = r[keep], c[keep], v[keep]
+        order = np.lexsort((c, -v, r))  # by row, strongest first, ties by target
+        r, c, v = r[order], c[order], v[order]
+        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+        keep = rank < k
+        src.append(block[r[keep]])
+        dst.append(c[keep])
+        sim.append(v[keep])
     if not src:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0, dtype=np.float32)
     return np.concatenate(src), np.concatenate(dst), np.concatenate(sim)
+
+
+def _top_refs_all(
+    vectors: np.ndarray, file_ids: np.ndarray, threshold: float, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_top_refs` for every row, computing each pair once (half the products).
+
+    Cosine is symmetric, so block ``i`` is multiplied only with the columns from
+    its own start on, and every pair above the threshold is counted for both
+    ends. Falls back to :func:`_top_refs` when the pairs are dense.
+    """
+    n = vectors.shape[0]
+    rs, cs, vs = [], [], []
+    for lo in range(0, n, _BLOCK):
+        hi = min(n, lo + _BLOCK)
+        s = vectors[lo:hi] @ vectors[lo:].T
+        r, c = np.nonzero(s >= threshold)
+        if r.size > (hi - lo) * _DENSE_ROW:
+            return _top_refs(np.arange(n), vectors, file_ids, threshold, k)
+        v = s[r, c]
+        r, c = r + lo, c + lo
+        keep = (c > r) & (file_ids[r] != file_ids[c])
+        rs.append(r[keep])
+        cs.append(c[keep])
+        vs.append(v[keep])
+    if not rs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    a, b, v = np.concatenate(rs), np.concatenate(cs), np.concatenate(vs)
+    r, c, v = np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([v, v])
+    order = np.lexsort((c, -v, r))
+    r, c, v = r[order], c[order], v[order]
+    keep = np.arange(r.size) - np.searchsorted(r, r, side="left") < k
+    return r[keep], c[keep], v[keep]
 
 
 # ------------------------------------------------------------------ storage
@@ -320,9 +371,14 @@ def build(
             )
         else:
             mode, todo = "full", np.arange(rep_rows.size)
-        src, dst, sim = _top_refs(
-            todo, rep_vecs, rep_fids, threshold, settings.crossref_refs_per_chunk
-        )
+        if mode == "full":
+            src, dst, sim = _top_refs_all(
+                rep_vecs, rep_fids, threshold, settings.crossref_refs_per_chunk
+            )
+        else:
+            src, dst, sim = _top_refs(
+                todo, rep_vecs, rep_fids, threshold, settings.crossref_refs_per_chunk
+            )
         conn.execute("BEGIN IMMEDIATE")
         try:
             if mode == "full":

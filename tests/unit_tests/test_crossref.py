@@ -224,3 +224,29 @@ def test_graph_neighbours_join_the_candidates_only_when_enabled(tmp_path):
     hits = MemorySearch(ws, settings=on, embedder="none").search("zephyr").hits
     assert [h.path for h in hits] == ["memory/topics/zephyr.md", "memory/2026-02-03.md"]
     assert hits[1].score < hits[0].score
+
+
+def test_sparse_and_dense_top_k_agree(monkeypatch):
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal((300, 16)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    fids = np.repeat(np.arange(60), 5)
+    rows = np.arange(300)
+    sparse = crossref._top_refs(rows, v, fids, 0.1, 5)
+    pairwise = crossref._top_refs_all(v, fids, 0.1, 5)
+    monkeypatch.setattr(crossref, "_DENSE_ROW", 0)
+    dense = crossref._top_refs(rows, v, fids, 0.1, 5)
+
+    def as_set(t):
+        return {(int(a), int(b)) for a, b in zip(t[0], t[1], strict=True)}
+
+    assert as_set(sparse) == as_set(dense)
+    assert as_set(pairwise) == as_set(dense)
+    assert as_set(crossref._top_refs_all(v, fids, 0.1, 5)) == as_set(dense)  # dense fallback
+    assert len(as_set(sparse)) == 5 * 300
+    assert not any(fids[a] == fids[b] for a, b in as_set(sparse))
+    # Each source keeps its 5 strongest targets.
+    s = v @ v.T
+    s[fids[:, None] == fids[None, :]] = -np.inf
+    best = {(i, int(j)) for i in range(300) for j in np.argsort(-s[i])[:5]}
+    assert as_set(sparse) == best
