@@ -184,7 +184,8 @@ def _run_index(args: argparse.Namespace) -> int:
             )
         except EmbeddingError as exc:
             raise CliError(
-                f"embedding stopped: {exc} (text index updated; embedded chunks kept, rerun to resume)",
+                f"embedding stopped: {exc}"
+                " (text index updated; embedded chunks kept, rerun to resume)",
                 "start Ollama or use --embedder local/none",
             ) from None
     stats = engine.index.stats()
@@ -240,7 +241,8 @@ def result_row(hit: Any, snippet_chars: int) -> dict[str, Any]:
     }
 
 
-def _response_json(engine: Any, response: Any, min_score: float | None) -> dict[str, Any]:
+def response_json(engine: Any, response: Any, min_score: float | None) -> dict[str, Any]:
+    """The `memory_search` JSON of one response; `filtered` counts what --min-score removed."""
     hits = response.hits
     out: dict[str, Any] = {}
     if min_score is not None:
@@ -257,14 +259,15 @@ def _response_json(engine: Any, response: Any, min_score: float | None) -> dict[
     }
 
 
-def _check_k(k: int) -> int:
+def check_k(k: int) -> int:
+    """A valid result count (at least 1, capped at 1000)."""
     if k < 1:
         raise CliError(f"--k must be at least 1, got {k}")
     return min(k, 1000)
 
 
 def _run_search(args: argparse.Namespace) -> int:
-    k = _check_k(args.k)
+    k = check_k(args.k)
     now = parse_now(args.now)
     if args.batch is None and args.query is None:
         raise CliError("give a QUERY or --batch FILE.jsonl")
@@ -273,7 +276,7 @@ def _run_search(args: argparse.Namespace) -> int:
         return _run_batch(engine, args, k)
     response = engine.search(clean_text(args.query), k=k, now=now)
     if args.json:
-        dump(_response_json(engine, response, args.min_score))
+        dump(response_json(engine, response, args.min_score))
         return 0
     report_embedder(engine)
     hits = [h for h in response.hits if args.min_score is None or h.score >= args.min_score]
@@ -321,7 +324,7 @@ def _run_batch(engine: Any, args: argparse.Namespace, k: int) -> int:
     for item in items:
         query = clean_text(item["query"])
         response = engine.search(query, k=k, now=item["_now"] or default_now)
-        row = _response_json(engine, response, args.min_score)
+        row = response_json(engine, response, args.min_score)
         dump({"id": item.get("id"), **row})
     return 0
 

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,8 @@ def format_table(summary: dict[str, Any]) -> str:
     lines.append(f"lines/result: {summary['lines_per_result']}")
     if "latency_ms" in summary:
         lines.append(
-            f"search latency ms: p50 {summary['latency_ms']['p50']}  p95 {summary['latency_ms']['p95']}"
+            f"search latency ms: p50 {summary['latency_ms']['p50']}"
+            f"  p95 {summary['latency_ms']['p95']}"
         )
     return "\n".join(lines)
 
@@ -107,6 +108,64 @@ def load_queries(path: str | Path) -> list[dict[str, Any]]:
         raise CliError(f"queries {path} is not JSON lines ({exc.msg})") from None
 
 
+def parse_overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` settings overrides; values are JSON when they parse, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"--set expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def evaluate(
+    root: Path,
+    queries: Sequence[dict[str, Any]],
+    make_engine: Callable[[Path], Any],
+    k: int = 10,
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Run each query against ``root/<workspace>`` and score the results.
+
+    Args:
+        root: Folder holding one workspace per query ``workspace``.
+        queries: Graded queries.
+        make_engine: Builds the :class:`~.search.MemorySearch` of a workspace folder.
+        k: Results per query.
+
+    Returns:
+        The summary (metrics, latency, embedder) and the ranked rows per query id.
+    """
+    by_ws: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for q in queries:
+        by_ws[q.get("workspace", ".")].append(q)
+    results: dict[str, list[dict[str, Any]]] = {}
+    latencies: list[float] = []
+    provider = model = fallback = None
+    for ws, qs in sorted(by_ws.items()):
+        engine = make_engine(root / ws)
+        engine.index.sync()
+        if engine.model_id is not None:
+            todo = len(engine.index.missing_embeddings(engine.model_id))
+            engine.index.embed_missing(
+                engine.model_id, engine.embed_documents, progress=progress_bar(todo)
+            )
+        engine.auto_index = False
+        for q in qs:
+            t0 = time.perf_counter()
+            response = engine.search(q["query"], k=k, now=parse_now(q.get("now")))
+            latencies.append((time.perf_counter() - t0) * 1000)
+            results[q["id"]] = [result_row(h, engine.settings.snippet_chars) for h in response.hits]
+            provider, model = response.provider, response.model
+            fallback = fallback or response.fallback
+    summary = summarize(queries, results, latencies)
+    summary.update(provider=provider, model=model, fallback=fallback)
+    return summary, results
+
+
 def add_cli_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory eval``."""
     add_common_arguments(p)
@@ -117,10 +176,21 @@ def add_cli_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--out", help="write ranked results here, in the scorer's format")
     p.add_argument("--only", help="comma-separated workspaces to run (default: all)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a MemorySettings field, e.g. --set prf_enabled=true (repeatable)",
+    )
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run every query against its workspace and print the metrics."""
+    from .search import MemorySearch
+    from .settings import MemorySettings
+
     root = Path(args.root)
     if not root.is_dir():
         raise CliError(f"--root not found: {root}")
@@ -128,50 +198,38 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.only:
         keep = set(args.only.split(","))
         queries = [q for q in queries if q.get("workspace") in keep]
-    by_ws: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for q in queries:
-        by_ws[q.get("workspace", ".")].append(q)
-    results: dict[str, list[dict[str, Any]]] = {}
-    latencies: list[float] = []
-    provider = model = fallback = None
-    for ws, qs in sorted(by_ws.items()):
-        args.workspace = str(root / ws)
-        engine = make_engine(args)
-        engine.index.sync()
-        if engine.model_id is not None:
-            todo = len(engine.index.missing_embeddings(engine.model_id))
-            engine.index.embed_missing(
-                engine.model_id, engine.embed_documents, progress=progress_bar(todo)
-            )
-        engine.auto_index = False
-        for q in qs:
-            t0 = time.perf_counter()
-            response = engine.search(q["query"], k=args.k, now=parse_now(q.get("now")))
-            latencies.append((time.perf_counter() - t0) * 1000)
-            results[q["id"]] = [result_row(h, engine.settings.snippet_chars) for h in response.hits]
-            provider, model, fallback = (
-                response.provider,
-                response.model,
-                fallback or response.fallback,
-            )
-    summary = summarize(queries, results, latencies)
-    summary.update(
-        profile=args.profile or "default", provider=provider, model=model, fallback=fallback
-    )
+    profile = args.profile or "default"
+    try:
+        # Evaluation is not a user's search: it leaves no query or access logs.
+        settings = MemorySettings(
+            profile=profile, log_queries=False, **parse_overrides(args.overrides)
+        )
+    except ValueError as exc:
+        raise CliError(f"bad --set: {str(exc).splitlines()[0]}") from None
+    base = make_engine(argparse.Namespace(**{**vars(args), "workspace": str(root)}))
+
+    def engine_for(ws: Path) -> MemorySearch:
+        return MemorySearch(
+            ws,
+            settings=settings,
+            embedder=base.embedder_kind,
+            model=base.model_name,
+            ollama_url=base.ollama_url,
+        )
+
+    summary, results = evaluate(root, queries, engine_for, args.k)
+    summary.update(profile=profile, overrides=parse_overrides(args.overrides))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:
             for q in queries:
-                fh.write(
-                    json.dumps(
-                        {"id": q["id"], "results": results.get(q["id"], [])}, ensure_ascii=False
-                    )
-                    + "\n"
-                )
+                row = {"id": q["id"], "results": results.get(q["id"], [])}
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     if args.json:
         dump(summary)
     else:
         print(
-            f"profile {summary['profile']}, embedder {provider} ({model}), fallback {fallback}",
+            f"profile {profile} {summary['overrides'] or ''}, embedder {summary['provider']}"
+            f" ({summary['model']}), fallback {summary['fallback']}",
             file=sys.stderr,
         )
         print(format_table(summary))

@@ -27,13 +27,13 @@ from typing import Any
 
 from .cli import (
     CliError,
-    _check_k,
-    _response_json,
     add_common_arguments,
+    check_k,
     dump,
     failure_json,
     make_engine,
     parse_now,
+    response_json,
 )
 
 MAX_BODY = 64 * 1024
@@ -71,11 +71,11 @@ class SearchServer(ThreadingHTTPServer):
             isinstance(min_score, bool) or not isinstance(min_score, (int, float))
         ):
             raise _BadRequest(400, '"min_score" must be a number')
-        k = _check_k(k)
+        k = check_k(k)
         when = parse_now(now)
         with self.lock:
             response = self.engine.search(query, k=k, now=when)
-            return _response_json(self.engine, response, min_score)
+            return response_json(self.engine, response, min_score)
 
     def health(self) -> dict[str, Any]:
         """Counts of the index and the active embedder."""
