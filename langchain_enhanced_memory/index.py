@@ -513,12 +513,27 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """``(embed_hash, text)`` of chunks with no vector for ``model``, deduplicated."""
         with self._open() as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT c.embed_hash, c.header, c.headers, c.text FROM chunks c"
-                " LEFT JOIN embed_cache e ON e.model=? AND e.text_hash=c.embed_hash"
-                " WHERE e.text_hash IS NULL ORDER BY c.id",
-                (model,),
-            ).fetchall()
+            # One scan of the cached hashes beats a primary-key probe per chunk: the
+            # cache's B-tree holds the vectors inline, so each probe reads a few pages.
+            cached = {
+                h
+                for (h,) in conn.execute(
+                    "SELECT text_hash FROM embed_cache WHERE model=?", (model,)
+                )
+            }
+            ids = [
+                i
+                for i, h in conn.execute("SELECT id, embed_hash FROM chunks ORDER BY id")
+                if h not in cached
+            ]
+            rows = []
+            for lo in range(0, len(ids), 500):
+                part = ids[lo : lo + 500]
+                rows += conn.execute(
+                    "SELECT embed_hash, header, headers, text FROM chunks"
+                    f" WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
+                    part,
+                ).fetchall()
         out: dict[str, str] = {}
         for h, header, headers, text in rows:
             chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
@@ -536,10 +551,8 @@ class MemoryIndex:
     ) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)",
-            [(model, h, int(v.shape[0]), v.tobytes()) for h, v in zip(hashes, vectors, strict=False)],
-        )
+        rows = [(model, h, v.shape[0], v.tobytes()) for h, v in zip(hashes, vectors, strict=False)]
+        conn.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)", rows)
         conn.execute("COMMIT")
 
     def vector_dim(self, model: str) -> int | None:
