@@ -66,17 +66,25 @@ class MemoryDirectoryLoader(BaseLoader):
         workspace: str | Path,
         settings: MemorySettings | None = None,
         *,
-        original: bool = False,
+        original: bool | None = None,
     ) -> None:
         """Create the loader.
 
         Args:
             workspace: The workspace root.
             settings: Discovery and chunking settings; defaults to ``MemorySettings()``.
-            original: Chunk like the original skill instead of the default chunker.
+            original: Chunk like the original skill (``True``) or with the default
+                chunker (``False``); ``None`` follows the settings (their ``chunking``
+                field where it exists, else ``profile == "original"``).
         """
         self.workspace = Path(workspace).expanduser()
         self.settings = settings or MemorySettings()
+        if original is None:
+            # getattr: the settings model may or may not carry a `chunking` switch.
+            mode = getattr(self.settings, "chunking", None)
+            original = (
+                mode == "original" if mode is not None else self.settings.profile == "original"
+            )
         self.original = original
 
     def lazy_load(self) -> Iterator[Document]:

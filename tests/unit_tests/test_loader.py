@@ -109,6 +109,11 @@ def test_original_chunking_option(tmp_path: Path) -> None:
     original = MemoryDirectoryLoader(tmp_path, original=True).load()
     assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in default] == [(1, 4)]
     assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in original] == [(3, 4)]
+    # By default the loader follows the settings' recipe.
+    replay = MemoryDirectoryLoader(tmp_path, MemorySettings(profile="original")).load()
+    assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in replay] == [(3, 4)]
+    forced = MemoryDirectoryLoader(tmp_path, MemorySettings(profile="original"), original=False)
+    assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in forced.load()] == [(1, 4)]
 
 
 def test_empty_and_missing_workspace(tmp_path: Path) -> None:
