@@ -127,6 +127,17 @@ def _radius(chunks: int) -> float:
     return 4.0 + 3.0 * math.sqrt(max(chunks, 1))
 
 
+def _label(x: float, y: float, node: dict[str, Any]) -> str:
+    r = _radius(node["chunks"]) + 2
+    # Near the right edge the label goes on the left so it is not clipped.
+    left = x > _W - 160
+    anchor = ' text-anchor="end"' if left else ""
+    return (
+        f'<text x="{x - r if left else x + r:.1f}" y="{y + 3:.1f}"{anchor}>'
+        f"{html.escape(node['path'].rsplit('/', 1)[-1])}</text>"
+    )
+
+
 def _tooltip(node: dict[str, Any]) -> str:
     sal = node["salience"]
     return (
@@ -161,12 +172,7 @@ def to_html(data: GraphData, title: str = "Memory graph") -> str:
             f'<g class="node {node["kind"]}" data-path="{html.escape(node["path"])}">'
             f'<circle cx="{px[i]:.1f}" cy="{py[i]:.1f}" r="{_radius(node["chunks"]):.1f}"'
             f' fill="{COLORS[node["kind"]]}"><title>{html.escape(_tooltip(node))}</title></circle>'
-            + (
-                f'<text x="{px[i] + _radius(node["chunks"]) + 2:.1f}" y="{py[i] + 3:.1f}">'
-                f"{html.escape(node['path'].rsplit('/', 1)[-1])}</text>"
-                if i in labelled
-                else ""
-            )
+            + (_label(px[i], py[i], node) if i in labelled else "")
             + "</g>"
         )
     legend = "".join(

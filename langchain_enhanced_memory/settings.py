@@ -116,7 +116,7 @@ class MemorySettings(BaseModel):
     crossref_representatives: int = Field(5, ge=1)
     crossref_threshold: float = 0.75
     crossref_calibrate: float | None = Field(
-        3.0, description="raise the threshold to median + this many robust SDs of cosines"
+        2.0, description="raise the threshold to median + this many robust SDs of cosines"
     )
     crossref_refs_per_chunk: int = Field(5, ge=1)
     crossref_files_per_file: int = Field(10, ge=1)
