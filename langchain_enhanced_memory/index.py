@@ -607,9 +607,20 @@ class MemoryIndex:
         size = batch_size or self.settings.embed_batch_size
         batches = [todo[i : i + size] for i in range(0, len(todo), size)]
         done = 0
+        dim = self.vector_dim(model) if batches else None
         # One connection for the run: a commit per batch, not a checkpoint per batch.
         with self._open() as conn:
             for batch, vectors in _embed_batches(embed, batches, self.settings.embed_concurrency):
+                # Batches in flight at once were not checked against each other: one size only.
+                if dim is not None and vectors.shape[1] != dim:
+                    from .embeddings import EmbeddingError
+
+                    raise EmbeddingError(
+                        f"embedder returned {vectors.shape[1]}-d vectors, expected {dim}"
+                        f" (the size already cached for {model})",
+                        kind="invalid_output",
+                    )
+                dim = vectors.shape[1]
                 self._store(conn, model, [h for h, _ in batch], vectors)
                 done += len(batch)
                 if progress:
