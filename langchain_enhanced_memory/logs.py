@@ -123,9 +123,20 @@ def _load(path: Path, kind: type) -> Any:
     return value
 
 
+def _mode(path: Path) -> int:
+    """The existing file's permissions, else the umask's default (mkstemp makes 0600)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def _save(path: Path, value: Any) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _mode(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(value, fh, ensure_ascii=False, indent=1)
             fh.flush()

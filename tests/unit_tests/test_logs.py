@@ -145,3 +145,13 @@ def test_two_processes_lose_no_entry(workspace):
     }
     leftovers = [p for p in os.listdir(workspace / "memory") if p.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_log_files_keep_ordinary_permissions(workspace):
+    _engine(workspace).search("postgres", now=NOW)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (workspace / logs.QUERY_LOG).stat().st_mode & 0o777 == 0o666 & ~umask
+    (workspace / logs.ACCESS_LOG).chmod(0o640)
+    _engine(workspace).search("postgres", now=NOW)
+    assert (workspace / logs.ACCESS_LOG).stat().st_mode & 0o777 == 0o640
