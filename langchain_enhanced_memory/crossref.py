@@ -733,17 +733,6 @@ def add_graph_neighbors(
                 scores[j] = max(float(scores[j]), base * s * settings.graph_neighbor_weight)
 
 
-def workspace_relative(index: MemoryIndex, path: str) -> str:
-    """``path`` (absolute, ``./``-prefixed or relative) as a workspace-relative posix path."""
-    p = Path(path)
-    if p.is_absolute():
-        try:
-            p = p.resolve().relative_to(index.workspace.resolve())
-        except ValueError:
-            raise CrossrefError(f"{path} is outside the workspace") from None
-    return p.as_posix().removeprefix("./")
-
-
 def format_summary(s: dict[str, Any]) -> str:
     """The graph overview as text: totals, then the most connected files."""
     lines = [
