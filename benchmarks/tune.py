@@ -30,7 +30,7 @@ VECTOR_NORMS = ("raw", "minmax")
 
 def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
     """Signals of every chunk for every query (PRF off, so signals are the first pass)."""
-    settings = MemorySettings(prf_enabled=False)
+    settings = MemorySettings(prf_enabled=False, vector_norm="raw")
     by_ws: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         by_ws[q["workspace"]].append(q)
