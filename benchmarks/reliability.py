@@ -103,6 +103,9 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
     rows.append(("Hostile workspace files (invalid UTF-8, binary, 50 MB, 20,000-line section,"
                  " 10,000 files, empty, headers only, CRLF, BOM, long lines, symlinks,"
                  " changing files, undecodable names)", t, h))  # fmt: skip
+    t, h = tally(res, "test_damaged_index_is_rebuilt_from_the_markdown")
+    rows.append(("Damaged index file (truncated, garbage, old schema version, empty): set aside"
+                 " and rebuilt from the markdown with a one-line warning", t, h))  # fmt: skip
     t, h = tally(res, "test_hostile_query_gives_valid_json", "test_nul_byte_query_via_batch",
                  "test_bad_argument_is_one_clear_line", "test_huge_k_is_capped_and_valid",
                  "test_workspace_with_nul_is_refused",

@@ -209,6 +209,7 @@ def test_file_changing_while_read_stays_exact(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_fifty_megabyte_file(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -227,6 +228,7 @@ def test_fifty_megabyte_file(tmp_path: Path) -> None:
     assert "\n".join(lines[top["startLine"] - 1 : top["endLine"]]) == top["snippet"]
 
 
+@pytest.mark.slow
 def test_ten_thousand_files_in_one_folder(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     folder = ws / "memory" / "inbox"
