@@ -33,12 +33,13 @@ import numpy as np
 from .chunking import Chunk, chunk_lines
 from .scoring import Postings
 from .settings import MemorySettings
-from .text import TOKENIZER_VERSION, path_text, tokenize
+from .text import TOKENIZER_VERSION, path_text, phrases, tokenize
 from .workspace import MemoryFile, UnreadableFileError, discover, read_lines
 
 log = logging.getLogger("langchain_enhanced_memory")
 
 SCHEMA_VERSION = 1
+POSTINGS_FIELDS = ("text", "phrase", "header", "path")
 INDEX_DIRNAME = ".enhanced-memory"
 INDEX_FILENAME = "index.sqlite"
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -101,6 +102,7 @@ class Snapshot:
     dates: list[str | None]
     day: np.ndarray  # date ordinal of the chunk's daily note, -1 when undated
     text_post: Postings
+    phrase_post: Postings  # adjacent term pairs of the chunk text
     header_post: Postings
     path_post: Postings
     vectors: np.ndarray | None = None
@@ -255,6 +257,7 @@ class MemoryIndex:
             [
                 SCHEMA_VERSION,
                 TOKENIZER_VERSION,  # stored terms are the tokenizer's output
+                POSTINGS_FIELDS,
                 s.chunking,
                 s.embed_headers,
                 s.max_header_level,
@@ -501,6 +504,7 @@ class MemoryIndex:
         path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
         posts = {
             "text": Postings.build(r[0].split() for r in rows),
+            "phrase": Postings.build(phrases(r[0].split()) for r in rows),
             "header": Postings.build(header_terms[r[1]] for r in rows),
             "path": Postings.build(path_terms[r[2]] for r in rows),
         }
@@ -661,7 +665,7 @@ class MemoryIndex:
         blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
         if blob is None:
             empty = Postings.build([])
-            posts = {"text": empty, "header": empty, "path": empty}
+            posts = {name: empty for name in POSTINGS_FIELDS}
         else:
             posts = _unpack_postings(blob[0])
         cols = list(zip(*rows, strict=False)) if rows else [()] * 9
@@ -681,6 +685,7 @@ class MemoryIndex:
                 [date.fromisoformat(d).toordinal() if d else -1 for d in dates], dtype=np.int64
             ),
             text_post=posts["text"],
+            phrase_post=posts["phrase"],
             header_post=posts["header"],
             path_post=posts["path"],
         )

@@ -24,7 +24,7 @@ from .text import (
     STOPWORDS_EN,
     STOPWORDS_QUERY,
     original_query_words,
-    path_text,
+    phrases,
     query_terms,
     tokenize,
 )
@@ -117,7 +117,10 @@ def rank(
         coverage = sig.pop("_coverage")
         sig["vector"] = _vector_signal(snap, qv, settings)
         weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
-        if qv is not None and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold:
+        if (
+            qv is not None
+            and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
+        ):
             weights = settings.adaptive_weights
         fused = scoring.fuse(weights, sig["vector"], sig["keyword"], sig["header"], sig["filepath"])
         return fused * mult + prior, sig
@@ -129,7 +132,12 @@ def rank(
         f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
     ]
     expansion: list[str] = []
-    if settings.prf_enabled and not dq and len(snap) and float(scores.max()) < settings.prf_threshold:
+    if (
+        settings.prf_enabled
+        and not dq
+        and len(snap)
+        and float(scores.max()) < settings.prf_threshold
+    ):
         top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
         expansion = scoring.feedback_terms(
             [lexical.feedback_source(i) for i in top],
@@ -178,9 +186,14 @@ class _Lexical:
         self.snap = snap
         self.settings = settings
         self.substring = settings.lexical == "substring"
+        self.pairs: list[str] = []
 
     def terms(self, text: str) -> list[str]:
-        return original_query_words(text) if self.substring else query_terms(text)
+        if self.substring:
+            return original_query_words(text)
+        # Pairs come from the query as written (repeats and order kept), terms are unique.
+        self.pairs = phrases(tokenize(text))
+        return query_terms(text)
 
     def signals(self, terms: list[str]) -> dict[str, np.ndarray]:
         snap = self.snap
@@ -193,8 +206,13 @@ class _Lexical:
                 "_coverage": keyword,
             }
         s = self.settings
+        keyword = scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)
+        if s.phrase_weight and self.pairs:
+            keyword += s.phrase_weight * scoring.bm25(
+                snap.phrase_post, self.pairs, s.bm25_k1, s.bm25_b
+            )
         return {
-            "keyword": scoring.max_normalize(scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)),
+            "keyword": scoring.max_normalize(keyword),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
             "_coverage": scoring.match_fraction(snap.text_post, terms),

@@ -50,7 +50,8 @@ class MemorySettings(BaseModel):
 
     # --- recipe switches (each one is a line of the ablation in the README) ---
     chunking: Literal["sections", "original"] = Field(
-        "sections", description="sections: fence-aware, header-only sections folded; original: every header"
+        "sections",
+        description="sections: fence-aware, header-only sections folded; original: every header",
     )
     lexical: Literal["bm25", "substring"] = Field(
         "bm25", description="bm25: whole stemmed terms; substring: the original's overlap"
@@ -58,10 +59,13 @@ class MemorySettings(BaseModel):
     date_routing: bool = True
     date_parser: Literal["default", "original"] = "default"
     vector_norm: Literal["minmax", "raw"] = Field(
-        "raw", description="minmax rescales cosines per query, so embedders with narrow cosine bands fuse"
+        "raw",
+        description="minmax rescales cosines per query, so embedders with narrow cosine bands fuse",
     )
     embed_headers: bool = Field(False, description="embed the header chain with the chunk")
-    prf_reembed: bool = Field(True, description="PRF re-embeds the expanded query (the original did)")
+    prf_reembed: bool = Field(
+        True, description="PRF re-embeds the expanded query (the original did)"
+    )
 
     # --- discovery -------------------------------------------------------
     include: tuple[str, ...] = ("memory/**/*.md",) + CORE_FILES
@@ -104,6 +108,9 @@ class MemorySettings(BaseModel):
     # --- BM25 (default profile) -----------------------------------------
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    phrase_weight: float = Field(
+        0.0, ge=0, description="weight of BM25 over adjacent term pairs, added to the keyword score"
+    )
 
     # --- output ----------------------------------------------------------
     snippet_chars: int = Field(700, ge=1)
@@ -160,7 +167,14 @@ PROFILES: dict[str, dict[str, Any]] = {
         "vector_norm": "minmax",
         "embed_headers": True,
         "prf_enabled": False,
+        "weights": FusionWeights(vector=0.35, keyword=0.65, header=0.1, filepath=0.1),
+        "temporal_boost": 5.0,
+        "bm25_b": 0.5,
+        "phrase_weight": 0.5,
     },
     "bm25": {"weights": FusionWeights(vector=0, keyword=1, header=0, filepath=0), **_SINGLE_SIGNAL},
-    "vector": {"weights": FusionWeights(vector=1, keyword=0, header=0, filepath=0), **_SINGLE_SIGNAL},
+    "vector": {
+        "weights": FusionWeights(vector=1, keyword=0, header=0, filepath=0),
+        **_SINGLE_SIGNAL,
+    },
 }

@@ -187,6 +187,14 @@ def tokenize(
     return out
 
 
+def phrases(terms: list[str]) -> list[str]:
+    """Adjacent term pairs ("meteor_shower"): a phrase match outranks scattered words.
+
+    ``_`` never occurs inside a term, so a pair cannot collide with a term.
+    """
+    return [a + "_" + b for a, b in zip(terms, terms[1:], strict=False)]
+
+
 def query_terms(text: str) -> list[str]:
     """Unique terms of a query, in order, with the query stoplist applied."""
     return list(dict.fromkeys(tokenize(text, stopwords=STOPWORDS_QUERY)))
