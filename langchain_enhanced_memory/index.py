@@ -606,7 +606,7 @@ class MemoryIndex:
 
             # Reuse the original skill's memory/vectors.json (read once per version).
             if seed_from_vectors_json(self, model):
-                self._vector_cache.pop(model, None)
+                self._forget_vectors(model)
                 todo = self.missing_embeddings(model)
         size = batch_size or self.settings.embed_batch_size
         batches = [todo[i : i + size] for i in range(0, len(todo), size)]
@@ -630,8 +630,14 @@ class MemoryIndex:
                 if progress:
                     progress(len(batch))
         if todo:
-            self._vector_cache.pop(model, None)
+            self._forget_vectors(model)
         return done
+
+    def _forget_vectors(self, model: str) -> None:
+        """Drop this process's copy of ``model``'s matrix: new vectors were stored."""
+        self._vector_cache.pop(model, None)
+        if self._snapshot is not None and self._snapshot.model == model:
+            self._snapshot.model = None
 
     def seed_cache(self, model: str, texts: list[str], vectors: np.ndarray) -> None:
         """Pre-fill the embedding cache with vectors computed elsewhere (migration)."""

@@ -175,7 +175,9 @@ def _date_multiplier(snap: Snapshot, dq: Any, settings: MemorySettings) -> np.nd
 def _vector_signal(snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings) -> np.ndarray:
     if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
         return np.zeros(len(snap), dtype=np.float32)
-    cos = snap.vectors @ qvec.astype(np.float32)
+    # einsum stays on one thread: `@` wakes OpenBLAS's pool, which costs more than
+    # the product itself on a busy 2-core machine (benchmarks/speed.py).
+    cos = np.einsum("ij,j->i", snap.vectors, qvec.astype(np.float32))
     return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos
 
 
@@ -357,7 +359,8 @@ class MemorySearch:
         qvec = None
         if model_id is not None:
             try:
-                if self.auto_index:
+                has_vector = self.index.snapshot(model_id).has_vector
+                if self.auto_index and (has_vector is None or not has_vector.all()):
                     # An index run holding the lock is embedding already: do not wait.
                     self.index.embed_missing(model_id, self.embed_documents, wait=False)
                 qvec = self.embed_query(query)
