@@ -72,11 +72,15 @@ def mrr(rows: list[dict], params: dict) -> float:
             + params["wh"] * r["header"]
             + params["wf"] * r["filepath"]
         )
-        mult = np.where(r["mult"] > 1.0, np.where(r["mult"] >= 2.9, params["boost"], r["mult"]), 1.0)
+        mult = np.where(
+            r["mult"] > 1.0, np.where(r["mult"] >= 2.9, params["boost"], r["mult"]), 1.0
+        )
         s = fused * mult + (mult - 1.0) * 0.05
         top = np.argsort(-s, kind="stable")[:10]
         snap = r["snap"]
-        res = [{"path": snap.paths[i], "startLine": snap.start[i], "endLine": snap.end[i]} for i in top]
+        res = [
+            {"path": snap.paths[i], "startLine": snap.start[i], "endLine": snap.end[i]} for i in top
+        ]
         rank_ = first_hit(r["q"]["gold"], res)
         total += 1 / rank_ if rank_ else 0
     return total / max(len(rows), 1)
@@ -97,7 +101,9 @@ def grid() -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--root", required=True)
     ap.add_argument("--queries", required=True)
     ap.add_argument("--embedder", default="local")
@@ -119,9 +125,12 @@ def main() -> None:
         train = table[:, others] @ sizes[others] / sizes[others].sum()
         pick = int(np.argmax(train))
         held.append(table[pick, j])
-        print(f"  hold out {ws}: tuned on the rest -> {settings[pick]}  "
-              f"train {train[pick]:.4f}  held-out {table[pick, j]:.4f}")
-    print(f"cross-validated mrr@10 (held-out, query-weighted): {np.dot(held, sizes) / sizes.sum():.4f}")
+        print(
+            f"  hold out {ws}: tuned on the rest -> {settings[pick]}  "
+            f"train {train[pick]:.4f}  held-out {table[pick, j]:.4f}"
+        )
+    cv = np.dot(held, sizes) / sizes.sum()
+    print(f"cross-validated mrr@10 (held-out, query-weighted): {cv:.4f}")
 
 
 if __name__ == "__main__":
