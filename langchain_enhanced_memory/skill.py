@@ -4,8 +4,8 @@ The folder, ``WORKSPACE/skills/enhanced-memory/``, holds a ``SKILL.md`` in
 OpenClaw's format and thin scripts named like the original skill's
 (``enhanced_memory_search.py``, ``search_memory.py``, ``embed_memories.py``,
 ``memory_salience.py``, ``crossref_memories.py``), each calling this package's
-command line. The template ships inside the package (``skill_template/``); the
-same files are in the repository's ``examples/openclaw-skill/``.
+command line. The template ships inside the package (``skill_template/``), so
+the skill always matches the installed version.
 """
 
 from __future__ import annotations

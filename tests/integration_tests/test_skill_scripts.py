@@ -13,8 +13,6 @@ import jsonschema
 import pytest
 from fake_ollama import FakeOllama
 
-from langchain_enhanced_memory.skill import template_files
-
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 SCHEMA = json.loads(
@@ -145,13 +143,3 @@ def test_reinstall_keeps_edited_files_unless_forced(skill: Path, workspace: Path
     r = subprocess.run([*cmd, "--force"], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr
     assert (skill / "SKILL.md").read_text(encoding="utf-8").startswith("---\nname: enhanced-memory")
-
-
-def test_examples_folder_is_the_packaged_template() -> None:
-    example = REPO / "examples" / "openclaw-skill"
-    shipped = {
-        p.relative_to(example).as_posix(): p.read_bytes()
-        for p in example.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-    assert shipped == template_files()
