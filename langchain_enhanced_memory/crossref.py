@@ -200,7 +200,7 @@ def _top_refs(
             s[file_ids[block][:, None] == file_ids[None, :]] = -np.inf
             kk = min(k, n)
             c = np.argpartition(-s, kk - 1, axis=1)[:, :kk] if kk < n else np.argsort(-s, axis=1)
-            r = np.repeat(np.arange(block.size), c.shape[1])
+            r = np.repeat(np.arange(block.size), kk)
             c = c.ravel()
         keep = file_ids[block[r]] != file_ids[c]
         r, c = r[keep], c[keep]
@@ -331,7 +331,12 @@ def build(
     with index._open() as conn:
         hashes = dict(conn.execute("SELECT path, hash FROM files").fetchall())
     paths = np.asarray(snap.paths, dtype=object)
-    uniq, file_ids = np.unique(paths, return_inverse=True) if len(snap) else ([], np.zeros(0))
+    uniq: np.ndarray
+    file_ids: np.ndarray
+    if len(snap):
+        uniq, file_ids = np.unique(paths, return_inverse=True)
+    else:
+        uniq, file_ids = np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
     vectors = _unit(snap.vectors) if len(snap) else np.zeros((0, 1), dtype=np.float32)
     lengths = np.fromiter((len(t) for t in snap.texts), dtype=np.int64, count=len(snap))
     order = np.argsort(file_ids, kind="stable")

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ def first_hit(
 
 def summarize(
     queries: Sequence[dict[str, Any]],
-    results: dict[str, Sequence[dict[str, Any]]],
+    results: Mapping[str, Sequence[dict[str, Any]]],
     latencies_ms: Sequence[float] = (),
 ) -> dict[str, Any]:
     """Per-category and overall metrics, the same numbers ``score.py`` prints."""

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,9 @@ CREATE TABLE IF NOT EXISTS embed_cache (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS derived (name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS derived (
+    name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
+);
 """
 
 
@@ -168,7 +171,7 @@ def _sha(text: str) -> str:
 
 
 def _pack_postings(posts: dict[str, Postings]) -> bytes:
-    arrays = {}
+    arrays: dict[str, Any] = {}
     vocabs = {}
     for name, p in posts.items():
         arrays[f"{name}.indptr"] = p.indptr
@@ -178,7 +181,8 @@ def _pack_postings(posts: dict[str, Postings]) -> bytes:
         vocabs[name] = list(p.vocab)
     buf = io.BytesIO()
     vocab_blob = json.dumps(vocabs, ensure_ascii=False).encode()
-    np.savez(buf, vocab=np.frombuffer(vocab_blob, dtype=np.uint8), **arrays)
+    arrays["vocab"] = np.frombuffer(vocab_blob, dtype=np.uint8)
+    np.savez(buf, **arrays)
     return buf.getvalue()
 
 
@@ -444,7 +448,8 @@ class MemoryIndex:
                 conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
                 for f, st, digest, chunks in fresh:
                     conn.execute(
-                        "INSERT INTO files(path, size, mtime_ns, hash, kind, date) VALUES (?,?,?,?,?,?)",
+                        "INSERT INTO files(path, size, mtime_ns, hash, kind, date)"
+                        " VALUES (?,?,?,?,?,?)",
                         (
                             f.path,
                             st.st_size,

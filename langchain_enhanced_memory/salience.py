@@ -83,7 +83,8 @@ def _items(files: list[MemoryFile]) -> list[tuple[MemoryFile, str, str]]:
 
 def _gap_names(queries: list[dict[str, Any]], now: datetime) -> tuple[list[str], set[date]]:
     """Normalised low-scoring queries and the days they name."""
-    texts, days = [], set()
+    texts: list[str] = []
+    days: set[date] = set()
     for q in queries[-RECENT_QUERIES:]:
         text = q.get("query")
         score = q.get("top_score")

@@ -182,7 +182,7 @@ def run_cli(args: argparse.Namespace) -> int:
         server = SearchServer((args.host, args.port), engine)
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     url = f"http://{host}:{port}"
     if args.json:
         dump({"url": url, "port": port, "workspace": str(engine.index.workspace)})
