@@ -707,15 +707,18 @@ class MemoryIndex:
         cached = self._vector_cache.get(model)
         if cached and cached[0] == generation:
             return cached[1], cached[2]
-        name = f"vectors:{model}"
+        # Raw float32 rows, read without a copy (the matrix is the biggest thing in memory).
+        name = f"matrix:{model}"
         row = conn.execute("SELECT generation, data FROM derived WHERE name=?", (name,)).fetchone()
         if row and row[0] == generation:
-            z = np.load(io.BytesIO(row[1]), allow_pickle=False)
-            vectors, mask = z["vectors"], z["mask"]
+            n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            flat = np.frombuffer(row[1], dtype=np.float32)
+            vectors = flat.reshape(n, -1) if n else np.zeros((0, 0), np.float32)
+            mask = np.ones(n, dtype=bool)
         else:
             vectors, mask = self._assemble_vectors(conn, model)
         if mask.all() and not (row and row[0] == generation):
-            self._save_vectors(name, generation, vectors, mask)
+            self._save_vectors(name, generation, vectors)
         self._vector_cache[model] = (generation, vectors, mask)
         return vectors, mask
 
@@ -735,17 +738,13 @@ class MemoryIndex:
                 mask[i] = True
         return vectors, mask
 
-    def _save_vectors(
-        self, name: str, generation: int, vectors: np.ndarray, mask: np.ndarray
-    ) -> None:
-        """Persist the assembled matrix so the next process loads it in one read."""
-        buf = io.BytesIO()
-        np.savez(buf, vectors=vectors, mask=mask)
+    def _save_vectors(self, name: str, generation: int, vectors: np.ndarray) -> None:
+        """Persist a complete matrix so the next process loads it in one read."""
         try:
             with self._open() as conn:
                 conn.execute(
                     "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
-                    (name, generation, buf.getvalue()),
+                    (name, generation, np.ascontiguousarray(vectors, dtype=np.float32).tobytes()),
                 )
         except sqlite3.Error as exc:  # read-only index: fine, we assemble again next time
             log.debug("could not cache the vector matrix: %s", exc)
