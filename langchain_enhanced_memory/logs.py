@@ -201,7 +201,8 @@ def record_search(
         return False
     hits = response.hits
     entry = {
-        "query": query,
+        # A lone surrogate (undecodable input) cannot be written as UTF-8 JSON.
+        "query": query.encode("utf-8", "replace").decode("utf-8"),
         "top_score": round(hits[0].score, 4) if hits else 0.0,
         "timestamp": _stamp(now),
         "results": len(hits),
@@ -211,7 +212,7 @@ def record_search(
         entry["fallback"] = response.fallback
     try:
         append_entry(workspace, entry, [h.path for h in hits], max_entries=settings.query_log_max)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         log.warning("could not write the query log: %s", exc)
         return False
     return True

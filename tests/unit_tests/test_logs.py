@@ -155,3 +155,15 @@ def test_log_files_keep_ordinary_permissions(workspace):
     (workspace / logs.ACCESS_LOG).chmod(0o640)
     _engine(workspace).search("postgres", now=NOW)
     assert (workspace / logs.ACCESS_LOG).stat().st_mode & 0o777 == 0o640
+
+
+def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> None:
+    from fakes import WordEmbeddings
+
+    from langchain_enhanced_memory.search import MemorySearch
+
+    engine = MemorySearch(workspace, embeddings=WordEmbeddings())
+    response = engine.search("ramen \udcff place", k=2)
+    assert response.hits
+    log_text = (workspace / "memory" / "query_log.json").read_text(encoding="utf-8")
+    assert "ramen" in log_text
