@@ -312,15 +312,24 @@ class MemoryIndex:
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn
+        except sqlite3.OperationalError as exc:
+            # Busy, locked or not openable is not damage: setting the file aside
+            # would throw away every cached vector.
+            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly")):
+                raise IndexUnavailableError(f"index {self.path} is unavailable: {exc}") from None
+            return self._rebuild_damaged(exc)
         except sqlite3.DatabaseError as exc:
-            log.warning(
-                "index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc
-            )
-            self._set_aside("corrupt")
-            conn = self._connect()
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            return conn
+            return self._rebuild_damaged(exc)
+
+    def _rebuild_damaged(self, exc: Exception) -> sqlite3.Connection:
+        log.warning(
+            "index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc
+        )
+        self._set_aside("corrupt")
+        conn = self._connect()
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return conn
 
     def _set_aside(self, why: str) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")

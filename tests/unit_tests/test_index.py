@@ -161,3 +161,22 @@ def test_search_answers_from_index_and_updates_stale_index(workspace: Path) -> N
     )
     hits = engine.search("tomatoes basil", k=1).hits
     assert hits[0].path == "memory/topics/garden.md"
+
+
+def test_locked_index_is_reported_not_set_aside(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_enhanced_memory.index import IndexUnavailableError
+
+    idx = MemoryIndex(workspace)
+    idx.sync()
+
+    def locked(self: MemoryIndex) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(MemoryIndex, "_connect", locked)
+    with pytest.raises(IndexUnavailableError, match="locked"):
+        MemoryIndex(workspace).generation()
+    monkeypatch.undo()
+    assert not list(idx.path.parent.glob("*.corrupt-*"))
+    assert MemoryIndex(workspace).generation() == 1
