@@ -41,6 +41,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 
 SCHEMA_VERSION = 1
 POSTINGS_FIELDS = ("text", "phrase", "header", "path")
+POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 INDEX_DIRNAME = ".enhanced-memory"
 INDEX_FILENAME = "index.sqlite"
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -170,34 +171,24 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_POSTINGS_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+
+
 def _pack_postings(posts: dict[str, Postings]) -> bytes:
     arrays: dict[str, Any] = {}
-    vocabs = {}
     for name, p in posts.items():
-        arrays[f"{name}.indptr"] = p.indptr
-        arrays[f"{name}.docs"] = p.docs
-        arrays[f"{name}.tf"] = p.tf
-        arrays[f"{name}.doc_len"] = p.doc_len
-        vocabs[name] = list(p.vocab)
+        for part in _POSTINGS_PARTS:
+            arrays[f"{name}.{part}"] = getattr(p, part)
     buf = io.BytesIO()
-    vocab_blob = json.dumps(vocabs, ensure_ascii=False).encode()
-    arrays["vocab"] = np.frombuffer(vocab_blob, dtype=np.uint8)
     np.savez(buf, **arrays)
     return buf.getvalue()
 
 
 def _unpack_postings(blob: bytes) -> dict[str, Postings]:
     z = np.load(io.BytesIO(blob), allow_pickle=False)
-    vocabs = json.loads(z["vocab"].tobytes().decode())
+    names = {key.split(".", 1)[0] for key in z.files}
     return {
-        name: Postings(
-            vocab={t: i for i, t in enumerate(terms)},
-            indptr=z[f"{name}.indptr"],
-            docs=z[f"{name}.docs"],
-            tf=z[f"{name}.tf"],
-            doc_len=z[f"{name}.doc_len"],
-        )
-        for name, terms in vocabs.items()
+        name: Postings(**{part: z[f"{name}.{part}"] for part in _POSTINGS_PARTS}) for name in names
     }
 
 
@@ -262,6 +253,7 @@ class MemoryIndex:
                 SCHEMA_VERSION,
                 TOKENIZER_VERSION,  # stored terms are the tokenizer's output
                 POSTINGS_FIELDS,
+                POSTINGS_FORMAT,
                 s.chunking,
                 s.embed_headers,
                 s.max_header_level,
@@ -322,9 +314,7 @@ class MemoryIndex:
             return self._rebuild_damaged(exc)
 
     def _rebuild_damaged(self, exc: Exception) -> sqlite3.Connection:
-        log.warning(
-            "index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc
-        )
+        log.warning("index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc)
         self._set_aside("corrupt")
         conn = self._connect()
         conn.executescript(_SCHEMA)

@@ -7,6 +7,7 @@ lists of its own terms, so scoring cost grows with matches, not corpus size.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -25,19 +26,31 @@ class _Vocab(dict):
         return n
 
 
+def term_key(term: str) -> int:
+    """Stable 64-bit key of a term (BLAKE2b).
+
+    The vocabulary is a sorted ``uint64`` array of these keys instead of a
+    dict of strings: a fresh process loads it without building millions of
+    Python objects (phrase pairs make the vocabulary large), and a collision
+    needs about 2**32 distinct terms.
+    """
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
 @dataclass(frozen=True)
 class Postings:
     """Term -> documents inverted index in CSC layout (one column per term).
 
     Attributes:
-        vocab: Term to column id.
+        keys: Sorted :func:`term_key` of each column's term.
         indptr: ``docs[indptr[t]:indptr[t+1]]`` are the documents holding term ``t``.
         docs: Document ids, grouped by term.
         tf: Term frequency aligned with ``docs``.
         doc_len: Number of terms in each document.
     """
 
-    vocab: dict[str, int]
+    keys: np.ndarray
     indptr: np.ndarray
     docs: np.ndarray
     tf: np.ndarray
@@ -52,7 +65,7 @@ class Postings:
     def build(cls, documents: Iterable[Sequence[str]]) -> Postings:
         """Build from each document's terms (repeats counted).
 
-        Term ids follow first appearance; within a term, documents are ascending.
+        Columns are ordered by term key; within a term, documents are ascending.
         """
         vocab = _Vocab()
         ids: list[int] = []
@@ -62,25 +75,30 @@ class Postings:
             ids.extend(map(vocab.__getitem__, terms))
         n_docs = len(lengths)
         doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        keys = np.fromiter(map(term_key, vocab), dtype=np.uint64, count=len(vocab))
+        order = np.argsort(keys, kind="stable")
+        rank = np.empty(len(vocab), dtype=np.int64)
+        rank[order] = np.arange(len(vocab))
         # One sort of (term, doc) keys gives the CSC layout and the term frequencies.
-        keys, tf = np.unique(
-            np.asarray(ids, dtype=np.int64) * max(n_docs, 1) + doc, return_counts=True
+        pairs, tf = np.unique(
+            rank[np.asarray(ids, dtype=np.int64)] * max(n_docs, 1) + doc, return_counts=True
         )
-        terms_of = keys // max(n_docs, 1)
+        terms_of = pairs // max(n_docs, 1)
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms_of, minlength=len(vocab)), out=indptr[1:])
         return cls(
-            vocab=dict(vocab),
+            keys=keys[order],
             indptr=indptr,
-            docs=(keys % max(n_docs, 1)).astype(np.int32),
+            docs=(pairs % max(n_docs, 1)).astype(np.int32),
             tf=tf.astype(np.float32),
             doc_len=np.asarray(lengths, dtype=np.float32),
         )
 
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Documents and term frequencies of ``term`` (empty when unknown)."""
-        t = self.vocab.get(term)
-        if t is None:
+        key = term_key(term)
+        t = int(np.searchsorted(self.keys, np.uint64(key)))
+        if t >= self.keys.size or int(self.keys[t]) != key:
             return self.docs[:0], self.tf[:0]
         lo, hi = self.indptr[t], self.indptr[t + 1]
         return self.docs[lo:hi], self.tf[lo:hi]
