@@ -643,10 +643,6 @@ class MemoryIndex:
         if self._snapshot is not None and self._snapshot.model == model:
             self._snapshot.model = None
 
-    def seed_cache(self, model: str, texts: list[str], vectors: np.ndarray) -> None:
-        """Pre-fill the embedding cache with vectors computed elsewhere (migration)."""
-        self.store_embeddings(model, [_sha(t) for t in texts], vectors)
-
     # ---------------------------------------------------------------- reading
     def snapshot(self, model: str | None = None) -> Snapshot:
         """The current generation as arrays (cached until the generation changes)."""
