@@ -74,17 +74,12 @@ class MemoryDirectoryLoader(BaseLoader):
             workspace: The workspace root.
             settings: Discovery and chunking settings; defaults to ``MemorySettings()``.
             original: Chunk like the original skill (``True``) or with the default
-                chunker (``False``); ``None`` follows the settings (their ``chunking``
-                field where it exists, else ``profile == "original"``).
+                chunker (``False``); ``None`` follows ``settings.chunking``.
         """
         self.workspace = Path(workspace).expanduser()
         self.settings = settings or MemorySettings()
         if original is None:
-            # getattr: the settings model may or may not carry a `chunking` switch.
-            mode = getattr(self.settings, "chunking", None)
-            original = (
-                mode == "original" if mode is not None else self.settings.profile == "original"
-            )
+            original = self.settings.chunking == "original"
         self.original = original
 
     def lazy_load(self) -> Iterator[Document]:
