@@ -21,9 +21,9 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import crossref, logs, memget, salience
+from .cli import response_json
 from .search import MemorySearch
 from .settings import MemorySettings
-from .text import snippet
 
 __all__ = [
     "MemoryCrossrefTool",
@@ -103,22 +103,11 @@ class MemorySearchTool(_MemoryTool):
     ) -> tuple[str, dict[str, Any]]:
         engine = self.get_engine()
         response = engine.search(query, k=k, now=self.now)
-        rows = []
+        # The CLI's memory_search JSON, each row with the hit's cross-references added.
+        artifact = response_json(engine, response, None)
         blocks = []
-        for n, h in enumerate(response.hits, 1):
-            text = snippet(h.text, engine.settings.snippet_chars)
-            rows.append(
-                {
-                    "path": h.path,
-                    "startLine": h.start_line,
-                    "endLine": h.end_line,
-                    "score": h.score,
-                    "snippet": text,
-                    "header": h.header,
-                    "source": "memory",
-                    "related": h.related,
-                }
-            )
+        for n, (h, row) in enumerate(zip(response.hits, artifact["results"], strict=True), 1):
+            row["related"] = h.related
             body = " ".join(h.text.split())
             if len(body) > self.snippet_chars:
                 body = body[: self.snippet_chars] + "..."
@@ -128,12 +117,6 @@ class MemorySearchTool(_MemoryTool):
                 refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
                 block += f"\n    related: {refs}"
             blocks.append(block)
-        artifact = {
-            "results": rows,
-            "provider": response.provider,
-            "model": response.model,
-            "fallback": response.fallback,
-        }
         if not blocks:
             return f"No memory matches {query!r}.", artifact
         return "\n\n".join(blocks), artifact
