@@ -392,6 +392,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), exc.action, want_json)
     except KeyboardInterrupt:
         return _fail("interrupted", "", want_json, status=130)
+    except BrokenPipeError:
+        # The reader left (`| head`): writing the failure JSON to the same pipe would
+        # raise again, and so would the flush at exit, so point stdout at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:  # the last line of defence: never a traceback for users
         if os.environ.get("ENHANCED_MEMORY_DEBUG"):
             raise
