@@ -400,6 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: never a traceback for users
         if os.environ.get("ENHANCED_MEMORY_DEBUG"):
             raise
+        from .index import IndexUnavailableError
+
+        if isinstance(exc, IndexUnavailableError):
+            return _fail(str(exc), "check --index and the folder's permissions", want_json)
         return _fail(f"{type(exc).__name__}: {exc}".splitlines()[0], "", want_json, status=1)
 
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .index import IndexUnavailableError
 from .settings import MemorySettings
 
 if TYPE_CHECKING:
@@ -681,7 +682,8 @@ def _current_refs(index: MemoryIndex, generation: int) -> dict[tuple[str, int], 
                 _RELATED_CACHE[key] = refs
         finally:
             conn.close()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, IndexUnavailableError) as exc:
+        # `related` is optional: a busy index must not fail the search itself.
         log.debug("cross-references unavailable: %s", exc)
     return refs
 
