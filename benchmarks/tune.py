@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
-from langchain_enhanced_memory.evaluation import first_hit
+from langchain_enhanced_memory.evaluation import first_hit, load_queries
 from langchain_enhanced_memory.search import MemorySearch, rank
 from langchain_enhanced_memory.settings import MemorySettings
 
@@ -108,7 +107,7 @@ def main() -> None:
     ap.add_argument("--queries", required=True)
     ap.add_argument("--embedder", default="local")
     args = ap.parse_args()
-    queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
+    queries = load_queries(args.queries)
     rows = collect(Path(args.root), queries, args.embedder)
     workspaces = sorted({r["ws"] for r in rows})
     settings = grid()

@@ -125,8 +125,7 @@ def test_ollama_down_falls_back_to_keyword_only(workspace: Path) -> None:
 
 
 def test_ollama_over_http_end_to_end(workspace: Path, fake_ollama) -> None:
-    r = run(
-        "index",
+    ollama = (
         "--workspace",
         str(workspace),
         "--embedder",
@@ -134,21 +133,12 @@ def test_ollama_over_http_end_to_end(workspace: Path, fake_ollama) -> None:
         "--ollama-url",
         fake_ollama.url,
     )
+    r = run("index", *ollama)
     assert r.returncode == 0, r.stderr
     calls = fake_ollama.calls
     assert calls >= 1
     assert all(t.startswith("search_document: ") for t in fake_ollama.embedded_texts)
-    r = run(
-        "search",
-        "ramen Fifth street",
-        "--workspace",
-        str(workspace),
-        "--json",
-        "--embedder",
-        "ollama",
-        "--ollama-url",
-        fake_ollama.url,
-    )
+    r = run("search", "ramen Fifth street", "--json", *ollama)
     out = json.loads(r.stdout)
     assert (
         out["provider"] == "ollama"
@@ -158,13 +148,5 @@ def test_ollama_over_http_end_to_end(workspace: Path, fake_ollama) -> None:
     assert out["results"][0]["path"] == "memory/2026-02-08.md"
     # Nothing changed: the second index run embeds nothing.
     before = fake_ollama.calls
-    r = run(
-        "index",
-        "--workspace",
-        str(workspace),
-        "--embedder",
-        "ollama",
-        "--ollama-url",
-        fake_ollama.url,
-    )
-    assert r.returncode == 0 and fake_ollama.calls == before + 0
+    r = run("index", *ollama)
+    assert r.returncode == 0 and fake_ollama.calls == before
