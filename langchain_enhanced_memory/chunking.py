@@ -29,7 +29,7 @@ from operator import add
 
 from langchain_enhanced_memory.settings import MemorySettings
 
-__all__ = ["Chunk", "chunk_lines"]
+__all__ = ["Chunk", "chunk_lines", "line_texts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +79,28 @@ def chunk_lines(
 
 
 # --------------------------------------------------------------------------- shared
+
+
+_HEADER_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_WORD = re.compile(r"\w")
+
+
+def line_texts(text: str, max_chars: int) -> list[str]:
+    """The lines of a chunk that get a vector of their own.
+
+    A chunk is also scored by its best line (the "MaxP" of passage retrieval):
+    one bullet or one turn of a long section then matches a query about it as
+    closely as a chunk holding only that line would. Header lines (the chunk's
+    vector has the header chain) and lines with no word are skipped, and a
+    chunk with fewer than two lines left gets none: its own vector says it all.
+
+    Args:
+        text: The chunk's text.
+        max_chars: Longest line kept (longer lines are cut, as chunks are).
+    """
+    lines = [s.strip() for s in text.splitlines()]
+    kept = [s[:max_chars] for s in lines if _WORD.search(s) and not _HEADER_LINE.match(s)]
+    return kept if len(kept) >= 2 else []
 
 
 def _is_blank(line: str) -> bool:

@@ -3,8 +3,11 @@
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
 terms), ``embed_cache`` (vectors keyed by model and text hash, so a changed
 file re-embeds only its changed chunks and a model switch re-embeds once) and
-``derived`` (the postings and the vector matrix as ready-to-load numpy blobs,
-so a fresh process searches without re-tokenizing anything).
+``derived`` (the postings, the vector matrix and the line-vector matrix as
+ready-to-load numpy blobs, so a fresh process searches without re-tokenizing
+anything). Line vectors need no table of their own: a chunk's lines are
+derived from its text (:func:`.chunking.line_texts`) and looked up in
+``embed_cache`` by their hash.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous
 state; readers use WAL and see a consistent snapshot while a writer runs; an
@@ -31,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .chunking import Chunk, chunk_lines
+from .chunking import Chunk, chunk_lines, line_texts
 from .scoring import Postings
 from .settings import MemorySettings
 from .text import TOKENIZER_VERSION, path_text, phrases, tokenize
@@ -111,6 +114,8 @@ class Snapshot:
     path_post: Postings
     vectors: np.ndarray | None = None
     has_vector: np.ndarray | None = None
+    line_vectors: np.ndarray | None = None  # one row per embedded line (settings.line_vector_share)
+    line_owner: np.ndarray | None = None  # the chunk (row) of each line vector, ascending
     model: str | None = None
 
     def __len__(self) -> int:
@@ -242,6 +247,7 @@ class MemoryIndex:
         self.path = Path(path) if path else default_index_path(self.workspace, name)
         self._snapshot: Snapshot | None = None
         self._vector_cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._line_cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ sqlite
     @property
@@ -524,7 +530,7 @@ class MemoryIndex:
 
     # -------------------------------------------------------------- embedding
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
-        """``(embed_hash, text)`` of chunks with no vector for ``model``, deduplicated."""
+        """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
         with self._open() as conn:
             # One scan of the cached hashes beats a primary-key probe per chunk: the
             # cache's B-tree holds the vectors inline, so each probe reads a few pages.
@@ -547,11 +553,24 @@ class MemoryIndex:
                     f" WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
                     part,
                 ).fetchall()
+            lines = self._line_hashes(conn) if self.settings.line_vector_share else []
         out: dict[str, str] = {}
         for h, header, headers, text in rows:
             chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
             out.setdefault(h, embed_text(chunk, self.settings))
+        for _, h, line in lines:
+            if h not in cached:
+                out.setdefault(h, line)
         return list(out.items())
+
+    def _line_hashes(self, conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
+        """``(chunk row, hash, text)`` of every chunk's lines, in chunk order."""
+        max_chars = self.settings.embed_max_chars
+        return [
+            (row, _sha(line), line)
+            for row, (text,) in enumerate(conn.execute("SELECT text FROM chunks ORDER BY id"))
+            for line in line_texts(text, max_chars)
+        ]
 
     def store_embeddings(self, model: str, hashes: list[str], vectors: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
@@ -645,6 +664,7 @@ class MemoryIndex:
     def _forget_vectors(self, model: str) -> None:
         """Drop this process's copy of ``model``'s matrix: new vectors were stored."""
         self._vector_cache.pop(model, None)
+        self._line_cache.pop(model, None)
         if self._snapshot is not None and self._snapshot.model == model:
             self._snapshot.model = None
 
@@ -661,9 +681,15 @@ class MemoryIndex:
                     self._snapshot = snap
                 if model is not None and snap.model != model:
                     snap.vectors, snap.has_vector = self._load_vectors(conn, model, generation)
+                    snap.line_vectors = snap.line_owner = None
+                    if self.settings.line_vector_share:
+                        snap.line_vectors, snap.line_owner = self._load_lines(
+                            conn, model, generation
+                        )
                     snap.model = model
                 elif model is None:
                     snap.vectors = snap.has_vector = snap.model = None
+                    snap.line_vectors = snap.line_owner = None
             finally:
                 conn.execute("COMMIT")
         return snap
@@ -722,6 +748,55 @@ class MemoryIndex:
         self._vector_cache[model] = (generation, vectors, mask)
         return vectors, mask
 
+    def _load_lines(
+        self, conn: sqlite3.Connection, model: str, generation: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Line vectors and the chunk row of each; lines not embedded yet are left out."""
+        cached = self._line_cache.get(model)
+        if cached and cached[0] == generation:
+            return cached[1], cached[2]
+        names = (f"lines:{model}", f"line-owner:{model}")
+        stored = dict(
+            conn.execute(
+                "SELECT name, data FROM derived WHERE name IN (?, ?) AND generation=?",
+                (*names, generation),
+            ).fetchall()
+        )
+        if len(stored) == 2:
+            owner = np.frombuffer(stored[names[1]], dtype=np.int32)
+            flat = np.frombuffer(stored[names[0]], dtype=np.float32)
+            vectors = flat.reshape(owner.size, -1) if owner.size else np.zeros((0, 0), np.float32)
+        else:
+            vectors, owner, complete = self._assemble_lines(conn, model)
+            if complete:
+                self._save_vectors(names[0], generation, vectors)
+                self._save_vectors(names[1], generation, owner)
+        self._line_cache[model] = (generation, vectors, owner)
+        return vectors, owner
+
+    def _assemble_lines(
+        self, conn: sqlite3.Connection, model: str
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        lines = self._line_hashes(conn)
+        found: dict[str, bytes] = {}
+        wanted = sorted({h for _, h, _ in lines})
+        for lo in range(0, len(wanted), 500):
+            part = wanted[lo : lo + 500]
+            found.update(
+                conn.execute(
+                    "SELECT text_hash, vector FROM embed_cache WHERE model=?"
+                    f" AND text_hash IN ({','.join('?' * len(part))})",
+                    (model, *part),
+                ).fetchall()
+            )
+        dim = next((len(b) // 4 for b in found.values()), 0)
+        kept = [(row, found[h]) for row, h, _ in lines if len(found.get(h, b"")) == dim * 4 > 0]
+        vectors = np.zeros((len(kept), dim), dtype=np.float32)
+        for i, (_, blob) in enumerate(kept):
+            vectors[i] = np.frombuffer(blob, dtype=np.float32)
+        owner = np.asarray([row for row, _ in kept], dtype=np.int32)
+        return vectors, owner, len(kept) == len(lines)
+
     @staticmethod
     def _assemble_vectors(conn: sqlite3.Connection, model: str) -> tuple[np.ndarray, np.ndarray]:
         rows = conn.execute(
@@ -739,12 +814,12 @@ class MemoryIndex:
         return vectors, mask
 
     def _save_vectors(self, name: str, generation: int, vectors: np.ndarray) -> None:
-        """Persist a complete matrix so the next process loads it in one read."""
+        """Persist a complete array (kept in its dtype) so the next process loads it in one read."""
         try:
             with self._open() as conn:
                 conn.execute(
                     "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
-                    (name, generation, np.ascontiguousarray(vectors, dtype=np.float32).tobytes()),
+                    (name, generation, np.ascontiguousarray(vectors).tobytes()),
                 )
         except sqlite3.Error as exc:  # read-only index: fine, we assemble again next time
             log.debug("could not cache the vector matrix: %s", exc)

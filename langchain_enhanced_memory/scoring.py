@@ -189,6 +189,22 @@ def without_vector(weights: FusionWeights) -> FusionWeights:
     )
 
 
+def group_max(values: np.ndarray, groups: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """Best value of each group, ``default`` where a group has no value.
+
+    Args:
+        values: One value per member (e.g. the cosine of each line).
+        groups: Group of each member (e.g. the chunk a line belongs to), in
+            non-decreasing order so each group's members are contiguous.
+        default: One value per group, kept for groups with no member.
+    """
+    out = np.array(default, dtype=np.float32, copy=True)
+    if values.size:
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        out[groups[starts]] = np.maximum.reduceat(values, starts)
+    return out
+
+
 def date_multiplier(
     chunk_days: np.ndarray,
     days: Sequence[int],

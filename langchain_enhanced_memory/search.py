@@ -177,7 +177,13 @@ def _vector_signal(snap: Snapshot, qvec: np.ndarray | None, settings: MemorySett
         return np.zeros(len(snap), dtype=np.float32)
     # einsum stays on one thread: `@` wakes OpenBLAS's pool, which costs more than
     # the product itself on a busy 2-core machine (benchmarks/speed.py).
-    cos = np.einsum("ij,j->i", snap.vectors, qvec.astype(np.float32))
+    q = qvec.astype(np.float32)
+    cos = np.einsum("ij,j->i", snap.vectors, q)
+    share = settings.line_vector_share
+    lines = snap.line_vectors
+    if share and lines is not None and lines.shape[0] and snap.line_owner is not None:
+        best = scoring.group_max(np.einsum("ij,j->i", lines, q), snap.line_owner, cos)
+        cos = share * best + (1.0 - share) * cos
     return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos
 
 

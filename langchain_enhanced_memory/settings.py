@@ -63,6 +63,13 @@ class MemorySettings(BaseModel):
         description="minmax rescales cosines per query, so embedders with narrow cosine bands fuse",
     )
     embed_headers: bool = Field(False, description="embed the header chain with the chunk")
+    line_vector_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="share of the vector signal taken by a chunk's best-matching line"
+        " (each line is embedded too); 0 embeds chunks only, as the original did",
+    )
     prf_reembed: bool = Field(
         True, description="PRF re-embeds the expanded query (the original did)"
     )
@@ -166,9 +173,10 @@ PROFILES: dict[str, dict[str, Any]] = {
         "date_parser": "default",
         "vector_norm": "minmax",
         "embed_headers": True,
+        "line_vector_share": 0.5,
         "prf_enabled": False,
-        # benchmarks/tune.py: best on all five dev workspaces (cross-validated 0.849)
-        "weights": FusionWeights(vector=0.2, keyword=0.25, header=0.1, filepath=0.25),
+        # benchmarks/tune.py: best on all five dev workspaces (cross-validated 0.859)
+        "weights": FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25),
         "bm25_b": 0.5,
         "phrase_weight": 0.5,
     },

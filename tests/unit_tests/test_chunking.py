@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from langchain_enhanced_memory.chunking import Chunk, chunk_lines
+from langchain_enhanced_memory.chunking import Chunk, chunk_lines, line_texts
 from langchain_enhanced_memory.settings import MemorySettings
 
 DEFAULT = MemorySettings()
@@ -440,3 +440,15 @@ def test_chunks_are_frozen(original: bool) -> None:
     c = chunk("# A\nbody text long enough here.\n", original=original)[0]
     with pytest.raises(AttributeError):
         c.start_line = 3  # type: ignore[misc]
+
+
+def test_line_texts_are_the_word_lines_of_a_chunk() -> None:
+    text = "### Notes\n\n- Maria volunteers at a shelter.\n  ---\n- John does kickboxing.  \n"
+    assert line_texts(text, 2000) == ["- Maria volunteers at a shelter.", "- John does kickboxing."]
+
+
+def test_line_texts_skip_a_chunk_of_one_line_and_cut_long_lines() -> None:
+    # One line: the chunk's own vector already is that line's.
+    assert line_texts("## Lunch\n\nTried the new ramen place.", 2000) == []
+    assert line_texts("", 2000) == []
+    assert line_texts("a" * 50 + "\nshort line", 10) == ["a" * 10, "short line"]

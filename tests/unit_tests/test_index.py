@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,8 @@ from conftest import write_workspace
 from fakes import WordEmbeddings
 
 from langchain_enhanced_memory.index import SCHEMA_VERSION, MemoryIndex, default_index_path
+from langchain_enhanced_memory.search import rank
+from langchain_enhanced_memory.settings import MemorySettings
 
 
 def _embed(emb: WordEmbeddings):
@@ -180,3 +183,85 @@ def test_locked_index_is_reported_not_set_aside(
     monkeypatch.undo()
     assert not list(idx.path.parent.glob("*.corrupt-*"))
     assert MemoryIndex(workspace).generation() == 1
+
+
+NOTES = {
+    "memory/2026-03-01.md": "# 2026-03-01\n\n## Notes\n\n"
+    "- Maria adopted a puppy from the dog shelter.\n- John fixed the brakes of his car.\n"
+    "- Ana started pottery classes on Tuesdays.\n",
+    "MEMORY.md": "# Preferences\n\nThe user prefers dark roast coffee and vim keybindings.\n",
+}
+NOTE_LINES = [
+    "- Maria adopted a puppy from the dog shelter.",
+    "- John fixed the brakes of his car.",
+    "- Ana started pottery classes on Tuesdays.",
+]
+
+
+def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    # Every chunk text, then the lines of the one chunk with more than one line.
+    assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
+    snap = idx.snapshot("fake/m")
+    row = snap.paths.index("memory/2026-03-01.md")
+    assert snap.line_owner is not None and snap.line_vectors is not None
+    assert snap.line_owner.tolist() == [row] * 3
+    want = np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32)
+    assert np.allclose(snap.line_vectors, want)
+    # A fresh process reads the stored matrix instead of assembling it again.
+    with sqlite3.connect(idx.path) as conn:
+        names = {n for (n,) in conn.execute("SELECT name FROM derived")}
+    assert {"lines:fake/m", "line-owner:fake/m"} <= names
+    again = MemoryIndex(ws).snapshot("fake/m")
+    assert again.line_owner is not None and again.line_vectors is not None
+    assert again.line_owner.tolist() == [row] * 3 and np.array_equal(again.line_vectors, want)
+
+
+def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    emb.texts.clear()
+    note = ws / "memory/2026-03-01.md"
+    note.write_text(note.read_text() + "- Bob moved to Lisbon in May.\n")
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    # The grown chunk's text and its one new line; its old lines come from the cache.
+    assert len(emb.texts) == 2 and emb.texts[1] == "- Bob moved to Lisbon in May."
+    snap = idx.snapshot("fake/m")
+    assert snap.line_vectors is not None and snap.line_vectors.shape[0] == 4
+
+
+def test_original_profile_embeds_no_lines(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws, MemorySettings(profile="original"))
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    assert not set(NOTE_LINES) & set(emb.texts)
+    assert idx.snapshot("fake/m").line_vectors is None
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: float) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    settings = MemorySettings(line_vector_share=share, vector_norm="raw")
+    idx = MemoryIndex(ws, settings)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    snap = idx.snapshot("fake/m")
+    q = np.asarray(emb.embed_query("puppy dog shelter"), dtype=np.float32)
+    ranking = rank(snap, "puppy dog shelter", datetime(2026, 3, 2), settings, q)
+    chunk_cos = snap.vectors @ q
+    row = snap.paths.index("memory/2026-03-01.md")
+    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32) @ q)
+    want = chunk_cos.copy()
+    want[row] = share * best_line + (1 - share) * chunk_cos[row]
+    assert np.allclose(ranking.signals["vector"], want, atol=1e-6)

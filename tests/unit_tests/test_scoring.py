@@ -14,6 +14,7 @@ from langchain_enhanced_memory.scoring import (
     bm25,
     date_multiplier,
     feedback_terms,
+    group_max,
     match_fraction,
     top_k,
 )
@@ -153,3 +154,20 @@ def test_feedback_terms_matches_brute_force(seed: int) -> None:
     ranked = sorted(counts, key=lambda t: -counts[t])  # stable: first-seen order on ties
     expected = [t for t in ranked if counts[t] >= 2 and len(t) >= 2 and t not in exclude][:3]
     assert feedback_terms(texts, exclude, max_terms=3, min_len=2, min_count=2) == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_max_matches_a_loop(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 12
+    groups = np.sort(rng.integers(0, n, size=int(rng.integers(0, 40)))).astype(np.int32)
+    values = rng.normal(size=groups.size).astype(np.float32)
+    default = rng.normal(size=n).astype(np.float32)
+    want = default.copy()
+    for g in range(n):
+        members = values[groups == g]
+        if members.size:
+            want[g] = members.max()
+    got = group_max(values, groups, default)
+    assert np.array_equal(got, want)
+    assert got is not default  # the default array is not written to
