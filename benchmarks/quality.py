@@ -34,6 +34,7 @@ ROWS: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("default - min-max cosines (raw cosine)", "default", {"vector_norm": "raw"}, None),
     ("default - correct date parser (original's)", "default", {"date_parser": "original"}, None),
     ("default - date routing", "default", {"date_routing": False}, None),
+    ("default - line vectors (chunk vectors only)", "default", {"line_vector_share": 0.0}, None),
     ("default - header chain in embedded text", "default", {"embed_headers": False}, None),
     (
         "default - section chunking (original chunks)",

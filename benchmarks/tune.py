@@ -1,4 +1,5 @@
-"""Choose the default profile's fusion weights by leave-one-workspace-out cross-validation.
+"""Choose the default profile's fusion weights and line-vector share by leave-one-workspace-out
+cross-validation.
 
 For every query the four signals of every chunk are computed once; then each
 weight setting on a grid is scored in numpy. For each workspace, the setting
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from langchain_enhanced_memory.evaluation import first_hit, load_queries
+from langchain_enhanced_memory.scoring import top_k
 from langchain_enhanced_memory.search import MemorySearch, rank
 from langchain_enhanced_memory.settings import MemorySettings
 
@@ -28,8 +30,13 @@ VECTOR_NORMS = ("raw", "minmax")
 
 
 def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
-    """Signals of every chunk for every query (PRF off, so signals are the first pass)."""
-    settings = MemorySettings(prf_enabled=False, vector_norm="raw")
+    """Signals of every chunk for every query (PRF off, so signals are the first pass).
+
+    The vector signal is kept twice, raw: the chunk's cosine and its best line's
+    (``line_vector_share`` 0 and 1); a share in between is their linear mix.
+    """
+    settings = MemorySettings(prf_enabled=False, vector_norm="raw", line_vector_share=1.0)
+    chunk_only = settings.model_copy(update={"line_vector_share": 0.0})
     by_ws: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         by_ws[q["workspace"]].append(q)
@@ -42,14 +49,17 @@ def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
         snap = engine.index.snapshot(engine.model_id)
         for q in qs:
             qvec = engine.embed_query(q["query"]) if engine.model_id else None
-            r = rank(snap, q["query"], datetime.fromisoformat(q["now"]), settings, qvec)
+            now = datetime.fromisoformat(q["now"])
+            r = rank(snap, q["query"], now, settings, qvec)
             sig = r.signals
+            chunk = rank(snap, q["query"], now, chunk_only, qvec).signals["vector"]
             rows.append(
                 {
                     "q": q,
                     "ws": ws,
                     "snap": snap,
-                    "vector": sig["vector"],
+                    "vector": chunk,
+                    "line": sig["vector"],
                     "keyword": sig["keyword"],
                     "header": sig["header"],
                     "filepath": sig["filepath"],
@@ -62,7 +72,7 @@ def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
 def mrr(rows: list[dict], params: dict) -> float:
     total = 0.0
     for r in rows:
-        v = r["vector"]
+        v = params["share"] * r["line"] + (1.0 - params["share"]) * r["vector"]
         if params["vnorm"] == "minmax" and v.size and v.max() > v.min():
             v = (v - v.min()) / (v.max() - v.min())
         fused = (
@@ -75,7 +85,7 @@ def mrr(rows: list[dict], params: dict) -> float:
             r["mult"] > 1.0, np.where(r["mult"] >= 2.9, params["boost"], r["mult"]), 1.0
         )
         s = fused * mult + (mult - 1.0) * 0.05
-        top = np.argsort(-s, kind="stable")[:10]
+        top = top_k(s, 10)
         snap = r["snap"]
         res = [
             {"path": snap.paths[i], "startLine": snap.start[i], "endLine": snap.end[i]} for i in top
@@ -87,15 +97,18 @@ def mrr(rows: list[dict], params: dict) -> float:
 
 def grid() -> list[dict]:
     out = []
-    for wv, wk, wh, wf, boost, vnorm in itertools.product(
-        (0.0, 0.2, 0.3, 0.4, 0.5, 0.6),
+    for share, wv, wk, wh, wf, boost, vnorm in itertools.product(
+        (0.0, 0.5, 1.0),
+        (0.0, 0.2, 0.25, 0.3, 0.4, 0.6),
         (0.25, 0.4, 0.6),
         (0.0, 0.1),
         (0.0, 0.1, 0.25),
         (2.0, 3.0, 5.0),
         VECTOR_NORMS,
     ):
-        out.append({"wv": wv, "wk": wk, "wh": wh, "wf": wf, "boost": boost, "vnorm": vnorm})
+        out.append(
+            {"share": share, "wv": wv, "wk": wk, "wh": wh, "wf": wf, "boost": boost, "vnorm": vnorm}
+        )
     return out
 
 
