@@ -114,7 +114,7 @@ class Snapshot:
     path_post: Postings
     vectors: np.ndarray | None = None
     has_vector: np.ndarray | None = None
-    line_vectors: np.ndarray | None = None  # one row per embedded line (settings.line_vector_share)
+    line_vectors: np.ndarray | None = None  # float16, a row per embedded line (line_vector_share)
     line_owner: np.ndarray | None = None  # the chunk (row) of each line vector, ascending
     model: str | None = None
 
@@ -684,7 +684,7 @@ class MemoryIndex:
                     snap.line_vectors = snap.line_owner = None
                     if self.settings.line_vector_share:
                         snap.line_vectors, snap.line_owner = self._load_lines(
-                            conn, model, generation
+                            conn, model, generation, snap.vectors.shape[1]
                         )
                     snap.model = model
                 elif model is None:
@@ -749,7 +749,7 @@ class MemoryIndex:
         return vectors, mask
 
     def _load_lines(
-        self, conn: sqlite3.Connection, model: str, generation: int
+        self, conn: sqlite3.Connection, model: str, generation: int, dim: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """Line vectors and the chunk row of each; lines not embedded yet are left out."""
         cached = self._line_cache.get(model)
@@ -762,11 +762,11 @@ class MemoryIndex:
                 (*names, generation),
             ).fetchall()
         )
-        if len(stored) == 2:
-            owner = np.frombuffer(stored[names[1]], dtype=np.int32)
-            flat = np.frombuffer(stored[names[0]], dtype=np.float32)
-            vectors = flat.reshape(owner.size, -1) if owner.size else np.zeros((0, 0), np.float32)
-        else:
+        owner = np.frombuffer(stored.get(names[1], b""), dtype=np.int32)
+        flat = np.frombuffer(stored.get(names[0], b""), dtype=np.float16)
+        if len(stored) == 2 and flat.size == owner.size * dim:
+            vectors = flat.reshape(owner.size, dim)
+        else:  # not stored yet for this generation (or by an older version)
             vectors, owner, complete = self._assemble_lines(conn, model)
             if complete:
                 self._save_vectors(names[0], generation, vectors)
@@ -791,7 +791,9 @@ class MemoryIndex:
             )
         dim = next((len(b) // 4 for b in found.values()), 0)
         kept = [(row, found[h]) for row, h, _ in lines if len(found.get(h, b"")) == dim * 4 > 0]
-        vectors = np.zeros((len(kept), dim), dtype=np.float32)
+        # Half precision: lines outnumber chunks several times over, and a cosine
+        # needs no more than three digits to rank.
+        vectors = np.zeros((len(kept), dim), dtype=np.float16)
         for i, (_, blob) in enumerate(kept):
             vectors[i] = np.frombuffer(blob, dtype=np.float32)
         owner = np.asarray([row for row, _ in kept], dtype=np.int32)

@@ -205,6 +205,21 @@ def group_max(values: np.ndarray, groups: np.ndarray, default: np.ndarray) -> np
     return out
 
 
+def group_rows(groups: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Positions in ``groups`` (non-decreasing) of every row whose group is in ``members``.
+
+    Args:
+        groups: Group of each row, sorted (e.g. the chunk of each line vector).
+        members: Groups wanted, sorted and unique; rows come out in their order.
+    """
+    lo = np.searchsorted(groups, members, "left")
+    counts = np.searchsorted(groups, members, "right") - lo
+    total = int(counts.sum())
+    # Consecutive runs lo[i] .. lo[i]+counts[i]-1, without a Python loop.
+    run_start = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(lo, counts) + np.arange(total) - run_start
+
+
 def date_multiplier(
     chunk_days: np.ndarray,
     days: Sequence[int],

@@ -115,15 +115,30 @@ def rank(
     def score(terms: list[str], qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         sig = lexical.signals(terms)
         coverage = sig.pop("_coverage")
-        sig["vector"] = _vector_signal(snap, qv, settings)
         weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
         if (
             qv is not None
             and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
         ):
             weights = settings.adaptive_weights
-        fused = scoring.fuse(weights, sig["vector"], sig["keyword"], sig["header"], sig["filepath"])
-        return fused * mult + prior, sig
+
+        def fused(vector: np.ndarray) -> np.ndarray:
+            f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
+            return f * mult + prior
+
+        cos = _cosines(snap, qv)
+        sig["vector"] = _normalize(cos, settings)
+        out = fused(sig["vector"])
+        lines = _line_cosines(snap, qv, settings, scoring.top_k(out, settings.line_candidates))
+        if lines is not None:
+            # Only the best candidates' lines are scored: one fact in a long
+            # chunk lifts that chunk, and the cost stays flat as the index grows.
+            share = settings.line_vector_share
+            sig["vector"] = _normalize(
+                share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings
+            )
+            out = fused(sig["vector"])
+        return out, sig
 
     terms = lexical.terms(text)
     scores, signals = score(terms, qvec)
@@ -172,18 +187,29 @@ def _date_multiplier(snap: Snapshot, dq: Any, settings: MemorySettings) -> np.nd
     )
 
 
-def _vector_signal(snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings) -> np.ndarray:
+def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
     if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
         return np.zeros(len(snap), dtype=np.float32)
     # einsum stays on one thread: `@` wakes OpenBLAS's pool, which costs more than
     # the product itself on a busy 2-core machine (benchmarks/speed.py).
-    q = qvec.astype(np.float32)
-    cos = np.einsum("ij,j->i", snap.vectors, q)
-    share = settings.line_vector_share
-    lines = snap.line_vectors
-    if share and lines is not None and lines.shape[0] and snap.line_owner is not None:
-        best = scoring.group_max(np.einsum("ij,j->i", lines, q), snap.line_owner, cos)
-        cos = share * best + (1.0 - share) * cos
+    return np.einsum("ij,j->i", snap.vectors, qvec.astype(np.float32))
+
+
+def _line_cosines(
+    snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings, chunks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cosine and chunk row of every line of ``chunks``; None when lines are off or absent."""
+    lines, owner = snap.line_vectors, snap.line_owner
+    if qvec is None or not settings.line_vector_share or lines is None or owner is None:
+        return None
+    rows = scoring.group_rows(owner, np.sort(chunks))
+    if rows.size == 0:
+        return None
+    vectors = lines[rows].astype(np.float32)  # stored as float16
+    return np.einsum("ij,j->i", vectors, qvec.astype(np.float32)), owner[rows]
+
+
+def _normalize(cos: np.ndarray, settings: MemorySettings) -> np.ndarray:
     return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos
 
 

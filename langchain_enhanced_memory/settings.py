@@ -70,6 +70,9 @@ class MemorySettings(BaseModel):
         description="share of the vector signal taken by a chunk's best-matching line"
         " (each line is embedded too); 0 embeds chunks only, as the original did",
     )
+    line_candidates: int = Field(
+        200, ge=1, description="best chunks by the other signals whose lines are scored"
+    )
     prf_reembed: bool = Field(
         True, description="PRF re-embeds the expanded query (the original did)"
     )

@@ -211,14 +211,22 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert snap.line_owner is not None and snap.line_vectors is not None
     assert snap.line_owner.tolist() == [row] * 3
     want = np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32)
-    assert np.allclose(snap.line_vectors, want)
+    assert snap.line_vectors.dtype == np.float16  # lines outnumber chunks: half the memory
+    assert np.allclose(snap.line_vectors, want, atol=1e-3)
     # A fresh process reads the stored matrix instead of assembling it again.
     with sqlite3.connect(idx.path) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM derived")}
     assert {"lines:fake/m", "line-owner:fake/m"} <= names
     again = MemoryIndex(ws).snapshot("fake/m")
     assert again.line_owner is not None and again.line_vectors is not None
-    assert again.line_owner.tolist() == [row] * 3 and np.array_equal(again.line_vectors, want)
+    assert again.line_owner.tolist() == [row] * 3
+    assert np.array_equal(again.line_vectors, snap.line_vectors)
+    # A stored matrix of the wrong size (here float32) is assembled again, not misread.
+    with sqlite3.connect(idx.path) as conn:
+        conn.execute("UPDATE derived SET data=? WHERE name='lines:fake/m'", (want.tobytes(),))
+    third = MemoryIndex(ws).snapshot("fake/m")
+    assert third.line_vectors is not None
+    assert np.array_equal(third.line_vectors, snap.line_vectors)
 
 
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
@@ -261,7 +269,28 @@ def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: 
     ranking = rank(snap, "puppy dog shelter", datetime(2026, 3, 2), settings, q)
     chunk_cos = snap.vectors @ q
     row = snap.paths.index("memory/2026-03-01.md")
-    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32) @ q)
+    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float16) @ q)
     want = chunk_cos.copy()
     want[row] = share * best_line + (1 - share) * chunk_cos[row]
-    assert np.allclose(ranking.signals["vector"], want, atol=1e-6)
+    assert np.allclose(ranking.signals["vector"], want, atol=1e-3)
+
+
+def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    settings = MemorySettings(line_vector_share=1.0, vector_norm="raw", line_candidates=1)
+    idx = MemoryIndex(ws, settings)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    snap = idx.snapshot("fake/m")
+    row = snap.paths.index("memory/2026-03-01.md")
+    query = "dark roast coffee puppy"
+    q = np.asarray(emb.embed_query(query), dtype=np.float32)
+    # The one candidate is MEMORY.md (three of four words): the notes chunk keeps its cosine.
+    ranking = rank(snap, query, datetime(2026, 3, 2), settings, q)
+    assert np.isclose(ranking.signals["vector"][row], snap.vectors[row] @ q, atol=1e-6)
+    wide = settings.model_copy(update={"line_candidates": 2})
+    ranking = rank(snap, query, datetime(2026, 3, 2), wide, q)
+    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float16) @ q)
+    assert best_line > snap.vectors[row] @ q + 0.05
+    assert np.isclose(ranking.signals["vector"][row], best_line, atol=1e-3)

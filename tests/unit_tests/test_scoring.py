@@ -15,6 +15,7 @@ from langchain_enhanced_memory.scoring import (
     date_multiplier,
     feedback_terms,
     group_max,
+    group_rows,
     match_fraction,
     top_k,
 )
@@ -171,3 +172,12 @@ def test_group_max_matches_a_loop(seed: int) -> None:
     got = group_max(values, groups, default)
     assert np.array_equal(got, want)
     assert got is not default  # the default array is not written to
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_rows_are_the_rows_of_the_wanted_groups(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    groups = np.sort(rng.integers(0, 15, size=int(rng.integers(0, 50))))
+    members = np.unique(rng.integers(0, 15, size=int(rng.integers(0, 8))))
+    want = [i for m in members for i in np.flatnonzero(groups == m)]
+    assert group_rows(groups, members).tolist() == want
