@@ -532,6 +532,8 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
         with self._open() as conn:
+            if self._complete(conn, model):
+                return []
             # One scan of the cached hashes beats a primary-key probe per chunk: the
             # cache's B-tree holds the vectors inline, so each probe reads a few pages.
             cached = {
@@ -562,6 +564,22 @@ class MemoryIndex:
             if h not in cached:
                 out.setdefault(h, line)
         return list(out.items())
+
+    def _complete(self, conn: sqlite3.Connection, model: str) -> bool:
+        """Whether this generation's matrices were stored, which happens only when complete.
+
+        Saves a re-index with nothing to do from hashing every line and scanning
+        the whole embedding cache.
+        """
+        names = [f"matrix:{model}"]
+        if self.settings.line_vector_share:
+            names.append(f"line-owner:{model}")
+        (stored,) = conn.execute(
+            "SELECT count(*) FROM derived WHERE generation=?"
+            f" AND name IN ({','.join('?' * len(names))})",
+            (int(self._meta(conn, "generation", "0")), *names),
+        ).fetchone()
+        return bool(stored == len(names))
 
     def _line_hashes(self, conn: sqlite3.Connection) -> list[tuple[int, str, str]]:
         """``(chunk row, hash, text)`` of every chunk's lines, in chunk order."""

@@ -294,3 +294,24 @@ def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -
     best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float16) @ q)
     assert best_line > snap.vectors[row] @ q + 0.05
     assert np.isclose(ranking.signals["vector"][row], best_line, atol=1e-3)
+
+
+def test_nothing_to_embed_is_known_without_hashing_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    idx = MemoryIndex(ws)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(WordEmbeddings()))
+    idx.snapshot("fake/m")  # stores this generation's complete matrices
+
+    def no_hashing(*_a: object) -> None:
+        raise AssertionError("lines hashed on a no-change re-index")
+
+    monkeypatch.setattr(MemoryIndex, "_line_hashes", no_hashing)
+    assert idx.missing_embeddings("fake/m") == []
+    # A change makes a new generation: the lines are looked at again.
+    (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")
+    idx.sync()
+    with pytest.raises(AssertionError, match="no-change"):
+        idx.missing_embeddings("fake/m")
