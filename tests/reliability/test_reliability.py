@@ -46,4 +46,5 @@ def test_two_index_runs_at_once_serialize(tmp_path: Path) -> None:
     report = concurrent_index_runs(tmp_path / "ws")
     _save("serialize", report)
     assert report.problems == []
-    assert report.ok == 2 and sorted(report.embedded) == [0, report.chunks]
+    assert report.ok == 2 and sorted(report.embedded) == [0, report.texts]
+    assert report.texts > report.chunks  # the chunks and their lines
