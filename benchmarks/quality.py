@@ -27,6 +27,12 @@ ROWS: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("original without PRF", "original", {"prf_enabled": False}, None),
     ("BM25 with stemming", "bm25", {}, "none"),
     ("vectors only", "vector", {}, None),
+    (
+        "reciprocal rank fusion of BM25 and vectors (k=60)",
+        "bm25",
+        {"fusion": "rrf", "weights": {"vector": 1, "keyword": 1, "header": 0, "filepath": 0}},
+        None,
+    ),
     ("default", "default", {}, None),
     ("default, keyword-only (no embedder)", "default", {}, "none"),
     ("default - phrase pairs", "default", {"phrase_weight": 0.0}, None),

@@ -175,6 +175,23 @@ def fuse(
     ).astype(np.float32, copy=False)
 
 
+def rrf(signals: Sequence[tuple[np.ndarray, np.ndarray]], k: float = 60.0) -> np.ndarray:
+    """Reciprocal rank fusion: the sum of ``1 / (k + rank)`` over the signals.
+
+    Args:
+        signals: ``(scores, retrieved)`` pairs; a document adds nothing for a
+            signal that did not retrieve it (a keyword signal that it does not match).
+        k: The RRF constant (60 in Cormack et al., 2009).
+    """
+    n = signals[0][0].shape[0] if signals else 0
+    out = np.zeros(n, dtype=np.float32)
+    for scores, retrieved in signals:
+        ranks = np.empty(n, dtype=np.float32)
+        ranks[np.argsort(-scores, kind="stable")] = np.arange(1, n + 1, dtype=np.float32)
+        out += np.where(retrieved, 1.0 / (k + ranks), 0.0).astype(np.float32)
+    return out
+
+
 def without_vector(weights: FusionWeights) -> FusionWeights:
     """Weights for keyword-only search: the vector share spread over the other three."""
     rest = weights.keyword + weights.header + weights.filepath

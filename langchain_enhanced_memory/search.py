@@ -123,7 +123,22 @@ def rank(
             weights = settings.adaptive_weights
 
         def fused(vector: np.ndarray) -> np.ndarray:
-            f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
+            if settings.fusion == "rrf":
+                named = {**sig, "vector": vector}
+                f = scoring.rrf(
+                    [
+                        # Every chunk has a cosine; a lexical signal retrieves only its matches.
+                        (
+                            named[name],
+                            np.ones(len(snap), bool) if name == "vector" else named[name] > 0,
+                        )
+                        for name, w in weights.model_dump().items()
+                        if w > 0 and (name != "vector" or qv is not None)
+                    ],
+                    settings.rrf_k,
+                )
+            else:
+                f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
             return f * mult + prior
 
         cos = _cosines(snap, qv)

@@ -96,6 +96,12 @@ class MemorySettings(BaseModel):
     embed_retries: int = Field(3, ge=0)
 
     # --- fusion ----------------------------------------------------------
+    fusion: Literal["linear", "rrf"] = Field(
+        "linear",
+        description="linear: weighted sum of the signals; rrf: reciprocal rank fusion of the"
+        " signals with a non-zero weight (a baseline: it ranks below BM25 alone on LoCoMo)",
+    )
+    rrf_k: float = Field(60.0, gt=0)
     weights: FusionWeights = FusionWeights()
     adaptive_keyword_threshold: float = 0.1
     adaptive_weights: FusionWeights = FusionWeights(

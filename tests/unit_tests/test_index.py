@@ -12,6 +12,7 @@ from conftest import write_workspace
 from fakes import WordEmbeddings
 
 from langchain_enhanced_memory.index import SCHEMA_VERSION, MemoryIndex, default_index_path
+from langchain_enhanced_memory.scoring import rrf
 from langchain_enhanced_memory.search import rank
 from langchain_enhanced_memory.settings import MemorySettings
 
@@ -315,3 +316,23 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
     idx.sync()
     with pytest.raises(AssertionError, match="no-change"):
         idx.missing_embeddings("fake/m")
+
+
+def test_rrf_fusion_ranks_by_reciprocal_ranks_of_bm25_and_vectors(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    emb = WordEmbeddings()
+    settings = MemorySettings(
+        profile="bm25",
+        fusion="rrf",
+        weights={"vector": 1, "keyword": 1, "header": 0, "filepath": 0},
+    )
+    idx = MemoryIndex(ws, settings)
+    idx.sync()
+    idx.embed_missing("fake/m", _embed(emb))
+    snap = idx.snapshot("fake/m")
+    q = np.asarray(emb.embed_query("dark roast coffee"), dtype=np.float32)
+    ranking = rank(snap, "dark roast coffee", datetime(2026, 3, 2), settings, q)
+    kw, vec = ranking.signals["keyword"], ranking.signals["vector"]
+    want = rrf([(vec, np.ones(len(snap), bool)), (kw, kw > 0)], 60.0)
+    assert np.allclose(ranking.scores, want)
+    assert snap.paths[int(np.argmax(ranking.scores))] == "MEMORY.md"

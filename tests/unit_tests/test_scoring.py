@@ -17,6 +17,7 @@ from langchain_enhanced_memory.scoring import (
     group_max,
     group_rows,
     match_fraction,
+    rrf,
     top_k,
 )
 
@@ -181,3 +182,12 @@ def test_group_rows_are_the_rows_of_the_wanted_groups(seed: int) -> None:
     members = np.unique(rng.integers(0, 15, size=int(rng.integers(0, 8))))
     want = [i for m in members for i in np.flatnonzero(groups == m)]
     assert group_rows(groups, members).tolist() == want
+
+
+def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:
+    dense = np.array([0.9, 0.1, 0.5], dtype=np.float32)  # ranks 1, 3, 2
+    keyword = np.array([0.0, 2.0, 1.0], dtype=np.float32)  # ranks -, 1, 2
+    got = rrf([(dense, np.ones(3, bool)), (keyword, keyword > 0)], k=60)
+    want = [1 / 61, 1 / 63 + 1 / 61, 1 / 62 + 1 / 62]
+    assert np.allclose(got, want)
+    assert rrf([], k=60).shape == (0,)
