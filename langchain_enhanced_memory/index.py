@@ -21,6 +21,7 @@ import contextlib
 import functools
 import hashlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -658,9 +659,17 @@ class MemoryIndex:
         batches = [todo[i : i + size] for i in range(0, len(todo), size)]
         done = 0
         dim = self.vector_dim(model) if batches else None
+        # With nothing cached yet, the first batch fixes the dimension on its own:
+        # batches in flight together reach the server in any order, and a server
+        # misbehaving for a moment must not set the size every later vector is held to.
+        head = batches[:1] if dim is None else []
+        runs = itertools.chain(
+            _embed_batches(embed, head, 1),
+            _embed_batches(embed, batches[len(head) :], self.settings.embed_concurrency),
+        )
         # One connection for the run: a commit per batch, not a checkpoint per batch.
         with self._open() as conn:
-            for batch, vectors in _embed_batches(embed, batches, self.settings.embed_concurrency):
+            for batch, vectors in runs:
                 # Batches in flight at once were not checked against each other: one size only.
                 if dim is not None and vectors.shape[1] != dim:
                     from .embeddings import EmbeddingError

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sqlite3
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -336,3 +339,29 @@ def test_rrf_fusion_ranks_by_reciprocal_ranks_of_bm25_and_vectors(tmp_path: Path
     want = rrf([(vec, np.ones(len(snap), bool)), (kw, kw > 0)], 60.0)
     assert np.allclose(ranking.scores, want)
     assert snap.paths[int(np.argmax(ranking.scores))] == "MEMORY.md"
+
+
+def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
+    files = {
+        f"memory/2026-03-{d:02d}.md": f"# Day {d}\n\nFact number {d} here.\n" for d in range(1, 9)
+    }
+    ws = write_workspace(tmp_path / "ws", files)
+    idx = MemoryIndex(ws, MemorySettings(embed_batch_size=1, embed_concurrency=4))
+    idx.sync()
+    spans: list[tuple[float, float]] = []
+    lock = threading.Lock()
+    emb = WordEmbeddings()
+
+    def slow(texts: list[str]) -> np.ndarray:
+        start = time.perf_counter()
+        time.sleep(0.02)
+        with lock:
+            spans.append((start, time.perf_counter()))
+        return _embed(emb)(texts)
+
+    assert idx.embed_missing("fake/m", slow) == 8
+    first_end = min(end for _, end in spans)
+    # No other batch started before the first one was back; the rest overlapped.
+    assert sorted(start for start, _ in spans)[1] >= first_end
+    rest = sorted(spans)[1:]
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(rest)), "the rest ran in parallel"
