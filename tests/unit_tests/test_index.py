@@ -202,12 +202,20 @@ NOTE_LINES = [
 ]
 
 
-def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
+def _notes_index(
+    tmp_path: Path, settings: MemorySettings | None = None
+) -> tuple[MemoryIndex, WordEmbeddings]:
+    """The NOTES workspace, synced and embedded under model ``fake/m``."""
     emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
+    idx = MemoryIndex(write_workspace(tmp_path / "ws", NOTES), settings)
     idx.sync()
     idx.embed_missing("fake/m", _embed(emb))
+    return idx, emb
+
+
+def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
+    idx, emb = _notes_index(tmp_path)
+    ws = idx.workspace
     # Every chunk text, then the lines of the one chunk with more than one line.
     assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
     snap = idx.snapshot("fake/m")
@@ -234,11 +242,8 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
 
 
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    idx, emb = _notes_index(tmp_path)
+    ws = idx.workspace
     emb.texts.clear()
     note = ws / "memory/2026-03-01.md"
     note.write_text(note.read_text() + "- Bob moved to Lisbon in May.\n")
@@ -251,23 +256,15 @@ def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
 
 
 def test_original_profile_embeds_no_lines(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws, MemorySettings(profile="original"))
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    idx, emb = _notes_index(tmp_path, MemorySettings(profile="original"))
     assert not set(NOTE_LINES) & set(emb.texts)
     assert idx.snapshot("fake/m").line_vectors is None
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
 def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: float) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    emb = WordEmbeddings()
     settings = MemorySettings(line_vector_share=share, vector_norm="raw")
-    idx = MemoryIndex(ws, settings)
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    idx, emb = _notes_index(tmp_path, settings)
     snap = idx.snapshot("fake/m")
     q = np.asarray(emb.embed_query("puppy dog shelter"), dtype=np.float32)
     ranking = rank(snap, "puppy dog shelter", datetime(2026, 3, 2), settings, q)
@@ -280,12 +277,8 @@ def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: 
 
 
 def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    emb = WordEmbeddings()
     settings = MemorySettings(line_vector_share=1.0, vector_norm="raw", line_candidates=1)
-    idx = MemoryIndex(ws, settings)
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    idx, emb = _notes_index(tmp_path, settings)
     snap = idx.snapshot("fake/m")
     row = snap.paths.index("memory/2026-03-01.md")
     query = "dark roast coffee puppy"
@@ -303,10 +296,8 @@ def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -
 def test_nothing_to_embed_is_known_without_hashing_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    idx = MemoryIndex(ws)
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(WordEmbeddings()))
+    idx, _ = _notes_index(tmp_path)
+    ws = idx.workspace
     idx.snapshot("fake/m")  # stores this generation's complete matrices
 
     def no_hashing(*_a: object) -> None:
@@ -322,16 +313,12 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
 
 
 def test_rrf_fusion_ranks_by_reciprocal_ranks_of_bm25_and_vectors(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", NOTES)
-    emb = WordEmbeddings()
     settings = MemorySettings(
         profile="bm25",
         fusion="rrf",
         weights={"vector": 1, "keyword": 1, "header": 0, "filepath": 0},
     )
-    idx = MemoryIndex(ws, settings)
-    idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    idx, emb = _notes_index(tmp_path, settings)
     snap = idx.snapshot("fake/m")
     q = np.asarray(emb.embed_query("dark roast coffee"), dtype=np.float32)
     ranking = rank(snap, "dark roast coffee", datetime(2026, 3, 2), settings, q)
