@@ -144,7 +144,7 @@ def rank(
         cos = _cosines(snap, qv)
         sig["vector"] = _normalize(cos, settings)
         out = fused(sig["vector"])
-        lines = _line_cosines(snap, qv, settings, scoring.top_k(out, settings.line_candidates))
+        lines = _line_cosines(snap, qv, settings, out)
         if lines is not None:
             # Only the best candidates' lines are scored: one fact in a long
             # chunk lifts that chunk, and the cost stays flat as the index grows.
@@ -211,13 +211,16 @@ def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
 
 
 def _line_cosines(
-    snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings, chunks: np.ndarray
+    snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings, first_pass: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Cosine and chunk row of every line of ``chunks``; None when lines are off or absent."""
+    """Cosine and chunk row of each line of the best chunks of ``first_pass``.
+
+    None when line vectors are off or absent.
+    """
     lines, owner = snap.line_vectors, snap.line_owner
     if qvec is None or not settings.line_vector_share or lines is None or owner is None:
         return None
-    rows = scoring.group_rows(owner, np.sort(chunks))
+    rows = scoring.group_rows(owner, np.sort(scoring.top_k(first_pass, settings.line_candidates)))
     if rows.size == 0:
         return None
     vectors = lines[rows].astype(np.float32)  # stored as float16
