@@ -107,8 +107,10 @@ def _is_blank(line: str) -> bool:
     return not line.strip()
 
 
-def _line_starts(text: str, pattern: re.Pattern[str], pos: int = 0) -> Iterator[tuple[int, int]]:
-    r"""Yield ``(line index, match start)`` for matches of a ``^``-anchored pattern.
+def _line_starts(
+    text: str, pattern: re.Pattern[str], pos: int = 0
+) -> Iterator[tuple[int, re.Match[str]]]:
+    r"""Yield ``(line index, match)`` for matches of a ``^``-anchored pattern.
 
     Works on the lines joined with ``"\n"`` so the regex engine, not a Python
     loop, walks the file; line numbers come from counting newlines incrementally.
@@ -119,7 +121,7 @@ def _line_starts(text: str, pattern: re.Pattern[str], pos: int = 0) -> Iterator[
         start = m.start()
         index += text.count("\n", last, start)
         last = start
-        yield index, start
+        yield index, m
 
 
 # --------------------------------------------------------------------------- original
@@ -227,13 +229,7 @@ class _Chunker:
         in_fence = self.in_fence
         fence = ""  # the opening fence run while inside a fence
         fence_start = 0
-        i = text.count("\n", 0, pos)
-        last_pos = pos
-        for m in _BLOCK.finditer(text, pos):
-            # Line index of the match, counting newlines since the previous match.
-            start = m.start()
-            i += text.count("\n", last_pos, start)
-            last_pos = start
+        for i, m in _line_starts(text, _BLOCK, pos):
             hashes, title, run, info = m.groups()
             if fence:
                 # Closing fence: same character, at least as long, nothing after it.
