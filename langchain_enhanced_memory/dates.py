@@ -99,6 +99,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
 __all__ = ["DateQuery", "parse_dates"]
 
@@ -374,6 +375,15 @@ class _Rule:
     prefix_len: int  # the longest prefix looked for
     prefix_tails: frozenset[str]  # the characters a prefix can end with
     prefix_required: bool
+
+
+# "[2026年]10" written before 月: the month (and year) of the Chinese date rules.
+_CN_MONTH_BEFORE: dict[str, Any] = {
+    "prefix": rf"(?:{_CN_YEAR})?(?P<m>{_CN_M})\s*",
+    "prefix_len": 16,
+    "prefix_tails": _WS + "0123456789一二三四五六七八九十",
+    "prefix_required": True,
+}
 
 
 def _rule(
@@ -801,20 +811,14 @@ _RULES: tuple[_Rule, ...] = (
         _h_cn_month_day,
         ("月",),
         _CN_NUM_CHARS,
-        prefix=rf"(?:{_CN_YEAR})?(?P<m>{_CN_M})\s*",
-        prefix_len=16,
-        prefix_tails=_WS + "0123456789一二三四五六七八九十",
-        prefix_required=True,
+        **_CN_MONTH_BEFORE,
     ),
     _rule(
         r"月份?",
         _h_cn_month,
         ("月",),
         _CN_NUM_CHARS,
-        prefix=rf"(?:{_CN_YEAR})?(?P<m>{_CN_M})\s*",
-        prefix_len=16,
-        prefix_tails=_WS + "0123456789一二三四五六七八九十",
-        prefix_required=True,
+        **_CN_MONTH_BEFORE,
     ),
     _rule(
         r"年",
