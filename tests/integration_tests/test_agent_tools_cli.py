@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from conftest import write_workspace
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 BILLING = (
     "We decided to migrate the billing database to Postgres 16 next sprint with Bob. The"
     " migration window is Saturday night; the rollback plan lives in the ops runbook and"
@@ -29,16 +27,8 @@ FILES = {
 
 
 def run(ws: Path, *args: str, url: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ENHANCED_MEMORY_EMBEDDER": "none"}
-    env.pop("ENHANCED_MEMORY_LOG", None)
     extra = ["--embedder", "ollama", "--ollama-url", url] if url else []
-    return subprocess.run(
-        [*CLI, *args, "--workspace", str(ws), *extra],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    return run_cli(*args, "--workspace", str(ws), *extra, ENHANCED_MEMORY_EMBEDDER="none")
 
 
 @pytest.fixture

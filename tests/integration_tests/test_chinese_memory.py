@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from langchain_enhanced_memory.cli import parse_now, result_row
 from langchain_enhanced_memory.evaluation import first_hit, load_queries, summarize
 from langchain_enhanced_memory.search import MemorySearch
 
 ZH = Path(__file__).resolve().parents[2] / "benchmarks" / "zh"
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 DATE_CATEGORIES = ("zh-date-relative", "zh-date-absolute")
 
 
@@ -29,11 +28,7 @@ def zh_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ENHANCED_MEMORY_EMBEDDER": "none"}
-    env.pop("OPENCLAW_WORKSPACE_DIR", None)
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, encoding="utf-8", env=env, timeout=120
-    )
+    return run_cli(*args, ENHANCED_MEMORY_EMBEDDER="none")
 
 
 def test_gold_lines_match_the_workspace() -> None:

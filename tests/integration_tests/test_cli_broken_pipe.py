@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+from cli_run import CLI, cli_env
 
 
 def test_search_batch_json_into_closed_pipe(workspace: Path, tmp_path: Path) -> None:
@@ -17,8 +15,7 @@ def test_search_batch_json_into_closed_pipe(workspace: Path, tmp_path: Path) -> 
     batch.write_text(
         "".join(json.dumps({"id": i, "query": "billing database"}) + "\n" for i in range(3000))
     )
-    env = {**os.environ, "ENHANCED_MEMORY_EMBEDDER": "none", "ENHANCED_MEMORY_LOG": "0"}
-    env.pop("ENHANCED_MEMORY_DEBUG", None)
+    env = cli_env(ENHANCED_MEMORY_EMBEDDER="none", ENHANCED_MEMORY_LOG="0")
     proc = subprocess.Popen(
         [*CLI, "search", "--batch", str(batch), "--workspace", str(workspace), "--json"],
         stdout=subprocess.PIPE,

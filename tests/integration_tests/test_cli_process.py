@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+from cli_run import run_cli
 
 
 def run(
     *args: str, cwd: Path | None = None, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    import os
-
-    full_env = {**os.environ, "ENHANCED_MEMORY_EMBEDDER": "none", **(env or {})}
-    full_env.pop("OPENCLAW_WORKSPACE_DIR", None)
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, cwd=cwd, env=full_env, timeout=120
-    )
+    return run_cli(*args, cwd=cwd, **{"ENHANCED_MEMORY_EMBEDDER": "none", **(env or {})})
 
 
 def test_index_then_search_json(workspace: Path) -> None:

@@ -11,14 +11,13 @@ keyword-only in the same call with ``fallback`` set.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from conftest import write_workspace
 from fake_ollama import FakeOllama
 
@@ -27,7 +26,6 @@ from langchain_enhanced_memory.index import MemoryIndex
 from langchain_enhanced_memory.search import MemorySearch
 from langchain_enhanced_memory.settings import MemorySettings
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 MODEL_ID = "ollama/nomic-embed-text"
 RETRIES = MemorySettings().embed_retries
 
@@ -43,8 +41,7 @@ def _files(n_files: int, sections: int, tag: str) -> dict[str, str]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ENHANCED_"))}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=180)
+    return run_cli(*args, timeout=180)
 
 
 def _fault_after(fake: FakeOllama, calls: int, start: Callable[[FakeOllama], None]) -> None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import CLI
 from conftest import write_workspace
 from fake_ollama import FakeOllama, unused_port
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 ENV_NAMES = (
     "OPENCLAW_WORKSPACE_DIR",
     "MEMORY_DIR",

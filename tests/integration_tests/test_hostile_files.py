@@ -10,21 +10,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from langchain_enhanced_memory.index import MemoryIndex
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
-
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ENHANCED_"))}
-    env["ENHANCED_MEMORY_EMBEDDER"] = "none"
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    return run_cli(*args, timeout=timeout, ENHANCED_MEMORY_EMBEDDER="none")
 
 
 def editor_lines(data: bytes) -> list[str]:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_run import run_cli
 from conftest import SMALL_WORKSPACE, write_workspace
 
 import langchain_enhanced_memory
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 SCHEMA = json.loads(
     (
         Path(langchain_enhanced_memory.__file__).parent / "schema" / "memory_search.schema.json"
@@ -24,9 +22,7 @@ SECRET = "zanzibar-credential-4471"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ENHANCED_"))}
-    env["ENHANCED_MEMORY_EMBEDDER"] = "none"
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=120)
+    return run_cli(*args, ENHANCED_MEMORY_EMBEDDER="none")
 
 
 @pytest.fixture(scope="module")

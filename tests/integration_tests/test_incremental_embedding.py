@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_run import run_cli
 from conftest import SMALL_WORKSPACE, write_workspace
 
 from langchain_enhanced_memory.index import MemoryIndex
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
-
 
 def index(ws: Path, url: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENCLAW_WORKSPACE_DIR",)}
-    env.pop("ENHANCED_MEMORY_EMBEDDER", None)
-    r = subprocess.run(
-        [*CLI, "index", "--workspace", str(ws), "--embedder", "ollama", "--ollama-url", url]
-        + ["--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    r = run_cli(
+        "index", "--workspace", str(ws), "--embedder", "ollama", "--ollama-url", url, "--json"
     )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)

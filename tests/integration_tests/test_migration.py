@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run_cli
 from fake_ollama import FakeOllama, embed_text
 
 from langchain_enhanced_memory.index import MemoryIndex
@@ -22,7 +21,6 @@ from langchain_enhanced_memory.migrate import (
 )
 from langchain_enhanced_memory.settings import MemorySettings
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 HEADER = re.compile(r"^#{1,4}\s")
 CORE = ("MEMORY.md", "AGENTS.md", "USER.md", "SOUL.md", "research.md")
 
@@ -56,11 +54,7 @@ def write_vectors_json(ws: Path, dim: int = 768) -> list[dict]:
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
-    for name in ("OPENCLAW_WORKSPACE_DIR", "MEMORY_DIR", "EMBED_MODEL", "OLLAMA_URL"):
-        full.pop(name, None)
-    full.update(env or {})
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=full, timeout=120)
+    return run_cli(*args, **(env or {}))
 
 
 @pytest.mark.parametrize("profile", ["default", "original"])

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from cli_run import run_cli
 from conftest import write_workspace
 from fake_ollama import FakeOllama, unused_port
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
     .joinpath("schema/memory_search.schema.json")
@@ -33,11 +31,7 @@ def validate(doc: Any, shape: str | None = None) -> None:
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
-    for name in ("OPENCLAW_WORKSPACE_DIR", "MEMORY_DIR", "EMBED_MODEL", "OLLAMA_URL"):
-        full.pop(name, None)
-    full.update(env or {})
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, env=full, timeout=120)
+    return run_cli(*args, **(env or {}))
 
 
 def check_rows(ws: Path, doc: dict) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from importlib import resources
@@ -16,8 +15,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from cli_run import CLI
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
     .joinpath("schema/memory_search.schema.json")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from cli_run import CLI
 from fake_ollama import FakeOllama
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
     .joinpath("schema/memory_search.schema.json")

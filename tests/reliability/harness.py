@@ -9,7 +9,6 @@ seconds and can be killed at chosen moments.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -22,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cli_run import CLI, cli_env, run_cli
+
 TESTS_DIR = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 WORDS = (
     "postgres migration rollback billing latency cache deploy standup payments pipeline "
     "review budget roadmap incident outage vendor contract hiring onboarding design api "
@@ -31,22 +31,6 @@ WORDS = (
 ).split()
 # Words every generated file keeps in every version, so searches for them always have results.
 STABLE = ("kestrel", "marmalade", "quasar", "juniper")
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    """The environment for a child ``enhanced-memory``: no inherited workspace or embedder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ENHANCED_"))}
-    env.pop("OLLAMA_URL", None)
-    env.pop("EMBED_MODEL", None)
-    env.update(extra)
-    return env
-
-
-def run_cli(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``enhanced-memory ARGS`` to completion."""
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, env=cli_env(**env), timeout=timeout
-    )
 
 
 # ------------------------------------------------------------------ workspace
