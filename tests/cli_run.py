@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +37,13 @@ def run_cli(
         env=cli_env(**env),
         timeout=timeout,
     )
+
+
+def stop(proc: subprocess.Popen[str], timeout: float = 20) -> None:
+    """Ask a child to stop (SIGTERM), kill it if it has not within ``timeout``."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

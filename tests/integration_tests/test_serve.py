@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cli_run import CLI
+from cli_run import CLI, stop
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
@@ -70,12 +69,7 @@ def server(workspace: Path) -> Iterator[Server]:
         assert info["url"].startswith("http://127.0.0.1:")
         yield Server(proc, info["port"])
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=20)
 
 
 def test_search_answers_memory_search_json(server: Server) -> None:

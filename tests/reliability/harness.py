@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli_run import CLI, cli_env, run_cli
+from cli_run import CLI, cli_env, run_cli, stop
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 WORDS = (
@@ -102,12 +102,7 @@ def fake_ollama_process(delay: float = 0.05, models: tuple[str, ...] = ()) -> It
         port = int(proc.stdout.readline().strip())
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=10)
 
 
 # ------------------------------------------------------------------ index checks
