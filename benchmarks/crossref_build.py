@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic import project  # noqa: E402
 
-from langchain_enhanced_memory import crossref  # noqa: E402
-from langchain_enhanced_memory.index import MemoryIndex  # noqa: E402
-from langchain_enhanced_memory.settings import MemorySettings  # noqa: E402
+from langchain_enhanced_memory.core.settings import MemorySettings  # noqa: E402
+from langchain_enhanced_memory.graph import storage as crossref  # noqa: E402
+from langchain_enhanced_memory.store.index import MemoryIndex  # noqa: E402
 
 MODEL = "synthetic/projection-384"
 COMMON = (

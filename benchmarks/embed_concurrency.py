@@ -3,7 +3,7 @@
 The fake server (``tests/fake_ollama.py``, a real HTTP server on 127.0.0.1) waits
 ``--delay`` seconds per request (its ``slow`` fault), standing in for a model's
 per-request latency; batches of ``--batch`` texts go through the package's real
-Ollama client and ``MemoryIndex.embed_missing`` with ``embed_concurrency`` set to
+Ollama client and ``MemorySearch.embed_missing`` with ``embed_concurrency`` set to
 each value. Prints texts per second for each concurrency and delay.
 
 Run ``python benchmarks/embed_concurrency.py``.
@@ -24,8 +24,8 @@ sys.path.insert(0, str(HERE))
 import synthetic  # noqa: E402
 from fake_ollama import FakeOllama  # noqa: E402
 
-from langchain_enhanced_memory.search import MemorySearch  # noqa: E402
-from langchain_enhanced_memory.settings import MemorySettings  # noqa: E402
+from langchain_enhanced_memory.core.settings import MemorySettings  # noqa: E402
+from langchain_enhanced_memory.engine import MemorySearch  # noqa: E402
 
 
 def one_run(ws: Path, url: str, concurrency: int, batch: int) -> tuple[float, int]:
@@ -36,7 +36,7 @@ def one_run(ws: Path, url: str, concurrency: int, batch: int) -> tuple[float, in
     eng = MemorySearch(ws, settings=settings, embedder="ollama", ollama_url=url)
     eng.index.sync()
     t0 = time.perf_counter()
-    n = eng.index.embed_missing(eng.model_id, eng.embed_documents)
+    n = eng.embed_missing()
     return time.perf_counter() - t0, n
 
 

@@ -20,11 +20,12 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
-from langchain_enhanced_memory import crossref
-from langchain_enhanced_memory.cli import parse_now, result_row
-from langchain_enhanced_memory.evaluation import load_queries, summarize
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.analysis.evaluation import load_queries, summarize
+from langchain_enhanced_memory.commands.common import parse_now
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.graph import storage as crossref
+from langchain_enhanced_memory.openclaw.response import result_row
 
 
 def run(root: Path, by_ws: dict, settings: MemorySettings, k: int) -> dict[str, list]:

@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from langchain_enhanced_memory.dates import parse_dates
-from langchain_enhanced_memory.text import STOPWORDS_EN
+from langchain_enhanced_memory.core.dates import parse_dates
+from langchain_enhanced_memory.core.text import STOPWORDS_EN
 
 WEIGHTS = (0.4, 0.25, 0.1, 0.25)
 ADAPTIVE_WEIGHTS = (0.85, 0.05, 0.05, 0.05)

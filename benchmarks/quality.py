@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from langchain_enhanced_memory.evaluation import evaluate, load_queries
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.analysis.evaluation import evaluate, load_queries
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
 
 # (label, profile, overrides, embedder or None for the run's embedder)
 ROWS: list[tuple[str, str, dict[str, Any], str | None]] = [

@@ -46,7 +46,7 @@ GENERATOR_VERSION = "1"
 
 # --------------------------------------------------------------------- phases
 def _engine(ws: str, vectors: bool, cost_ms: float = 0.0) -> Any:
-    from langchain_enhanced_memory.search import MemorySearch
+    from langchain_enhanced_memory.engine import MemorySearch
 
     if vectors:
         return MemorySearch(ws, embeddings=synthetic.ProjectionEmbeddings(cost_ms / 1000))
@@ -64,7 +64,7 @@ def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     report = eng.index.sync()
     t1 = time.perf_counter()
-    embedded = eng.index.embed_missing(eng.model_id, eng.embed_documents)
+    embedded = eng.embed_missing()
     t2 = time.perf_counter()
     eng.index.snapshot(eng.model_id)
     t3 = time.perf_counter()
@@ -114,8 +114,9 @@ def _timed(fn: Any, items: list[Any]) -> list[float]:
 
 
 def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
-    from langchain_enhanced_memory import EnhancedMemoryRetriever, scoring
-    from langchain_enhanced_memory.search import rank
+    from langchain_enhanced_memory import EnhancedMemoryRetriever
+    from langchain_enhanced_memory.core import scoring
+    from langchain_enhanced_memory.core.ranking import rank
 
     kw: dict[str, Any] = (
         {"embeddings": synthetic.ProjectionEmbeddings()} if vectors else {"embedder": "none"}

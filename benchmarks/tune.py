@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from langchain_enhanced_memory.evaluation import first_hit, load_queries
-from langchain_enhanced_memory.scoring import top_k
-from langchain_enhanced_memory.search import MemorySearch, rank
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.analysis.evaluation import first_hit, load_queries
+from langchain_enhanced_memory.core.ranking import rank
+from langchain_enhanced_memory.core.scoring import top_k
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
 
 VECTOR_NORMS = ("raw", "minmax")
 
@@ -45,7 +46,7 @@ def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
         engine = MemorySearch(root / ws, settings=settings, embedder=embedder)
         engine.index.sync()
         if engine.model_id:
-            engine.index.embed_missing(engine.model_id, engine.embed_documents)
+            engine.embed_missing()
         snap = engine.index.snapshot(engine.model_id)
         for q in qs:
             qvec = engine.embed_query(q["query"]) if engine.model_id else None

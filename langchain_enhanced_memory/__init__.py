@@ -10,24 +10,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .index import MemoryIndex
+    from .core.settings import FusionWeights, MemorySettings
+    from .engine import EngineConfig, MemorySearch
     from .loader import MemoryDirectoryLoader
     from .retriever import EnhancedMemoryRetriever
-    from .search import MemorySearch
-    from .settings import FusionWeights, MemorySettings
+    from .store.index import MemoryIndex
+    from .tools import create_memory_tools
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "EngineConfig": ".engine",
     "EnhancedMemoryRetriever": ".retriever",
+    "FusionWeights": ".core.settings",
     "MemoryDirectoryLoader": ".loader",
-    "MemoryIndex": ".index",
-    "MemorySearch": ".search",
-    "MemorySettings": ".settings",
-    "FusionWeights": ".settings",
+    "MemoryIndex": ".store.index",
+    "MemorySearch": ".engine",
+    "MemorySettings": ".core.settings",
+    "create_memory_tools": ".tools",
 }
 
 __all__ = [
+    "EngineConfig",
     "EnhancedMemoryRetriever",
     "FusionWeights",
     "MemoryDirectoryLoader",
@@ -35,6 +39,7 @@ __all__ = [
     "MemorySearch",
     "MemorySettings",
     "__version__",
+    "create_memory_tools",
 ]
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from langchain_enhanced_memory.chunking import chunk_lines
-from langchain_enhanced_memory.settings import MemorySettings
-from langchain_enhanced_memory.workspace import UnreadableFileError, discover, read_lines
+from .core.recipe import recipe
+from .core.settings import MemorySettings
+from .store.workspace import UnreadableFileError, discover, read_lines
 
 __all__ = ["MemoryDirectoryLoader", "chunk_id"]
 
@@ -61,26 +61,16 @@ class MemoryDirectoryLoader(BaseLoader):
             docs = MemoryDirectoryLoader("~/.openclaw/workspace").load()
     """
 
-    def __init__(
-        self,
-        workspace: str | Path,
-        settings: MemorySettings | None = None,
-        *,
-        original: bool | None = None,
-    ) -> None:
+    def __init__(self, workspace: str | Path, settings: MemorySettings | None = None) -> None:
         """Create the loader.
 
         Args:
             workspace: The workspace root.
-            settings: Discovery and chunking settings; defaults to ``MemorySettings()``.
-            original: Chunk like the original skill (``True``) or with the default
-                chunker (``False``); ``None`` follows ``settings.chunking``.
+            settings: Discovery and chunking settings (``chunking="original"``
+                cuts like the original skill); defaults to ``MemorySettings()``.
         """
         self.workspace = Path(workspace).expanduser()
         self.settings = settings or MemorySettings()
-        if original is None:
-            original = self.settings.chunking == "original"
-        self.original = original
 
     def lazy_load(self) -> Iterator[Document]:
         """Yield one Document per chunk, files in path order, chunks in line order.
@@ -89,6 +79,7 @@ class MemoryDirectoryLoader(BaseLoader):
             FileNotFoundError: The workspace does not exist.
             NotADirectoryError: The workspace is not a directory.
         """
+        chunker = recipe(self.settings).chunker
         for mfile in discover(self.workspace, self.settings):
             try:
                 lines = read_lines(mfile.abs_path)
@@ -96,9 +87,7 @@ class MemoryDirectoryLoader(BaseLoader):
                 logger.warning("skipping %s: %s", mfile.path, exc.reason)
                 continue
             name = mfile.path.rsplit("/", 1)[-1]
-            chunks = chunk_lines(
-                lines, default_header=name, settings=self.settings, original=self.original
-            )
+            chunks = chunker(lines, name)
             seen: dict[str, int] = {}
             for chunk in chunks:
                 seen[chunk.text] = seen.get(chunk.text, 0) + 1

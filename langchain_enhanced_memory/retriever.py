@@ -16,8 +16,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .search import Hit, MemorySearch, SearchResponse
-from .settings import MemorySettings
+from .core.request import SearchRequest
+from .core.results import Hit, SearchResponse
+from .core.settings import MemorySettings
+from .engine import EngineConfig, MemorySearch
 
 
 def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
@@ -93,17 +95,22 @@ class EnhancedMemoryRetriever(BaseRetriever):
     def engine(self) -> MemorySearch:
         """The underlying search engine (created on first use)."""
         if self._engine is None:
-            self._engine = MemorySearch(
-                self.workspace,
-                settings=self.settings,
-                embedder=self.embedder,
-                model=self.model,
-                ollama_url=self.ollama_url,
-                embeddings=self.embeddings,
-                index_path=self.index_path,
-                auto_index=self.auto_index,
+            self._engine = MemorySearch.from_config(
+                EngineConfig(
+                    workspace=Path(self.workspace),
+                    settings=self.settings,
+                    embedder=self.embedder,
+                    model=self.model,
+                    ollama_url=self.ollama_url,
+                    embeddings=self.embeddings,
+                    index_path=self.index_path,
+                    auto_index=self.auto_index,
+                )
             )
         return self._engine
+
+    def _request(self, query: str, k: int | None, now: datetime | date | None) -> SearchRequest:
+        return SearchRequest.parse(query=query, k=self.k if k is None else k, now=now)
 
     def _get_relevant_documents(
         self,
@@ -113,7 +120,7 @@ class EnhancedMemoryRetriever(BaseRetriever):
         k: int | None = None,
         now: datetime | date | None = None,
     ) -> list[Document]:
-        response = self.engine.search(query, k=self.k if k is None else k, now=now)
+        response = self.engine.run(self._request(query, k, now))
         return [hit_to_document(h, response) for h in response.hits]
 
     async def _aget_relevant_documents(
@@ -125,7 +132,5 @@ class EnhancedMemoryRetriever(BaseRetriever):
         now: datetime | date | None = None,
     ) -> list[Document]:
         # The engine is CPU-bound numpy plus SQLite: run it off the event loop.
-        response = await asyncio.to_thread(
-            self.engine.search, query, self.k if k is None else k, now
-        )
+        response = await asyncio.to_thread(self.engine.run, self._request(query, k, now))
         return [hit_to_document(h, response) for h in response.hits]

@@ -20,10 +20,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import crossref, logs, memget, salience
-from .cli import response_json
-from .search import MemorySearch
-from .settings import MemorySettings
+from .analysis import salience
+from .core.errors import CrossrefError, NoteError, RequestError
+from .core.request import SearchRequest
+from .core.settings import MemorySettings
+from .engine import EngineConfig, MemorySearch
+from .graph import queries, storage, views
+from .openclaw.response import response_json
+from .store import logs, notes
 
 __all__ = [
     "MemoryCrossrefTool",
@@ -41,8 +45,12 @@ class _MemoryTool(BaseTool):
 
     workspace: str | Path | None = None
     """The workspace folder (ignored when ``engine`` is given)."""
-    embedder: str = "auto"
+    embedder: Literal["auto", "ollama", "local", "none"] = "auto"
     """``auto``, ``ollama``, ``local`` or ``none``."""
+    model: str | None = None
+    """Ollama embedding model (default ``nomic-embed-text``)."""
+    ollama_url: str | None = None
+    """Ollama's base URL."""
     embeddings: Embeddings | None = None
     """Any LangChain embeddings; overrides ``embedder``."""
     settings: MemorySettings = Field(default_factory=MemorySettings)
@@ -56,12 +64,16 @@ class _MemoryTool(BaseTool):
         if self.engine is None:
             if self.workspace is None:
                 raise ValueError("give the tool a workspace or an engine")
-            self.engine = MemorySearch(
-                self.workspace,
-                settings=self.settings,
-                embedder=self.embedder,
-                embeddings=self.embeddings,
-                index_path=self.index_path,
+            self.engine = MemorySearch.from_config(
+                EngineConfig(
+                    workspace=Path(self.workspace),
+                    settings=self.settings,
+                    embedder=self.embedder,
+                    model=self.model,
+                    ollama_url=self.ollama_url,
+                    embeddings=self.embeddings,
+                    index_path=self.index_path,
+                )
             )
         return self.engine
 
@@ -101,10 +113,14 @@ class MemorySearchTool(_MemoryTool):
     def _run(
         self, query: str, k: int = 5, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
+        try:
+            request = SearchRequest.parse(query=query, k=k, now=self.now)
+        except RequestError as exc:
+            return self._error(str(exc))
         engine = self.get_engine()
-        response = engine.search(query, k=k, now=self.now)
+        response = engine.run(request)
         # The CLI's memory_search JSON, each row with the hit's cross-references added.
-        artifact = response_json(engine, response, None)
+        artifact = response_json(response, engine.settings.snippet_chars)
         blocks = []
         for n, (h, row) in enumerate(zip(response.hits, artifact["results"], strict=True), 1):
             row["related"] = h.related
@@ -152,8 +168,8 @@ class MemoryGetTool(_MemoryTool):
     ) -> tuple[str, dict[str, Any]]:
         engine = self.get_engine()
         try:
-            got = memget.get_lines(engine.index.workspace, path, from_line, lines, engine.settings)
-        except memget.MemoryGetError as exc:
+            got = notes.get_lines(engine.index.workspace, path, from_line, lines, engine.settings)
+        except NoteError as exc:
             return self._error(str(exc))
         logs.record_access(engine.index.workspace, engine.settings, [got.path])
         if got.total_lines == 0:
@@ -225,26 +241,27 @@ class MemoryCrossrefTool(_MemoryTool):
         index = engine.index
         try:
             try:
-                summary = crossref.graph_summary(index)
-            except crossref.CrossrefError:
+                summary = queries.graph_summary(index)
+            except CrossrefError:
                 if not self.build_if_missing:
                     raise
                 engine.update_index()
-                crossref.build(index, engine.model_id, engine.settings)
-                summary = crossref.graph_summary(index)
+                storage.build(index, engine.model_id, engine.settings)
+                summary = queries.graph_summary(index)
             if path is None:
-                return crossref.format_summary(summary), summary
-            rel = memget.normalize_path(path)
-            shown = crossref.show(index, rel)
-        except (crossref.CrossrefError, memget.MemoryGetError) as exc:
+                return views.format_summary(summary), summary
+            shown = queries.show(index, notes.normalize_path(path))
+        except (CrossrefError, NoteError) as exc:
             return self._error(str(exc))
-        return crossref.format_show(shown), shown
+        return views.format_show(shown), shown
 
 
 def create_memory_tools(
     workspace: str | Path,
     *,
-    embedder: str = "auto",
+    embedder: Literal["auto", "ollama", "local", "none"] = "auto",
+    model: str | None = None,
+    ollama_url: str | None = None,
     embeddings: Embeddings | None = None,
     settings: MemorySettings | None = None,
     index_path: str | Path | None = None,
@@ -255,18 +272,24 @@ def create_memory_tools(
     Args:
         workspace: The workspace folder.
         embedder: ``auto``, ``ollama``, ``local`` or ``none``.
+        model: Ollama embedding model (default ``nomic-embed-text``).
+        ollama_url: Ollama's base URL.
         embeddings: Any LangChain embeddings; overrides ``embedder``.
         settings: Search, log and graph settings.
         index_path: Where the index lives.
         now: Fixed clock for search dates and salience ages (default: real time).
     """
     settings = settings or MemorySettings()
-    engine = MemorySearch(
-        workspace,
-        settings=settings,
-        embedder=embedder,
-        embeddings=embeddings,
-        index_path=index_path,
+    engine = MemorySearch.from_config(
+        EngineConfig(
+            workspace=Path(workspace),
+            settings=settings,
+            embedder=embedder,
+            model=model,
+            ollama_url=ollama_url,
+            embeddings=embeddings,
+            index_path=index_path,
+        )
     )
     common: dict[str, Any] = {"engine": engine, "settings": settings}
     return [

@@ -20,10 +20,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from langchain_enhanced_memory import text
-from langchain_enhanced_memory.cli import parse_now, result_row
-from langchain_enhanced_memory.evaluation import load_queries, summarize
-from langchain_enhanced_memory.search import MemorySearch
+from langchain_enhanced_memory.analysis.evaluation import load_queries, summarize
+from langchain_enhanced_memory.commands.common import parse_now
+from langchain_enhanced_memory.core import text
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.openclaw.response import result_row
 
 HERE = Path(__file__).resolve().parent
 _bigrams = text._cjk_grams

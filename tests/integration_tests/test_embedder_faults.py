@@ -21,10 +21,10 @@ from cli_run import run_cli
 from conftest import write_workspace
 from fake_ollama import FakeOllama
 
+from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.embeddings import EmbeddingError
-from langchain_enhanced_memory.index import MemoryIndex
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.store.index import MemoryIndex
 
 MODEL_ID = "ollama/nomic-embed-text"
 RETRIES = MemorySettings().embed_retries

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli_run import run_cli
 
-from langchain_enhanced_memory.index import MemoryIndex
+from langchain_enhanced_memory.store.index import MemoryIndex
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

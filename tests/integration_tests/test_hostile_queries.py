@@ -15,7 +15,10 @@ import langchain_enhanced_memory
 
 SCHEMA = json.loads(
     (
-        Path(langchain_enhanced_memory.__file__).parent / "schema" / "memory_search.schema.json"
+        Path(langchain_enhanced_memory.__file__).parent
+        / "openclaw"
+        / "schema"
+        / "memory_search.schema.json"
     ).read_text()
 )
 SECRET = "zanzibar-credential-4471"
@@ -37,8 +40,6 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 QUERIES = {
-    "empty": "",
-    "whitespace": "   \t  ",
     "100 KB": "billing " * 12_800,
     "stopwords only": "the and of to a is it was",
     "emoji only": "🙂🚀🔥👍🏽",
@@ -72,6 +73,17 @@ def test_hostile_query_gives_valid_json(ws: Path, name: str) -> None:
     for row in out["results"]:
         assert SECRET not in row["snippet"]
         assert not row["path"].startswith(("/", "..")) and "/." not in row["path"]
+
+
+@pytest.mark.parametrize("query", ["", "   \t  "], ids=["empty", "whitespace"])
+def test_blank_query_is_one_clear_line(ws: Path, query: str) -> None:
+    # The same rule as serve, the tools and the retriever (one request model).
+    r = _cli("search", query, "--workspace", str(ws), "--json")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == "enhanced-memory: error: QUERY must be a non-empty string"
+    out = json.loads(r.stdout)
+    jsonschema.validate(out, SCHEMA)
+    assert out["disabled"] is True and out["results"] == []
 
 
 def test_nul_byte_query_via_batch(ws: Path) -> None:

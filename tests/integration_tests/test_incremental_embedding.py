@@ -8,7 +8,7 @@ from pathlib import Path
 from cli_run import run_cli
 from conftest import SMALL_WORKSPACE, write_workspace
 
-from langchain_enhanced_memory.index import MemoryIndex
+from langchain_enhanced_memory.store.index import MemoryIndex
 
 
 def index(ws: Path, url: str) -> dict:

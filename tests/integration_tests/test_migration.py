@@ -12,14 +12,14 @@ import pytest
 from cli_run import run_cli
 from fake_ollama import FakeOllama, embed_text
 
-from langchain_enhanced_memory.index import MemoryIndex
-from langchain_enhanced_memory.migrate import (
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.migrate import (
     MigrationError,
     load_vectors_json,
     model_mismatch,
     seed_from_vectors_json,
 )
-from langchain_enhanced_memory.settings import MemorySettings
 
 HEADER = re.compile(r"^#{1,4}\s")
 CORE = ("MEMORY.md", "AGENTS.md", "USER.md", "SOUL.md", "research.md")

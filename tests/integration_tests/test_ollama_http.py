@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from fake_ollama import FakeOllama, unused_port
 
-from langchain_enhanced_memory import embeddings as embeddings_module
 from langchain_enhanced_memory.embeddings import (
     EmbeddingError,
     PrefixedEmbeddings,
     embed_with_retry,
     embedder_label,
+    local,
     ollama_embeddings,
     probe_ollama,
     resolve_embedder,
@@ -145,7 +145,7 @@ def test_resolve_auto_falls_back_when_down() -> None:
 def test_resolve_auto_keyword_only_when_down_and_no_local(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(embeddings_module, "local_available", lambda: False)
+    monkeypatch.setattr(local, "local_available", lambda: False)
     url = f"http://127.0.0.1:{unused_port()}"
     choice = resolve_embedder("auto", ollama_url=url)
     assert choice.embeddings is None

@@ -16,7 +16,7 @@ from fake_ollama import FakeOllama, unused_port
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
-    .joinpath("schema/memory_search.schema.json")
+    .joinpath("openclaw/schema/memory_search.schema.json")
     .read_text(encoding="utf-8")
 )
 jsonschema.Draft202012Validator.check_schema(SCHEMA)

@@ -18,7 +18,7 @@ from cli_run import CLI, stop
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
-    .joinpath("schema/memory_search.schema.json")
+    .joinpath("openclaw/schema/memory_search.schema.json")
     .read_text(encoding="utf-8")
 )
 
@@ -115,7 +115,9 @@ def test_edits_show_up_in_the_next_answer(server: Server, workspace: Path) -> No
         (b"[1, 2]", 400, "JSON object"),
         (json.dumps({"k": 3}).encode(), 400, "query"),
         (json.dumps({"query": "x", "k": "many"}).encode(), 400, '"k"'),
-        (json.dumps({"query": "x", "k": 0}).encode(), 400, "--k"),
+        (json.dumps({"query": "x", "k": 0}).encode(), 400, '"k" must be at least 1'),
+        (json.dumps({"query": "  "}).encode(), 400, '"query" must be a non-empty string'),
+        (json.dumps({"query": "x", "kk": 3}).encode(), 400, '"kk" is not a known field'),
         (json.dumps({"query": "x", "now": "yesterday-ish"}).encode(), 400, "ISO"),
         (json.dumps({"query": "x", "min_score": "high"}).encode(), 400, "min_score"),
         (b"\xff\xfe", 400, "not JSON"),

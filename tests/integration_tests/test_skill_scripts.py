@@ -17,7 +17,7 @@ from fake_ollama import FakeOllama
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
-    .joinpath("schema/memory_search.schema.json")
+    .joinpath("openclaw/schema/memory_search.schema.json")
     .read_text(encoding="utf-8")
 )
 SCRIPTS = (

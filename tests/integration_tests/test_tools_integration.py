@@ -9,7 +9,7 @@ from conftest import SMALL_WORKSPACE, write_workspace
 from fakes import WordEmbeddings
 from langchain_tests.integration_tests import ToolsIntegrationTests
 
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.tools import (
     MemoryCrossrefTool,
     MemoryGetTool,

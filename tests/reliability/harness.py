@@ -131,7 +131,7 @@ def check_index_state(wsp: Workspace) -> list[str]:
     Returns:
         Problems found, empty when the state is consistent.
     """
-    from langchain_enhanced_memory.index import MemoryIndex
+    from langchain_enhanced_memory.store.index import MemoryIndex
 
     problems: list[str] = []
     snap = MemoryIndex(wsp.root).snapshot(None)
@@ -279,7 +279,7 @@ def kill_campaign(root: Path, kills: int = 20, delay: float = 0.05, seed: int = 
         if r.returncode != 0:
             report.problems.append(f"final index failed: {r.stderr.strip()}")
             return report
-        from langchain_enhanced_memory.index import MemoryIndex
+        from langchain_enhanced_memory.store.index import MemoryIndex
 
         snap = MemoryIndex(root).snapshot(f"ollama/{models[-1]}")
         report.final_ok = bool(len(snap)) and bool(snap.has_vector.all())

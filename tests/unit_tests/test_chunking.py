@@ -7,8 +7,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from langchain_enhanced_memory.chunking import Chunk, chunk_lines, line_texts
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.chunking import Chunk, chunk_lines, line_texts
+from langchain_enhanced_memory.core.original import OriginalChunker
+from langchain_enhanced_memory.core.settings import MemorySettings
 
 DEFAULT = MemorySettings()
 
@@ -21,12 +22,10 @@ def chunk(text: str, *, original: bool = False, **overrides: int) -> list[Chunk]
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return chunk_lines(
-        lines,
-        default_header="f.md",
-        settings=MemorySettings(**overrides),
-        original=original,
-    )
+    settings = MemorySettings(**overrides)
+    if original:
+        return OriginalChunker(settings)(lines, "f.md")
+    return chunk_lines(lines, default_header="f.md", settings=settings)
 
 
 def check_coverage(lines: list[str], chunks: list[Chunk]) -> None:
@@ -51,7 +50,7 @@ def check_coverage(lines: list[str], chunks: list[Chunk]) -> None:
 def test_empty_and_blank() -> None:
     assert chunk_lines([], default_header="f.md", settings=DEFAULT) == []
     assert chunk_lines(["", "  ", "\t"], default_header="f.md", settings=DEFAULT) == []
-    assert chunk_lines([], default_header="f.md", settings=DEFAULT, original=True) == []
+    assert OriginalChunker(DEFAULT)([], "f.md") == []
 
 
 def test_preamble_and_exact_text() -> None:
@@ -419,12 +418,7 @@ def test_default_mode_coverage_invariant(
 @hsettings(max_examples=200, deadline=None)
 @given(lines=st.lists(line_st, max_size=60), min_chars=st.integers(0, 40))
 def test_original_mode_properties(lines: list[str], min_chars: int) -> None:
-    chunks = chunk_lines(
-        lines,
-        default_header="f.md",
-        settings=MemorySettings(min_chunk_chars=min_chars),
-        original=True,
-    )
+    chunks = OriginalChunker(MemorySettings(min_chunk_chars=min_chars))(lines, "f.md")
     prev_end = 0
     for c in chunks:
         assert prev_end < c.start_line <= c.end_line

@@ -10,10 +10,11 @@ from conftest import write_workspace
 from fakes import WordEmbeddings
 from langchain_core.embeddings import Embeddings
 
-from langchain_enhanced_memory import crossref
+from langchain_enhanced_memory.core.errors import CrossrefError
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.graph import compute, queries, storage, views
 from langchain_enhanced_memory.retriever import EnhancedMemoryRetriever
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
 
 LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.3, log_queries=False)
 WORDS = (
@@ -69,20 +70,20 @@ def test_representatives_cover_topics_not_length():
     vecs = np.stack([a + 0.05 * rng.standard_normal(16) for _ in range(8)] + [b, b + 0.01])
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     lengths = np.array([900] * 8 + [200, 200])
-    picked = crossref.choose_representatives(vecs.astype(np.float32), lengths, 5)
+    picked = compute.choose_representatives(vecs.astype(np.float32), lengths, 5)
     assert len(picked) == 5 and len(set(picked.tolist())) == 5
     assert {8, 9} & set(picked.tolist()), "the second topic is represented"
-    small = crossref.choose_representatives(vecs[:3].astype(np.float32), lengths[:3], 5)
+    small = compute.choose_representatives(vecs[:3].astype(np.float32), lengths[:3], 5)
     assert small.tolist() == [0, 1, 2]
 
 
 def test_build_caps_and_export_shape(tmp_path):
     ws = _random_workspace(tmp_path / "ws", 30)
     e = _engine(ws)
-    report = crossref.build(e.index, e.model_id, LOOSE)
+    report = storage.build(e.index, e.model_id, LOOSE)
     assert report.mode == "full" and report.files == 30
     assert report.refs > 0
-    data = crossref.export_crossrefs_json(e.index)
+    data = queries.export_crossrefs_json(e.index)
     assert set(data) == {
         "total_chunks",
         "total_crossrefs",
@@ -111,7 +112,7 @@ def test_build_caps_and_export_shape(tmp_path):
 def test_incremental_update_equals_full_rebuild(tmp_path):
     ws = _random_workspace(tmp_path / "ws", 24, seed=3)
     e = _engine(ws)
-    crossref.build(e.index, e.model_id, LOOSE)
+    storage.build(e.index, e.model_id, LOOSE)
     (ws / "memory/topics/t0.md").write_text("# Changed\n\npostgres rollback billing invoice\n")
     (ws / "memory/2026-01-04.md").write_text(
         "# Day\n\n## A\n\nkafka stream latency cache deploy canary trail\n\n"
@@ -120,7 +121,7 @@ def test_incremental_update_equals_full_rebuild(tmp_path):
     (ws / "memory/topics/t6.md").unlink()
     (ws / "memory/topics/new.md").write_text("# New\n\nhiking trail garden tomato paris flight\n")
     e.update_index()
-    inc = crossref.build(e.index, e.model_id, LOOSE)
+    inc = storage.build(e.index, e.model_id, LOOSE)
     assert inc.mode == "incremental"
     assert sorted(inc.changed) == [
         "memory/2026-01-04.md",
@@ -129,61 +130,61 @@ def test_incremental_update_equals_full_rebuild(tmp_path):
     ]
     assert inc.deleted == ["memory/topics/t6.md"]
     assert 0 < inc.recomputed < inc.representatives
-    after_inc = crossref.export_crossrefs_json(e.index)
-    full = crossref.build(e.index, e.model_id, LOOSE, full=True)
+    after_inc = queries.export_crossrefs_json(e.index)
+    full = storage.build(e.index, e.model_id, LOOSE, full=True)
     assert full.mode == "full"
-    assert crossref.export_crossrefs_json(e.index) == after_inc
-    assert crossref.build(e.index, e.model_id, LOOSE).mode == "unchanged"
+    assert queries.export_crossrefs_json(e.index) == after_inc
+    assert storage.build(e.index, e.model_id, LOOSE).mode == "unchanged"
 
 
 def test_threshold_calibrates_for_anisotropic_embedders(tmp_path):
     ws = _random_workspace(tmp_path / "ws", 20, seed=5)
     fixed = MemorySettings(crossref_calibrate=None, log_queries=False)
     e = _engine(ws, fixed, Anisotropic())
-    flat = crossref.build(e.index, e.model_id, fixed)
+    flat = storage.build(e.index, e.model_id, fixed)
     assert flat.threshold == 0.75
     # Everything links to everything at 0.75: every representative is full.
     assert flat.refs == 5 * flat.representatives
     calibrated = MemorySettings(log_queries=False)
-    cal = crossref.build(e.index, e.model_id, calibrated)
+    cal = storage.build(e.index, e.model_id, calibrated)
     assert cal.mode == "full" and cal.threshold > 0.8
     assert cal.refs < flat.refs / 3
-    summary = crossref.graph_summary(e.index)
+    summary = queries.graph_summary(e.index)
     assert summary["threshold"] == cal.threshold
 
 
 def test_show_and_summary(tmp_path):
     ws = _random_workspace(tmp_path / "ws", 20, seed=7)
     e = _engine(ws)
-    crossref.build(e.index, e.model_id, LOOSE)
-    summary = crossref.graph_summary(e.index)
+    storage.build(e.index, e.model_id, LOOSE)
+    summary = queries.graph_summary(e.index)
     assert summary["files"] == 20 and 1 <= len(summary["most_connected"]) <= 15
     top = summary["most_connected"][0]["file"]
-    shown = crossref.show(e.index, top)
+    shown = queries.show(e.index, top)
     assert shown["linked_files"] and shown["outgoing"]
     assert len(shown["incoming"]) <= 20
     assert all(r["target"].startswith(top + ":") for r in shown["incoming"])
-    assert "is linked to" in crossref.format_show(shown)
-    assert "Most connected" in crossref.format_summary(summary)
-    with pytest.raises(crossref.CrossrefError, match="not in the graph"):
-        crossref.show(e.index, "memory/nope.md")
+    assert "is linked to" in views.format_show(shown)
+    assert "Most connected" in views.format_summary(summary)
+    with pytest.raises(CrossrefError, match="not in the graph"):
+        queries.show(e.index, "memory/nope.md")
 
 
 def test_no_graph_and_no_vectors_are_clear_errors(workspace):
     e = MemorySearch(workspace, settings=LOOSE, embedder="none")
     e.update_index()
-    with pytest.raises(crossref.CrossrefError, match="holds no vectors"):
-        crossref.build(e.index, None, LOOSE)
-    with pytest.raises(crossref.CrossrefError, match="crossref build"):
-        crossref.graph_summary(e.index)
+    with pytest.raises(CrossrefError, match="holds no vectors"):
+        storage.build(e.index, None, LOOSE)
+    with pytest.raises(CrossrefError, match="crossref build"):
+        queries.graph_summary(e.index)
 
 
 def test_partial_vectors_are_refused(workspace):
     e = _engine(workspace)
     (workspace / "memory/topics/more.md").write_text("# More\n\nA new note nobody embedded yet.\n")
     e.index.sync()
-    with pytest.raises(crossref.CrossrefError, match="have no .* vector"):
-        crossref.build(e.index, e.model_id, LOOSE)
+    with pytest.raises(CrossrefError, match="have no .* vector"):
+        storage.build(e.index, e.model_id, LOOSE)
 
 
 ZEPHYR = {
@@ -199,7 +200,7 @@ def test_documents_carry_related_chunks_and_skip_stale_ones(tmp_path):
     ws = write_workspace(tmp_path / "ws", ZEPHYR)
     emb = WordEmbeddings(dim=64)
     e = _engine(ws, LOOSE, emb)
-    crossref.build(e.index, e.model_id, LOOSE)
+    storage.build(e.index, e.model_id, LOOSE)
     retriever = EnhancedMemoryRetriever(workspace=ws, embeddings=emb, settings=LOOSE, k=3)
     docs = retriever.invoke("zephyr")
     top = docs[0]
@@ -217,7 +218,7 @@ def test_documents_carry_related_chunks_and_skip_stale_ones(tmp_path):
 def test_graph_neighbours_join_the_candidates_only_when_enabled(tmp_path):
     ws = write_workspace(tmp_path / "ws", ZEPHYR)
     e = _engine(ws)
-    crossref.build(e.index, e.model_id, LOOSE)
+    storage.build(e.index, e.model_id, LOOSE)
     plain = MemorySearch(ws, settings=LOOSE, embedder="none")
     assert [h.path for h in plain.search("zephyr").hits] == ["memory/topics/zephyr.md"]
     on = LOOSE.model_copy(update={"graph_neighbors": True})
@@ -232,17 +233,17 @@ def test_sparse_and_dense_top_k_agree(monkeypatch):
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     fids = np.repeat(np.arange(60), 5)
     rows = np.arange(300)
-    sparse = crossref._top_refs(rows, v, fids, 0.1, 5)
-    pairwise = crossref._top_refs_all(v, fids, 0.1, 5)
-    monkeypatch.setattr(crossref, "_DENSE_ROW", 0)
-    dense = crossref._top_refs(rows, v, fids, 0.1, 5)
+    sparse = compute.top_refs(rows, v, fids, 0.1, 5)
+    pairwise = compute.top_refs_all(v, fids, 0.1, 5)
+    monkeypatch.setattr(compute, "_DENSE_ROW", 0)
+    dense = compute.top_refs(rows, v, fids, 0.1, 5)
 
     def as_set(t):
         return {(int(a), int(b)) for a, b in zip(t[0], t[1], strict=True)}
 
     assert as_set(sparse) == as_set(dense)
     assert as_set(pairwise) == as_set(dense)
-    assert as_set(crossref._top_refs_all(v, fids, 0.1, 5)) == as_set(dense)  # dense fallback
+    assert as_set(compute.top_refs_all(v, fids, 0.1, 5)) == as_set(dense)  # dense fallback
     assert len(as_set(sparse)) == 5 * 300
     assert not any(fids[a] == fids[b] for a, b in as_set(sparse))
     # Each source keeps its 5 strongest targets.

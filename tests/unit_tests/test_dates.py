@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langchain_enhanced_memory.dates import DateQuery, parse_dates
+from langchain_enhanced_memory.core.dates import DateQuery, parse_dates
+from langchain_enhanced_memory.core.original import parse_dates_original
 
 WED = date(2026, 12, 2)  # a Wednesday, the demo workspace's "now"
 MON = date(2026, 11, 30)
@@ -419,7 +420,7 @@ def test_not_dates(query: str) -> None:
 
 @pytest.mark.parametrize(("query", "days"), ORIGINAL)
 def test_original_mode(query: str, days: list[str]) -> None:
-    result = parse_dates(query, WED, original=True)
+    result = parse_dates_original(query, WED)
     assert list(result.days) == [d(x) for x in days]
     assert result.ranges == ()
     assert result.spans == ()
@@ -504,7 +505,7 @@ def test_long_query_is_fast() -> None:
 def test_pathological_queries_do_not_backtrack(query: str) -> None:
     for original in (False, True):
         start = time.process_time()
-        parse_dates(query, WED, original=original)
+        (parse_dates_original if original else parse_dates)(query, WED)
         assert time.process_time() - start < 0.5
 
 
@@ -515,7 +516,7 @@ def test_pathological_queries_do_not_backtrack(query: str) -> None:
     original=st.booleans(),
 )
 def test_never_raises(query: str, now: date, original: bool) -> None:
-    result = parse_dates(query, now, original=original)
+    result = (parse_dates_original if original else parse_dates)(query, now)
     assert all(type(x) is date for x in result.days)
     assert all(lo <= hi for lo, hi in result.ranges)
     assert all(0 <= s < e <= len(query) for s, e in result.spans)
@@ -540,7 +541,7 @@ def test_date_like_text_never_raises_and_stays_in_the_past(
 ) -> None:
     query = sep.join(words)
     for original in (False, True):
-        result = parse_dates(query, now, original=original)
+        result = (parse_dates_original if original else parse_dates)(query, now)
         assert all(type(x) is date for x in result.days)
     result = parse_dates(query, now)
     if not any(w.startswith("2026") for w in words):  # only explicit years may be ahead

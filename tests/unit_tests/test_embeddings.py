@@ -11,15 +11,17 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_enhanced_memory import embeddings as emb
 from langchain_enhanced_memory.embeddings import (
     LOCAL_MODEL,
     EmbedderChoice,
     EmbeddingError,
     PrefixedEmbeddings,
     embed_with_retry,
+    local,
     model_prefixes,
     normalize_ollama_url,
+    policy,
+    resolve,
     resolve_embedder,
 )
 
@@ -204,7 +206,7 @@ def test_embed_with_retry_gives_up_after_retries() -> None:
 
 def test_embed_with_retry_backoff_doubles(monkeypatch: pytest.MonkeyPatch) -> None:
     pauses: list[float] = []
-    monkeypatch.setattr(emb.time, "sleep", pauses.append)
+    monkeypatch.setattr(policy.time, "sleep", pauses.append)
     fn = FlakyEmbed([[1.0]], failures=10)
     with pytest.raises(EmbeddingError):
         embed_with_retry(fn, ["a"], retries=3, backoff_s=0.5)
@@ -304,7 +306,7 @@ def test_resolve_rejects_unknown_kind() -> None:
 
 
 def test_resolve_local_missing_extra_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emb, "local_available", lambda: False)
+    monkeypatch.setattr(local, "local_available", lambda: False)
     choice = resolve_embedder("local")
     assert choice.embeddings is None
     assert choice.provider == "local"
@@ -315,14 +317,14 @@ def test_resolve_local_missing_extra_falls_back(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_local_embeddings_missing_extra_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emb, "local_available", lambda: False)
+    monkeypatch.setattr(local, "local_available", lambda: False)
     with pytest.raises(EmbeddingError, match=r"needs the `local` extra"):
-        emb.LocalEmbeddings()
+        local.LocalEmbeddings()
 
 
 def test_resolve_auto_without_anything(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(emb, "local_available", lambda: False)
-    monkeypatch.setattr(emb, "probe_ollama", lambda *a, **k: "Ollama at X is unreachable (x)")
+    monkeypatch.setattr(local, "local_available", lambda: False)
+    monkeypatch.setattr(resolve, "probe_ollama", lambda *a, **k: "Ollama at X is unreachable (x)")
     choice = resolve_embedder("auto")
     assert choice.embeddings is None
     assert choice.provider == "none"
@@ -342,6 +344,6 @@ def test_import_is_light() -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=str(emb.__file__).rsplit("langchain_enhanced_memory", 1)[0],
+        cwd=str(local.__file__).rsplit("langchain_enhanced_memory", 1)[0],
     )
     assert out.stdout.strip() == ""

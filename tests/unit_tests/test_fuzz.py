@@ -13,14 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import langchain_enhanced_memory
-from langchain_enhanced_memory.chunking import chunk_lines
 from langchain_enhanced_memory.cli import main
-from langchain_enhanced_memory.dates import parse_dates
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.chunking import chunk_lines
+from langchain_enhanced_memory.core.dates import parse_dates
+from langchain_enhanced_memory.core.original import parse_dates_original
+from langchain_enhanced_memory.core.settings import MemorySettings
 
 SCHEMA = json.loads(
     (
-        Path(langchain_enhanced_memory.__file__).parent / "schema" / "memory_search.schema.json"
+        Path(langchain_enhanced_memory.__file__).parent
+        / "openclaw"
+        / "schema"
+        / "memory_search.schema.json"
     ).read_text()
 )
 
@@ -130,7 +134,7 @@ def test_chunks_cover_every_nonblank_line_once_in_order(lines: list[str], cfg) -
     original=st.booleans(),
 )
 def test_date_parser_never_raises(query: str, now: datetime, original: bool) -> None:
-    dq = parse_dates(query, now, original=original)
+    dq = (parse_dates_original if original else parse_dates)(query, now)
     for lo, hi in dq.spans:
         assert 0 <= lo < hi <= len(query)
     for a, b in dq.ranges:

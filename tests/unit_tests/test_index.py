@@ -14,10 +14,13 @@ import pytest
 from conftest import write_workspace
 from fakes import WordEmbeddings
 
-from langchain_enhanced_memory.index import SCHEMA_VERSION, MemoryIndex, default_index_path
-from langchain_enhanced_memory.scoring import rrf
-from langchain_enhanced_memory.search import rank
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.ranking import rank
+from langchain_enhanced_memory.core.scoring import rrf
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store import sync, vectors
+from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
+from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.upkeep import embed_missing
 
 
 def _embed(emb: WordEmbeddings):
@@ -50,7 +53,7 @@ def test_changed_file_reembeds_only_its_changed_chunks(workspace: Path) -> None:
     emb = WordEmbeddings()
     idx = MemoryIndex(workspace)
     idx.sync()
-    total = idx.embed_missing("fake/m", _embed(emb))
+    total = embed_missing(idx, "fake/m", _embed(emb))
     assert total == len(idx.snapshot())
     emb.texts.clear()
     note = workspace / "memory/2026-02-08.md"
@@ -58,7 +61,7 @@ def test_changed_file_reembeds_only_its_changed_chunks(workspace: Path) -> None:
     assert idx.is_stale()
     report = idx.sync()
     assert report.changed == ["memory/2026-02-08.md"]
-    idx.embed_missing("fake/m", _embed(emb))
+    embed_missing(idx, "fake/m", _embed(emb))
     # Only the new section is embedded; unchanged sections come from the cache.
     assert len(emb.texts) == 1 and "landlord" in emb.texts[0]
 
@@ -86,9 +89,9 @@ def test_model_switch_reembeds_everything_once(workspace: Path) -> None:
     idx = MemoryIndex(workspace)
     idx.sync()
     a, b = WordEmbeddings(model="a"), WordEmbeddings(model="b")
-    n = idx.embed_missing("a", _embed(a))
-    assert idx.embed_missing("b", _embed(b)) == n
-    assert idx.embed_missing("a", _embed(a)) == 0
+    n = embed_missing(idx, "a", _embed(a))
+    assert embed_missing(idx, "b", _embed(b)) == n
+    assert embed_missing(idx, "a", _embed(a)) == 0
     snap = idx.snapshot("b")
     assert snap.vectors is not None and snap.has_vector is not None and snap.has_vector.all()
 
@@ -106,7 +109,7 @@ def test_failed_sync_leaves_previous_state(
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(MemoryIndex, "_write_postings", staticmethod(boom))
+    monkeypatch.setattr(sync, "write_postings", boom)
     with pytest.raises(RuntimeError):
         idx.sync()
     monkeypatch.undo()
@@ -158,7 +161,7 @@ def test_read_only_workspace_uses_cache_dir(
 
 
 def test_search_answers_from_index_and_updates_stale_index(workspace: Path) -> None:
-    from langchain_enhanced_memory.search import MemorySearch
+    from langchain_enhanced_memory.engine import MemorySearch
 
     engine = MemorySearch(workspace, embeddings=WordEmbeddings())
     hits = engine.search("billing database Postgres", k=3).hits
@@ -173,15 +176,15 @@ def test_search_answers_from_index_and_updates_stale_index(workspace: Path) -> N
 def test_locked_index_is_reported_not_set_aside(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langchain_enhanced_memory.index import IndexUnavailableError
+    from langchain_enhanced_memory.core.errors import IndexUnavailableError
 
     idx = MemoryIndex(workspace)
     idx.sync()
 
-    def locked(self: MemoryIndex) -> sqlite3.Connection:
+    def locked(self: IndexDB) -> sqlite3.Connection:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(MemoryIndex, "_connect", locked)
+    monkeypatch.setattr(IndexDB, "connect", locked)
     with pytest.raises(IndexUnavailableError, match="locked"):
         MemoryIndex(workspace).generation()
     monkeypatch.undo()
@@ -209,7 +212,7 @@ def _notes_index(
     emb = WordEmbeddings()
     idx = MemoryIndex(write_workspace(tmp_path / "ws", NOTES), settings)
     idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    embed_missing(idx, "fake/m", _embed(emb))
     return idx, emb
 
 
@@ -248,7 +251,7 @@ def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     note = ws / "memory/2026-03-01.md"
     note.write_text(note.read_text() + "- Bob moved to Lisbon in May.\n")
     idx.sync()
-    idx.embed_missing("fake/m", _embed(emb))
+    embed_missing(idx, "fake/m", _embed(emb))
     # The grown chunk's text and its one new line; its old lines come from the cache.
     assert len(emb.texts) == 2 and emb.texts[1] == "- Bob moved to Lisbon in May."
     snap = idx.snapshot("fake/m")
@@ -303,7 +306,7 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
     def no_hashing(*_a: object) -> None:
         raise AssertionError("lines hashed on a no-change re-index")
 
-    monkeypatch.setattr(MemoryIndex, "_line_hashes", no_hashing)
+    monkeypatch.setattr(vectors, "line_hashes", no_hashing)
     assert idx.missing_embeddings("fake/m") == []
     # A change makes a new generation: the lines are looked at again.
     (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")
@@ -346,7 +349,7 @@ def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
             spans.append((start, time.perf_counter()))
         return _embed(emb)(texts)
 
-    assert idx.embed_missing("fake/m", slow) == 8
+    assert embed_missing(idx, "fake/m", slow) == 8
     first_end = min(end for _, end in spans)
     # No other batch started before the first one was back; the rest overlapped.
     assert sorted(start for start, _ in spans)[1] >= first_end

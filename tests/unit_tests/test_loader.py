@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.loader import MemoryDirectoryLoader, chunk_id
-from langchain_enhanced_memory.settings import MemorySettings
 
 
 def write(root: Path, rel: str, data: str | bytes) -> None:
@@ -106,14 +106,12 @@ def test_settings_are_used(workspace: Path) -> None:
 def test_original_chunking_option(tmp_path: Path) -> None:
     write(tmp_path, "MEMORY.md", "# A\nshort\n# Longer header line\nwith some body text\n")
     default = MemoryDirectoryLoader(tmp_path).load()
-    original = MemoryDirectoryLoader(tmp_path, original=True).load()
+    original = MemoryDirectoryLoader(tmp_path, MemorySettings(chunking="original")).load()
     assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in default] == [(1, 4)]
     assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in original] == [(3, 4)]
-    # By default the loader follows the settings' recipe.
+    # The loader follows the settings' recipe.
     replay = MemoryDirectoryLoader(tmp_path, MemorySettings(profile="original")).load()
     assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in replay] == [(3, 4)]
-    forced = MemoryDirectoryLoader(tmp_path, MemorySettings(profile="original"), original=False)
-    assert [(d.metadata["startLine"], d.metadata["endLine"]) for d in forced.load()] == [(1, 4)]
 
 
 def test_empty_and_missing_workspace(tmp_path: Path) -> None:

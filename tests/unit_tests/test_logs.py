@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from langchain_enhanced_memory import logs
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.store import logs
 
 NOW = datetime(2026, 2, 9, 9, 0)
 
@@ -120,7 +120,7 @@ def test_corrupt_log_is_set_aside_and_restarted(workspace):
 
 _WRITER = """
 import sys
-from langchain_enhanced_memory.logs import append_entry
+from langchain_enhanced_memory.store.logs import append_entry
 ws, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
     append_entry(ws, {"query": f"{tag}{i}", "top_score": 0.5}, ["memory/a.md", f"memory/{tag}.md"])
@@ -160,7 +160,7 @@ def test_log_files_keep_ordinary_permissions(workspace):
 def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> None:
     from fakes import WordEmbeddings
 
-    from langchain_enhanced_memory.search import MemorySearch
+    from langchain_enhanced_memory.engine import MemorySearch
 
     engine = MemorySearch(workspace, embeddings=WordEmbeddings())
     response = engine.search("ramen \udcff place", k=2)

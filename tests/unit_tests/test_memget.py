@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_enhanced_memory.memget import MAX_GET_LINES, MemoryGetError, get_lines
+from langchain_enhanced_memory.store.notes import MAX_GET_LINES, NoteError, get_lines
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_long_files_are_capped(ws):
     ],
 )
 def test_refusals_are_one_clear_line(ws, path, message):
-    with pytest.raises(MemoryGetError, match=message) as err:
+    with pytest.raises(NoteError, match=message) as err:
         get_lines(ws, path)
     assert "\n" not in str(err.value)
 
@@ -70,7 +70,7 @@ def test_symlink_out_of_the_workspace_is_refused(ws, tmp_path):
     outside = tmp_path / "outside.md"
     outside.write_text("# secret\n")
     os.symlink(outside, ws / "memory/link.md")
-    with pytest.raises(MemoryGetError, match="symlink leading outside"):
+    with pytest.raises(NoteError, match="symlink leading outside"):
         get_lines(ws, "memory/link.md")
     # A link to a file elsewhere inside the workspace is a memory file like any other.
     (ws / "archive").mkdir()
@@ -84,7 +84,7 @@ def test_symlinked_folder_is_not_followed(ws, tmp_path):
     other.mkdir()
     (other / "x.md").write_text("# x\n")
     os.symlink(other, ws / "memory/linked")
-    with pytest.raises(MemoryGetError):
+    with pytest.raises(NoteError):
         get_lines(ws, "memory/linked/x.md")
 
 
@@ -93,11 +93,11 @@ def test_symlinked_folder_is_not_followed(ws, tmp_path):
     [(0, None, "from must"), (1, 0, "lines must"), (99, None, "past the end")],
 )
 def test_bad_ranges(ws, start, count, message):
-    with pytest.raises(MemoryGetError, match=message):
+    with pytest.raises(NoteError, match=message):
         get_lines(ws, "memory/2026-02-08.md", start, count)
 
 
 def test_binary_file_is_refused(ws):
     (ws / "memory/bin.md").write_bytes(b"# x\x00\x01\x02")
-    with pytest.raises(MemoryGetError, match="looks binary"):
+    with pytest.raises(NoteError, match="looks binary"):
         get_lines(ws, "memory/bin.md")

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import write_workspace
 
-from langchain_enhanced_memory import logs, salience
-from langchain_enhanced_memory.search import MemorySearch
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.analysis import salience
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.store import logs
 
 NOW = datetime(2026, 2, 20, 12, 0)
 

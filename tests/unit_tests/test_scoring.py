@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from langchain_enhanced_memory.scoring import (
+from langchain_enhanced_memory.core.scoring import (
     Postings,
     bm25,
     date_multiplier,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_enhanced_memory.text import (
+from langchain_enhanced_memory.core.text import (
     STOPWORDS_ZH,
     ZH_KEEP,
     normalize,

@@ -10,8 +10,8 @@ from fakes import WordEmbeddings
 from langchain_core.messages import ToolMessage
 from langchain_tests.unit_tests import ToolsUnitTests
 
-from langchain_enhanced_memory import logs
-from langchain_enhanced_memory.settings import MemorySettings
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store import logs
 from langchain_enhanced_memory.tools import (
     MemoryCrossrefTool,
     MemoryGetTool,

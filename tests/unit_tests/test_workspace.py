@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from langchain_enhanced_memory import workspace as ws
-from langchain_enhanced_memory.settings import MemorySettings
-from langchain_enhanced_memory.workspace import (
+from langchain_enhanced_memory.core.globs import glob_match
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store import workspace as ws
+from langchain_enhanced_memory.store.workspace import (
     MemoryFile,
     UnreadableFileError,
     classify,
     discover,
-    glob_match,
     read_lines,
 )
 

@@ -1,0 +1,122 @@
+"""What every sub-command shares: the common flags, the engine they describe, printing.
+
+Only ``commands/`` prints or exits. Domain errors
+(:class:`~..core.errors.EnhancedMemoryError`) carry a one-line message and an
+action; :func:`..cli.main` prints them and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ..core.errors import EnhancedMemoryError, RequestError
+from ..core.request import clean_text, parse_when
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..engine import MemorySearch
+
+__all__ = [
+    "CliError",
+    "add_common_arguments",
+    "dump",
+    "engine_from_args",
+    "flag_error",
+    "parse_now",
+    "progress_bar",
+    "report_embedder",
+]
+
+#: How each request field is spelled on the command line.
+FLAGS = {"query": "QUERY", "k": "--k", "now": "--now", "min_score": "--min-score"}
+
+
+class CliError(EnhancedMemoryError):
+    """A bad flag or flag value: one line, exit status 2."""
+
+
+def flag_error(exc: RequestError) -> CliError:
+    """A request error in the command line's words (``--k must be at least 1, got 0``)."""
+    flag = FLAGS.get(exc.field, f"--{exc.field.replace('_', '-')}" if exc.field else "")
+    return CliError(f"{flag} {exc.problem}".strip(), exc.action)
+
+
+def dump(obj: Any, out: TextIO | None = None) -> None:
+    """Write one JSON line, keeping CJK readable."""
+    (out or sys.stdout).write(clean_text(json.dumps(obj, ensure_ascii=False)) + "\n")
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """Options every sub-command takes."""
+    p.add_argument(
+        "--workspace",
+        help="workspace folder (default: $OPENCLAW_WORKSPACE_DIR, $MEMORY_DIR's parent, else .)",
+    )
+    p.add_argument(
+        "--embedder",
+        choices=("auto", "ollama", "local", "none"),
+        help="embedding backend (default: $ENHANCED_MEMORY_EMBEDDER or auto)",
+    )
+    p.add_argument(
+        "--model", help="Ollama embedding model (default: $EMBED_MODEL or nomic-embed-text)"
+    )
+    p.add_argument(
+        "--ollama-url", help="Ollama URL (default: $OLLAMA_URL or http://localhost:11434)"
+    )
+    p.add_argument(
+        "--index", dest="index_path", help="index file (default: WORKSPACE/.enhanced-memory/)"
+    )
+    p.add_argument(
+        "--profile",
+        choices=("default", "original", "bm25", "vector"),
+        help="scoring recipe (default: $ENHANCED_MEMORY_PROFILE or default)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
+    """The engine the common flags describe (flag, then environment, then default)."""
+    from ..engine import EngineConfig, MemorySearch
+
+    config = EngineConfig.from_env(
+        workspace=args.workspace,
+        profile=args.profile,
+        embedder=args.embedder,
+        model=args.model,
+        ollama_url=args.ollama_url,
+        index_path=args.index_path,
+        **fields,
+    )
+    return MemorySearch.from_config(config)
+
+
+def parse_now(value: str | None) -> datetime | None:
+    """``--now`` as an ISO date or datetime."""
+    try:
+        return parse_when(value)
+    except ValueError as exc:
+        raise CliError(f"--now {exc}") from None
+
+
+def report_embedder(engine: MemorySearch) -> None:
+    """One stderr line naming the active embedder (text mode)."""
+    c = engine.choice
+    line = f"embedder: {c.provider}" + (f" ({c.model})" if c.model else "")
+    if c.fallback:
+        line += f", fallback {c.fallback}" + (f": {c.reason}" if c.reason else "")
+    print(line, file=sys.stderr)
+
+
+def progress_bar(total: int) -> Callable[[int], None] | None:
+    """A tqdm bar on stderr for long embedding runs, only on a terminal."""
+    if total <= 20 or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="embedding", unit="text", file=sys.stderr, leave=False)
+    return bar.update

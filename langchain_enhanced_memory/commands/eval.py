@@ -1,0 +1,85 @@
+"""``enhanced-memory eval``: retrieval quality and latency on graded queries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..analysis.evaluation import evaluate, format_table, load_queries, parse_overrides
+from ..core.settings import MemorySettings
+from ..engine import EngineConfig, MemorySearch
+from .common import CliError, add_common_arguments, dump, progress_bar
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``enhanced-memory eval``."""
+    add_common_arguments(p)
+    p.add_argument(
+        "--root", required=True, help="folder holding one workspace per query 'workspace'"
+    )
+    p.add_argument("--queries", required=True, help="graded queries (JSON lines)")
+    p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
+    p.add_argument("--out", help="write ranked results here, in the scorer's format")
+    p.add_argument("--only", help="comma-separated workspaces to run (default: all)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a MemorySettings field, e.g. --set prf_enabled=true (repeatable)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every query against its workspace and print the metrics."""
+    root = Path(args.root)
+    if not root.is_dir():
+        raise CliError(f"--root not found: {root}")
+    queries = load_queries(args.queries)
+    if args.only:
+        keep = set(args.only.split(","))
+        queries = [q for q in queries if q.get("workspace") in keep]
+    profile = args.profile or "default"
+    overrides = parse_overrides(args.overrides)
+    try:
+        # Evaluation is not a user's search: it leaves no query or access logs.
+        settings = MemorySettings(profile=profile, log_queries=False, **overrides)
+    except ValidationError as exc:
+        raise CliError(f"bad --set: {str(exc).splitlines()[0]}") from None
+    base = EngineConfig.from_env(
+        workspace=root,
+        profile=profile,
+        embedder=args.embedder,
+        model=args.model,
+        ollama_url=args.ollama_url,
+        settings=settings,
+    )
+
+    def engine_for(ws: Path) -> MemorySearch:
+        # Each workspace keeps its own index (never $ENHANCED_MEMORY_INDEX).
+        return MemorySearch.from_config(
+            base.model_copy(update={"workspace": ws, "index_path": None})
+        )
+
+    summary, results = evaluate(root, queries, engine_for, args.k, progress=progress_bar)
+    summary.update(profile=profile, overrides=overrides)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            for q in queries:
+                row = {"id": q["id"], "results": results.get(q["id"], [])}
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    if args.json:
+        dump(summary)
+    else:
+        print(
+            f"profile {profile} {summary['overrides'] or ''}, embedder {summary['provider']}"
+            f" ({summary['model']}), fallback {summary['fallback']}",
+            file=sys.stderr,
+        )
+        print(format_table(summary))
+    return 0

@@ -1,0 +1,101 @@
+"""``enhanced-memory search``: one query, or a batch, in OpenClaw's ``memory_search`` JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..core.errors import RequestError
+from ..core.request import SearchRequest
+from ..openclaw.response import response_json
+from .common import (
+    CliError,
+    add_common_arguments,
+    dump,
+    engine_from_args,
+    flag_error,
+    parse_now,
+    report_embedder,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``enhanced-memory search``."""
+    add_common_arguments(p)
+    p.add_argument("query", nargs="?", help="what to look for")
+    p.add_argument("--k", type=int, default=5, help="results to return (default 5)")
+    p.add_argument("--now", help="when the query is asked, ISO datetime (default: now)")
+    p.add_argument(
+        "--batch", metavar="FILE.jsonl", help='queries {"id","query","now"?}, one a line'
+    )
+    p.add_argument("--min-score", type=float, help="drop results scoring below this")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Answer the query (or every line of ``--batch``) and print the results."""
+    if args.batch is None and args.query is None:
+        raise CliError("give a QUERY or --batch FILE.jsonl")
+    now = parse_now(args.now)
+    if args.batch is not None:
+        requests = _read_batch(args.batch, args.k, now, args.min_score)
+        engine = engine_from_args(args)
+        if not args.json:
+            report_embedder(engine)
+        chars = engine.settings.snippet_chars
+        for item_id, request in requests:
+            dump({"id": item_id, **response_json(engine.run(request), chars)})
+        return 0
+    try:
+        request = SearchRequest.parse(query=args.query, k=args.k, now=now, min_score=args.min_score)
+    except RequestError as exc:
+        raise flag_error(exc) from None
+    engine = engine_from_args(args)
+    response = engine.run(request)
+    if args.json:
+        dump(response_json(response, engine.settings.snippet_chars))
+        return 0
+    report_embedder(engine)
+    if response.temporal_dates:
+        print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
+    if not response.hits:
+        print("no results")
+    for n, h in enumerate(response.hits, 1):
+        print(
+            f"{n}. {h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
+        )
+        body = " ".join(h.text.split())
+        print(f"   {body[:240]}{'...' if len(body) > 240 else ''}")
+    return 0
+
+
+def _read_batch(
+    path: str, k: int, now: Any, min_score: float | None
+) -> list[tuple[Any, SearchRequest]]:
+    """``(id, request)`` of every line, all validated before the first search."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.readlines()
+    except OSError as exc:
+        raise CliError(f"cannot read batch file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"batch file {path} is not UTF-8") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise CliError(f'{path}:{n}: expected {{"id", "query", "now"?}}')
+        try:
+            request = SearchRequest.parse(
+                query=item["query"], k=k, now=item.get("now") or now, min_score=min_score
+            )
+        except RequestError as exc:
+            raise CliError(f"{path}:{n}: {exc}") from None
+        out.append((item.get("id"), request))
+    return out

@@ -1,0 +1,95 @@
+"""Every error this package raises on purpose, in one place.
+
+Each is an :class:`EnhancedMemoryError`: ``str(error)`` is one line a user can
+read, and ``action`` (possibly empty) says what to do about it. Domain code
+raises them; only ``commands/`` turns them into a printed line and an exit
+status, and the servers into a 400 or a tool error.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CrossrefError",
+    "EmbeddingError",
+    "EnhancedMemoryError",
+    "ExportError",
+    "IndexUnavailableError",
+    "NoteError",
+    "RequestError",
+    "SkillError",
+    "one_line",
+]
+
+_MAX_MESSAGE_CHARS = 300
+
+
+def one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    """Collapse whitespace and cut ``text`` to ``limit`` characters."""
+    line = " ".join(str(text).split())
+    if len(line) > limit:
+        line = line[: limit - 3].rstrip() + "..."
+    return line
+
+
+class EnhancedMemoryError(Exception):
+    """A failure a user can act on: a one-line message and an optional action."""
+
+    def __init__(self, message: str, action: str = "") -> None:
+        super().__init__(message)
+        self.action = action
+
+
+class RequestError(EnhancedMemoryError, ValueError):
+    """A search request (query, ``k``, ``now``, ``min_score``, filters) that is not valid.
+
+    Attributes:
+        field: The request field at fault (``"k"``), or ``""``.
+        problem: What is wrong with it (``"must be at least 1, got 0"``).
+    """
+
+    def __init__(self, problem: str, field: str = "", action: str = "") -> None:
+        super().__init__(f"{field}: {problem}" if field else problem, action)
+        self.field = field
+        self.problem = problem
+
+
+class IndexUnavailableError(EnhancedMemoryError, RuntimeError):
+    """The index cannot be opened or written."""
+
+    def __init__(self, message: str, action: str = "check --index and the folder's permissions"):
+        super().__init__(message, action)
+
+
+class NoteError(EnhancedMemoryError, ValueError):
+    """A refused or failed read of a memory file (``memory_get``)."""
+
+
+class CrossrefError(EnhancedMemoryError, RuntimeError):
+    """The cross-reference graph cannot be built or read."""
+
+    def __init__(self, message: str, action: str = "run `enhanced-memory crossref build`"):
+        super().__init__(message, action)
+
+
+class SkillError(EnhancedMemoryError, RuntimeError):
+    """The OpenClaw skill folder cannot be written."""
+
+
+class ExportError(EnhancedMemoryError, RuntimeError):
+    """An export of the original's files cannot be made."""
+
+
+class EmbeddingError(EnhancedMemoryError, RuntimeError):
+    """An embedder failed; ``str(error)`` is one user-readable line.
+
+    Attributes:
+        kind: A machine-readable category: ``"unreachable"``, ``"timeout"``,
+            ``"not_pulled"``, ``"http"``, ``"malformed"``, ``"disconnected"``,
+            ``"invalid_output"``, ``"missing_extra"`` or ``"error"``.
+        attempts: How many calls were made before giving up (0 when unknown).
+    """
+
+    def __init__(self, message: str, *, kind: str = "error", attempts: int = 0) -> None:
+        super().__init__(one_line(message), "start Ollama or use --embedder local/none")
+        self.kind = kind
+        self.attempts = attempts

@@ -1,0 +1,153 @@
+"""Rank every chunk of a snapshot for one query: the fusion of the four signals.
+
+Pure: numpy over the snapshot's arrays, no I/O. The recipe's strategies
+(:mod:`.recipe`) supply the date routing and the lexical signals; this module
+fuses them with the vector signal, applies the date boost, and runs PRF when
+it is on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime
+
+import numpy as np
+
+from . import scoring
+from .recipe import recipe
+from .results import Ranking
+from .settings import MemorySettings
+from .snapshot import Snapshot
+from .text import STOPWORDS_EN
+
+__all__ = ["rank"]
+
+
+def rank(
+    snap: Snapshot,
+    query: str,
+    now: datetime | date,
+    settings: MemorySettings,
+    qvec: np.ndarray | None,
+    embed_query: Callable[[str], np.ndarray] | None = None,
+) -> Ranking:
+    """Score every chunk of ``snap`` for ``query``.
+
+    Every profile and every ablation runs this one path; the settings' recipe
+    decides how dates and keywords are read.
+
+    Args:
+        snap: The index snapshot (with vectors when ``qvec`` is given).
+        query: The user's query.
+        now: The moment the query is asked; relative dates resolve against it.
+        settings: Weights, thresholds and switches.
+        qvec: The L2-normalised query vector, or None for keyword-only.
+        embed_query: Embeds an expanded query, for PRF with ``prf_reembed``.
+    """
+    strategies = recipe(settings)
+    dq = strategies.dates.parse(query, now)
+    text = strategies.dates.keyword_text(query, dq)
+    mult = strategies.dates.multiplier(snap, dq, settings)
+    prior = (mult - 1.0) * settings.date_prior
+    lexical = strategies.lexical
+    terms, pairs = lexical.terms(text)
+
+    def score(terms: list[str], qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        sig = lexical.signals(snap, terms, pairs)
+        coverage = sig.pop("_coverage")
+        weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
+        if (
+            qv is not None
+            and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
+        ):
+            weights = settings.adaptive_weights
+
+        def fused(vector: np.ndarray) -> np.ndarray:
+            if settings.fusion == "rrf":
+                named = {**sig, "vector": vector}
+                f = scoring.rrf(
+                    [
+                        # Every chunk has a cosine; a lexical signal retrieves only its matches.
+                        (
+                            named[name],
+                            np.ones(len(snap), bool) if name == "vector" else named[name] > 0,
+                        )
+                        for name, w in weights.model_dump().items()
+                        if w > 0 and (name != "vector" or qv is not None)
+                    ],
+                    settings.rrf_k,
+                )
+            else:
+                f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
+            return f * mult + prior
+
+        cos = _cosines(snap, qv)
+        sig["vector"] = _normalize(cos, settings)
+        out = fused(sig["vector"])
+        lines = _line_cosines(snap, qv, settings, out)
+        if lines is not None:
+            # Only the best candidates' lines are scored: one fact in a long
+            # chunk lifts that chunk, and the cost stays flat as the index grows.
+            share = settings.line_vector_share
+            sig["vector"] = _normalize(
+                share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings
+            )
+            out = fused(sig["vector"])
+        return out, sig
+
+    scores, signals = score(terms, qvec)
+    signals["date_boost"] = mult
+    dates = [d.isoformat() for d in dq.days] + [
+        f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
+    ]
+    expansion: list[str] = []
+    if (
+        settings.prf_enabled
+        and not dq
+        and len(snap)
+        and float(scores.max()) < settings.prf_threshold
+    ):
+        top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
+        expansion = scoring.feedback_terms(
+            [lexical.feedback_source(snap, i) for i in top],
+            set(terms) | STOPWORDS_EN,
+            max_terms=settings.prf_max_terms,
+            min_len=settings.prf_min_term_len,
+            min_count=settings.prf_min_count,
+        )
+        if expansion:
+            wide_vec = qvec
+            if settings.prf_reembed and embed_query is not None and qvec is not None:
+                wide_vec = embed_query(text + " " + " ".join(expansion))
+            rescored, _ = score(terms + expansion, wide_vec)
+            scores = np.maximum(scores, rescored)
+    return Ranking(scores, signals, dates, expansion)
+
+
+def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
+    if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
+        return np.zeros(len(snap), dtype=np.float32)
+    # einsum stays on one thread: `@` wakes OpenBLAS's pool, which costs more than
+    # the product itself on a busy 2-core machine (benchmarks/speed.py).
+    return np.einsum("ij,j->i", snap.vectors, qvec.astype(np.float32))
+
+
+def _line_cosines(
+    snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings, first_pass: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cosine and chunk row of each line of the best chunks of ``first_pass``.
+
+    None when line vectors are off or absent.
+    """
+    lines, owner = snap.line_vectors, snap.line_owner
+    if qvec is None or not settings.line_vector_share or lines is None or owner is None:
+        return None
+    rows = scoring.group_rows(owner, np.sort(scoring.top_k(first_pass, settings.line_candidates)))
+    if rows.size == 0:
+        return None
+    vectors = lines[rows].astype(np.float32)  # stored as float16
+    return np.einsum("ij,j->i", vectors, qvec.astype(np.float32)), owner[rows]
+
+
+def _normalize(cos: np.ndarray, settings: MemorySettings) -> np.ndarray:
+    return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos

@@ -1,0 +1,185 @@
+"""The three strategies a scoring recipe is made of, chosen once from the settings.
+
+``recipe(settings)`` returns a :class:`Recipe`: how files become chunks, how a
+query's dates are found and applied, and how the keyword, header and path
+signals are computed. The default recipe's strategies are here; the original
+skill's are in :mod:`.original`. Indexing, the loader, migration and ranking
+call the recipe, so no other module branches on ``chunking``, ``date_parser``
+or ``lexical``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from . import scoring
+from .chunking import Chunk, chunk_lines
+from .dates import DateQuery, parse_dates
+from .original import OriginalChunker, OriginalDates, SubstringLexical
+from .settings import MemorySettings
+from .snapshot import Snapshot
+from .text import STOPWORDS_QUERY, phrases, query_terms, tokenize
+
+__all__ = [
+    "BM25Lexical",
+    "Chunker",
+    "DateRouting",
+    "Lexical",
+    "NoDates",
+    "Recipe",
+    "SectionChunker",
+    "SectionDates",
+    "recipe",
+]
+
+
+class Chunker(Protocol):
+    """Turns a file's lines into chunks."""
+
+    def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
+        """The chunks of a file's lines; text before any header is headed ``default_header``."""
+        ...
+
+
+class DateRouting(Protocol):
+    """Finds the dates a query names and boosts the chunks of those dates."""
+
+    def parse(self, query: str, now: datetime | date) -> DateQuery:
+        """The days and ranges ``query`` names, resolved against ``now``."""
+        ...
+
+    def keyword_text(self, query: str, dq: DateQuery) -> str:
+        """The part of ``query`` the keyword signals match."""
+        ...
+
+    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+        """Each chunk's date boost (1 where no date applies)."""
+        ...
+
+
+class Lexical(Protocol):
+    """The keyword, header and path signals (plus ``_coverage`` for adaptive weights)."""
+
+    def terms(self, text: str) -> tuple[list[str], list[str]]:
+        """The query's terms and phrase pairs."""
+        ...
+
+    def signals(self, snap: Snapshot, terms: list[str], pairs: list[str]) -> dict[str, np.ndarray]:
+        """``keyword``, ``header``, ``filepath`` and ``_coverage`` of every chunk."""
+        ...
+
+    def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
+        """The words pseudo-relevance feedback may take from chunk ``i``."""
+        ...
+
+
+class SectionChunker:
+    """Fence-aware section chunks with header chains (:func:`.chunking.chunk_lines`)."""
+
+    def __init__(self, settings: MemorySettings) -> None:
+        self.settings = settings
+
+    def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
+        """Chunk a file's lines."""
+        return chunk_lines(lines, default_header=default_header, settings=self.settings)
+
+
+class SectionDates:
+    """English and Chinese dates; date words are not keywords; days x3, ranges x1.5."""
+
+    def parse(self, query: str, now: datetime | date) -> DateQuery:
+        """The days and ranges the query names."""
+        return parse_dates(query, now)
+
+    def keyword_text(self, query: str, dq: DateQuery) -> str:
+        """The query without its date words: they name a day, not a topic."""
+        for lo, hi in sorted(dq.spans, reverse=True):
+            query = query[:lo] + " " + query[hi:]
+        return query
+
+    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+        """The boost of each chunk's daily note."""
+        return scoring.date_multiplier(
+            snap.day,
+            [d.toordinal() for d in dq.days],
+            [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
+            settings.temporal_boost,
+            settings.range_boost,
+        )
+
+
+class NoDates:
+    """``date_routing=False``: no date is found, nothing is boosted."""
+
+    def parse(self, query: str, now: datetime | date) -> DateQuery:
+        """Nothing."""
+        return DateQuery()
+
+    def keyword_text(self, query: str, dq: DateQuery) -> str:
+        """The query as written."""
+        return query
+
+    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+        """No boost."""
+        return np.ones(len(snap), dtype=np.float32)
+
+
+class BM25Lexical:
+    """BM25 over stemmed terms plus phrase pairs; whole-term header and path matches."""
+
+    def __init__(self, settings: MemorySettings) -> None:
+        self.settings = settings
+
+    def terms(self, text: str) -> tuple[list[str], list[str]]:
+        """Unique query terms, and pairs from the query as written (repeats and order kept)."""
+        return query_terms(text), phrases(tokenize(text))
+
+    def signals(self, snap: Snapshot, terms: list[str], pairs: list[str]) -> dict[str, np.ndarray]:
+        """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
+        s = self.settings
+        keyword = scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)
+        if s.phrase_weight and pairs:
+            keyword += s.phrase_weight * scoring.bm25(snap.phrase_post, pairs, s.bm25_k1, s.bm25_b)
+        return {
+            "keyword": scoring.max_normalize(keyword),
+            "header": scoring.match_fraction(snap.header_post, terms),
+            "filepath": scoring.match_fraction(snap.path_post, terms),
+            "_coverage": scoring.match_fraction(snap.text_post, terms),
+        }
+
+    def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
+        """Terms PRF may take from chunk ``i``."""
+        return tokenize(snap.texts[i], stopwords=STOPWORDS_QUERY)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The strategies of one settings object."""
+
+    chunker: Chunker
+    dates: DateRouting
+    lexical: Lexical
+
+
+@lru_cache(maxsize=32)
+def recipe(settings: MemorySettings) -> Recipe:
+    """The strategies ``settings`` asks for (cached: settings are frozen and hashable)."""
+    chunker: Chunker = (
+        OriginalChunker(settings) if settings.chunking == "original" else SectionChunker(settings)
+    )
+    dates: DateRouting
+    if not settings.date_routing:
+        dates = NoDates()
+    elif settings.date_parser == "original":
+        dates = OriginalDates()
+    else:
+        dates = SectionDates()
+    lexical: Lexical = (
+        SubstringLexical() if settings.lexical == "substring" else BM25Lexical(settings)
+    )
+    return Recipe(chunker, dates, lexical)

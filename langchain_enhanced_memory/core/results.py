@@ -1,0 +1,54 @@
+"""What a search returns: ranked hits and what produced them (plain data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Hit", "Ranking", "SearchResponse"]
+
+
+@dataclass
+class Hit:
+    """One ranked chunk."""
+
+    path: str
+    start_line: int
+    end_line: int
+    header: str
+    headers: str
+    text: str
+    score: float
+    signals: dict[str, float]
+    kind: str
+    date: str | None
+    related: list[dict[str, Any]] = field(default_factory=list)  # see graph.related
+
+
+@dataclass
+class SearchResponse:
+    """Ranked hits plus what produced them.
+
+    Attributes:
+        filtered: How many hits ``min_score`` removed (None when no ``min_score``).
+    """
+
+    hits: list[Hit]
+    provider: str
+    model: str | None
+    fallback: str | None = None
+    temporal_dates: list[str] = field(default_factory=list)
+    prf_terms: list[str] = field(default_factory=list)
+    filtered: int | None = None
+
+
+@dataclass
+class Ranking:
+    """Scores of every chunk for one query (pure result of :func:`.ranking.rank`)."""
+
+    scores: np.ndarray
+    signals: dict[str, np.ndarray]
+    temporal_dates: list[str]
+    prf_terms: list[str]

@@ -1,0 +1,47 @@
+"""A consistent, in-memory view of one index generation: the arrays ranking reads.
+
+Storage (:mod:`..store.index`) loads it; ranking (:mod:`.ranking`) only reads
+it. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .scoring import Postings
+
+__all__ = ["Snapshot"]
+
+
+@dataclass
+class Snapshot:
+    """One index generation as arrays, ready for scoring (row ``i`` is chunk ``i``)."""
+
+    generation: int
+    ids: np.ndarray
+    paths: list[str]
+    start: np.ndarray
+    end: np.ndarray
+    header: list[str]
+    headers: list[str]
+    texts: list[str]
+    kinds: list[str]
+    dates: list[str | None]
+    day: np.ndarray  # date ordinal of the chunk's daily note, -1 when undated
+    text_post: Postings
+    phrase_post: Postings  # adjacent term pairs of the chunk text
+    header_post: Postings
+    path_post: Postings
+    vectors: np.ndarray | None = None
+    has_vector: np.ndarray | None = None
+    line_vectors: np.ndarray | None = None  # float16, a row per embedded line (line_vector_share)
+    line_owner: np.ndarray | None = None  # the chunk (row) of each line vector, ascending
+    model: str | None = None
+    # Views a scoring strategy derives once per generation (e.g. lowercased texts).
+    memo: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.paths)

@@ -1,0 +1,214 @@
+"""Tokenization shared by every lexical signal (keyword, header, path, PRF, logs).
+
+Latin words are matched whole and stemmed (Snowball English); runs of CJK
+ideographs are cut at Chinese function words, then become overlapping
+character bigrams (a lone ideograph stays a unigram), so "星河项目" matches
+"星河" without a segmenter. Common words that merely contain a function
+character ("过敏", "对账", "现在") are not cut. Kana and hangul runs are kept
+whole (no segmenter; Korean separates words with spaces anyway). Text is NFKC
+normalised first, which folds full-width digits, letters and punctuation.
+
+Character bigrams were measured against jieba on ``benchmarks/zh``
+(``benchmarks/zh/tokenizers.py``): jieba was no better and costs 1.5-2 s of
+dictionary load in every fresh process, so it is not used.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# The original skill's English stopword list (64 words).
+STOPWORDS_EN: frozenset[str] = frozenset(
+    """a an the and or but if then else when at by for with about against between into
+    through during before after above below to from up down in out on off over under again
+    further once here there all any both each few more most other some such no nor not only
+    own same so than too very can will just should now what which who whom this that these
+    those is are was were be been being have has had having do does did doing i me my we our
+    you your he him his she her it its they them their""".split()
+)
+# The stoplist the default profile uses on top: question words and chat filler that
+# carry no topic ("how", "tell", "remember" appear in queries, rarely in answers).
+STOPWORDS_QUERY: frozenset[str] = STOPWORDS_EN | frozenset(
+    """how why where whose would could may might must shall also yet us am let lets get got
+    tell know remember recall discuss discussed talk talked chat say said mention mentioned
+    like much many thing things something anything please ever""".split()
+)
+# Function words of written Chinese; a CJK run is cut at them before bigramming.
+STOPWORDS_ZH: tuple[str, ...] = (
+    "什么",
+    "怎么",
+    "怎样",
+    "哪些",
+    "哪个",
+    "哪里",
+    "我们",
+    "你们",
+    "他们",
+    "她们",
+    "一个",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "为什么",
+    "是否",
+    "的",
+    "了",
+    "是",
+    "在",
+    "我",
+    "你",
+    "他",
+    "她",
+    "它",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "呀",
+    "和",
+    "与",
+    "及",
+    "或",
+    "也",
+    "都",
+    "就",
+    "还",
+    "又",
+    "被",
+    "把",
+    "给",
+    "对",
+    "从",
+    "向",
+    "着",
+    "过",
+    "个",
+    "有",
+    "没",
+)
+
+# Bumped whenever the terms of a text change, so that stored indexes re-tokenize.
+TOKENIZER_VERSION = 3
+
+# Words that contain a one-character function word but are content words
+# themselves: the run is not cut inside them.
+ZH_KEEP: tuple[str, ...] = tuple(
+    """过敏 对账 对象 对比 对方 对手 对话 对应 对接 面对 针对 反对 相对 绝对 核对 了解 为了 除了
+    目的 的确 现在 正在 存在 所在 实在 在线 但是 还是 就是 可是 于是 只是 总是 没有 所有 有效
+    有关 有限 拥有 有些 个人 个月 各个 整个 和平 以及 及时 来得及 或者 或许 也许 首都 都市 成就
+    方向 向往 着急 接着 从而 从来 自从 给予 供给 把握 经过 过去 不过 超过 通过 过程 过期 还款 归还
+    参与 给付 他人 其他 我国 自我 你好 吧台 啊呀 被子 又称 一起 有人""".split()
+)
+_CJK = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
+_TOKEN_RE = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_KANA_HANGUL}]+)|(?P<word>[^\W_{_CJK}{_KANA_HANGUL}]+)"
+)
+# At each position a protected word wins over a stopword that starts there or inside it.
+_ZH_STOP_RE = re.compile(
+    "(?P<keep>"
+    + "|".join(sorted(map(re.escape, ZH_KEEP), key=len, reverse=True))
+    + ")|"
+    + "|".join(sorted(map(re.escape, STOPWORDS_ZH), key=len, reverse=True))
+)
+
+
+def normalize(text: str) -> str:
+    """NFKC-normalise and casefold ``text``."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer  # PyStemmer: Snowball in C, imported on first use only
+
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """Snowball English stem of a lowercase word (digits and mixed tokens unchanged)."""
+    if not word.isalpha() or not word.isascii():
+        return word
+    return str(_stemmer().stemWord(word))
+
+
+def _zh_pieces(run: str) -> list[str]:
+    """``run`` cut at Chinese stopwords, protected words left whole inside their piece."""
+    pieces: list[str] = []
+    start = 0
+    for m in _ZH_STOP_RE.finditer(run):
+        if m.group("keep") is None:
+            pieces.append(run[start : m.start()])
+            start = m.end()
+    pieces.append(run[start:])
+    return [p for p in pieces if p]
+
+
+def _cjk_grams(run: str) -> list[str]:
+    out: list[str] = []
+    for piece in _zh_pieces(run):
+        if len(piece) == 1:
+            out.append(piece)
+        else:
+            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+    return out
+
+
+def tokenize(
+    text: str, *, stopwords: frozenset[str] = STOPWORDS_EN, stemmed: bool = True
+) -> list[str]:
+    """Split ``text`` into index terms.
+
+    Args:
+        text: Any text; normalised with :func:`normalize`.
+        stopwords: Latin words to drop (after casefolding, before stemming).
+        stemmed: Whether Latin words are reduced to their Snowball stem.
+
+    Returns:
+        Terms in text order, repeats kept (term frequency matters to BM25).
+    """
+    out: list[str] = []
+    for m in _TOKEN_RE.finditer(normalize(text)):
+        word = m.group("word")
+        if word is not None:
+            if word in stopwords or (len(word) < 2 and not word.isdigit()):
+                continue
+            out.append(stem(word) if stemmed else word)
+        elif m.group("cjk") is not None:
+            out.extend(_cjk_grams(m.group("cjk")))
+        else:
+            # Kana/hangul: no segmenter, so whole runs are single terms.
+            out.append(m.group("kana"))
+    return out
+
+
+def phrases(terms: list[str]) -> list[str]:
+    """Adjacent term pairs ("meteor_shower"): a phrase match outranks scattered words.
+
+    ``_`` never occurs inside a term, so a pair cannot collide with a term.
+    """
+    return [a + "_" + b for a, b in zip(terms, terms[1:], strict=False)]
+
+
+def query_terms(text: str) -> list[str]:
+    """Unique terms of a query, in order, with the query stoplist applied."""
+    return list(dict.fromkeys(tokenize(text, stopwords=STOPWORDS_QUERY)))
+
+
+def path_text(path: str) -> str:
+    """A path as words: ``-``, ``_``, ``/`` and the ``.md`` suffix read as spaces."""
+    return re.sub(r"[-_/.]+", " ", path.removesuffix(".md"))
+
+
+def snippet(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, never splitting a surrogate pair."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    if cut and "\ud800" <= cut[-1] <= "\udbff":
+        cut = cut[:-1]
+    return cut

@@ -1,0 +1,368 @@
+"""The search engine of one workspace: its configuration, index upkeep and searches.
+
+:class:`EngineConfig` is the one description of an engine (workspace,
+settings, embedder, index file); the retriever, the tools, the command line
+and the servers all build one and get a :class:`MemorySearch` from it.
+:meth:`EngineConfig.from_env` applies the command line's order: a flag, then
+the environment, then the default.
+
+This module imports no LangChain and no embedder until one is needed, so a
+keyword-only query in a fresh process starts fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .core import scoring
+from .core.errors import EnhancedMemoryError, RequestError
+from .core.ranking import rank
+from .core.request import SearchRequest
+from .core.results import Hit, Ranking, SearchResponse
+from .core.settings import PROFILE_NAMES, MemorySettings
+from .core.snapshot import Snapshot
+from .store.index import MemoryIndex, SyncReport
+from .store.logs import record_search
+from .store.upkeep import ProgressFactory, embed_missing
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from .embeddings.choice import EmbedderChoice
+
+__all__ = ["EMBEDDERS", "EngineConfig", "MemorySearch", "resolve_workspace"]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
+Embedder = Literal["auto", "ollama", "local", "none"]
+
+
+def resolve_workspace(arg: str | Path | None = None) -> Path:
+    """The workspace: ``arg``, then ``$OPENCLAW_WORKSPACE_DIR``, then ``$MEMORY_DIR``, then ``.``.
+
+    Raises:
+        EnhancedMemoryError: The folder does not exist.
+    """
+    if arg:
+        ws = Path(arg)
+    elif os.environ.get("OPENCLAW_WORKSPACE_DIR"):
+        ws = Path(os.environ["OPENCLAW_WORKSPACE_DIR"])
+    elif os.environ.get("MEMORY_DIR"):
+        # The original's MEMORY_DIR names the memory/ folder itself.
+        mem = Path(os.environ["MEMORY_DIR"]).expanduser()
+        ws = mem.parent if mem.name == "memory" else mem
+    else:
+        ws = Path.cwd()
+    ws = ws.expanduser()
+    if "\x00" in str(ws):
+        raise EnhancedMemoryError("workspace path contains a NUL byte")
+    if not ws.is_dir():
+        raise EnhancedMemoryError(
+            f"workspace not found: {ws}", "pass --workspace DIR or set OPENCLAW_WORKSPACE_DIR"
+        )
+    return ws
+
+
+class EngineConfig(BaseModel):
+    """Everything that makes an engine: which workspace, recipe, embedder and index file.
+
+    Attributes:
+        workspace: The workspace folder.
+        settings: Scoring and indexing settings.
+        embedder: ``auto`` (Ollama, then the local model, then keyword-only),
+            ``ollama``, ``local`` or ``none``.
+        model: Ollama embedding model (default ``nomic-embed-text``).
+        ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
+        embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        index_path: Where the SQLite index lives (default: inside the workspace).
+        auto_index: Bring a stale index up to date before searching.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    workspace: Path
+    settings: MemorySettings = Field(default_factory=MemorySettings)
+    embedder: Embedder = "auto"
+    model: str | None = None
+    ollama_url: str | None = None
+    embeddings: Any = None
+    index_path: Path | None = None
+    auto_index: bool = True
+
+    @field_validator("embeddings")
+    @classmethod
+    def _embeddings(cls, value: Any) -> Any:
+        if value is not None and not (
+            callable(getattr(value, "embed_documents", None))
+            and callable(getattr(value, "embed_query", None))
+        ):
+            raise ValueError("must be a LangChain Embeddings (embed_documents, embed_query)")
+        return value
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        workspace: str | Path | None = None,
+        profile: str | None = None,
+        embedder: str | None = None,
+        model: str | None = None,
+        ollama_url: str | None = None,
+        index_path: str | Path | None = None,
+        **fields: Any,
+    ) -> EngineConfig:
+        """A config from explicit values, then the environment, then the defaults.
+
+        ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
+        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL`` and
+        ``$ENHANCED_MEMORY_INDEX`` fill what is not given.
+
+        Raises:
+            RequestError: An unknown profile or embedder.
+            EnhancedMemoryError: The workspace does not exist.
+        """
+        env = os.environ
+        profile = profile or env.get("ENHANCED_MEMORY_PROFILE") or "default"
+        if profile not in PROFILE_NAMES:
+            raise RequestError(f"unknown profile {profile!r}", "profile")
+        embedder = embedder or env.get("ENHANCED_MEMORY_EMBEDDER") or "auto"
+        if embedder not in EMBEDDERS:
+            raise RequestError(
+                f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
+            )
+        settings = fields.pop("settings", None) or MemorySettings(profile=profile)
+        return cls(
+            workspace=resolve_workspace(workspace),
+            settings=settings,
+            embedder=embedder,
+            model=model or env.get("EMBED_MODEL") or None,
+            ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
+            index_path=index_path or env.get("ENHANCED_MEMORY_INDEX") or None,
+            **fields,
+        )
+
+
+class MemorySearch:
+    """Searches one workspace: keeps its index fresh and ranks chunks.
+
+    Args:
+        workspace: The workspace folder.
+        settings: Scoring and indexing settings.
+        embedder: ``auto``, ``ollama``, ``local`` or ``none``.
+        model: Embedding model name (Ollama), defaults to ``nomic-embed-text``.
+        ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
+        embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        index_path: Where the SQLite index lives.
+        auto_index: Bring a stale index up to date before searching.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path,
+        *,
+        settings: MemorySettings | None = None,
+        embedder: Embedder = "auto",
+        model: str | None = None,
+        ollama_url: str | None = None,
+        embeddings: Embeddings | None = None,
+        index_path: str | Path | None = None,
+        auto_index: bool = True,
+    ) -> None:
+        self.config = EngineConfig(
+            workspace=Path(workspace),
+            settings=settings or MemorySettings(),
+            embedder=embedder,
+            model=model,
+            ollama_url=ollama_url,
+            embeddings=embeddings,
+            index_path=Path(index_path) if index_path else None,
+            auto_index=auto_index,
+        )
+        self.settings = self.config.settings
+        self.index = MemoryIndex(workspace, self.settings, index_path)
+        self.auto_index = auto_index
+        self._choice: EmbedderChoice | None = None
+
+    @classmethod
+    def from_config(cls, config: EngineConfig) -> MemorySearch:
+        """The engine a config describes."""
+        return cls(**dict(config))
+
+    # --------------------------------------------------------------- embedder
+    @property
+    def choice(self) -> EmbedderChoice:
+        """The resolved :class:`~.embeddings.resolve.EmbedderChoice` (resolved once, lazily)."""
+        if self._choice is None:
+            from .embeddings.choice import EmbedderChoice
+
+            c = self.config
+            if c.embedder == "none" and c.embeddings is None:
+                # Keyword-only must start fast: no embedder module (nor LangChain) is loaded.
+                self._choice = EmbedderChoice(None, "none", None)
+            else:
+                from .embeddings.resolve import resolve_embedder
+
+                self._choice = resolve_embedder(
+                    c.embedder,
+                    model=c.model,
+                    ollama_url=c.ollama_url,
+                    timeout_s=self.settings.embed_timeout_s,
+                    embeddings=c.embeddings,
+                )
+                if self._choice.reason:
+                    log.warning("%s", self._choice.reason)
+        return self._choice
+
+    @property
+    def model_id(self) -> str | None:
+        """Key of this embedder's vectors in the embedding cache."""
+        c = self.choice
+        return f"{c.provider}/{c.model}" if c.embeddings is not None else None
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        """Embed documents with retries and validation (raises ``EmbeddingError``)."""
+        from .embeddings.policy import embed_with_retry
+
+        emb = self.choice.embeddings
+        return embed_with_retry(
+            emb.embed_documents,
+            texts,
+            retries=self.settings.embed_retries,
+            source=emb,
+            expected_dim=self._cached_dim(),
+        )
+
+    def _cached_dim(self) -> int | None:
+        # A server that switches dimension mid-run must not mix sizes in the cache.
+        model_id = self.model_id
+        return self.index.vector_dim(model_id) if model_id is not None else None
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query (raises ``EmbeddingError``)."""
+        from .embeddings.policy import embed_with_retry
+
+        emb = self.choice.embeddings
+        return embed_with_retry(
+            lambda t: [emb.embed_query(t[0])],
+            [text],
+            retries=0,
+            source=emb,
+            expected_dim=self._cached_dim(),
+        )[0]
+
+    # ----------------------------------------------------------------- index
+    def embed_missing(self, *, wait: bool = True, progress: ProgressFactory | None = None) -> int:
+        """Embed every chunk and line lacking a vector (0 without an embedder).
+
+        Raises:
+            EmbeddingError: The embedder failed (batches already embedded are kept).
+        """
+        model_id = self.model_id
+        if model_id is None:
+            return 0
+        return embed_missing(
+            self.index, model_id, self.embed_documents, progress=progress, wait=wait
+        )
+
+    def update_index(
+        self, *, wait: bool = True, progress: ProgressFactory | None = None
+    ) -> tuple[SyncReport, int]:
+        """Sync the text state, then embed what lacks a vector.
+
+        Args:
+            wait: Block on another writer; when False and one is busy, skip.
+            progress: Given the number of texts to embed, a callback per batch.
+
+        Returns:
+            The sync report and the number of texts embedded. Raises
+            ``EmbeddingError`` when the embedder fails (text state is kept).
+        """
+        report = self.index.sync(wait=wait)
+        return report, self.embed_missing(wait=wait, progress=progress)
+
+    # ---------------------------------------------------------------- search
+    def search(self, query: str, k: int = 5, now: datetime | date | None = None) -> SearchResponse:
+        """Rank the workspace's chunks for ``query``.
+
+        Args:
+            query: What to look for.
+            k: How many hits to return.
+            now: When the query is asked (defaults to the current local time).
+
+        Raises:
+            RequestError: An empty query or a ``k`` below 1.
+        """
+        return self.run(SearchRequest.parse(query=query, k=k, now=now))
+
+    def run(self, request: SearchRequest) -> SearchResponse:
+        """Answer one validated request."""
+        now = request.now or datetime.now()
+        choice = self.choice
+        fallback = choice.fallback
+        model_id = self.model_id
+        if self.auto_index and self.index.is_stale():
+            self.index.sync(wait=False)
+        qvec = None
+        if model_id is not None:
+            try:
+                has_vector = self.index.snapshot(model_id).has_vector
+                if self.auto_index and (has_vector is None or not has_vector.all()):
+                    # An index run holding the lock is embedding already: do not wait.
+                    self.embed_missing(wait=False)
+                qvec = self.embed_query(request.query)
+            except Exception as exc:  # any embedder failure: answer keyword-only
+                log.warning("embedder failed, answering keyword-only: %s", exc)
+                fallback, model_id = "keyword-only", None
+        snap = self.index.snapshot(model_id)
+        if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
+            fallback, qvec = "keyword-only", None
+            snap = self.index.snapshot(None)
+        embed_q = self.embed_query if qvec is not None else None
+        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q)
+        if self.settings.graph_neighbors:
+            from .graph.related import add_graph_neighbors
+
+            add_graph_neighbors(self.index, snap, ranking.scores, self.settings)
+        order = scoring.top_k(ranking.scores, request.k)
+        # A chunk that no signal matched is noise, not a result.
+        hits = [_hit(snap, int(i), ranking) for i in order if ranking.scores[i] > 0]
+        if self.settings.related_per_hit and hits:
+            from .graph.related import attach_related
+
+            attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
+        response = SearchResponse(
+            hits=hits,
+            provider=choice.provider,
+            model=choice.model,
+            fallback=fallback,
+            temporal_dates=ranking.temporal_dates,
+            prf_terms=ranking.prf_terms,
+        )
+        record_search(self.index.workspace, self.settings, request.query, response, now)
+        if request.min_score is not None:
+            response.hits = [h for h in hits if h.score >= request.min_score]
+            response.filtered = len(hits) - len(response.hits)
+        return response
+
+
+def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:
+    return Hit(
+        path=snap.paths[i],
+        start_line=int(snap.start[i]),
+        end_line=int(snap.end[i]),
+        header=snap.header[i],
+        headers=snap.headers[i],
+        text=snap.texts[i],
+        score=round(float(ranking.scores[i]), 6),
+        signals={name: round(float(v[i]), 6) for name, v in ranking.signals.items()},
+        kind=snap.kinds[i],
+        date=snap.dates[i],
+    )

@@ -1,0 +1,213 @@
+"""The index's SQLite file: where it lives, opening it safely, the writer lock, ``meta``.
+
+One SQLite file per workspace (WAL, so readers see a consistent snapshot while
+a writer runs). An advisory ``fcntl`` lock on a side file serializes writers.
+A file that is not a valid index is set aside and rebuilt from the markdown,
+which is never written; a busy, locked or unopenable file is reported, not set
+aside (that would drop every cached vector). Older schema versions are
+migrated in place, keeping the embedding cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..core.errors import IndexUnavailableError
+
+__all__ = [
+    "INDEX_DIRNAME",
+    "INDEX_FILENAME",
+    "ORIGINAL_INDEX_FILENAME",
+    "SCHEMA_VERSION",
+    "IndexDB",
+    "default_index_path",
+]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+SCHEMA_VERSION = 2  # 2: chunks.chunk_id dropped (written, never read)
+INDEX_DIRNAME = ".enhanced-memory"
+INDEX_FILENAME = "index.sqlite"
+ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, header TEXT NOT NULL, headers TEXT NOT NULL,
+    text TEXT NOT NULL, embed_hash TEXT NOT NULL, terms TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE TABLE IF NOT EXISTS embed_cache (
+    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS derived (
+    name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
+);
+"""
+
+# version -> statements that bring an index of that version to the next one.
+_MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE chunks DROP COLUMN chunk_id;",
+}
+
+
+def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
+    """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only.
+
+    A read-only workspace (a mounted share, a benchmark folder) still gets a
+    persistent index, under ``$XDG_CACHE_HOME/enhanced-memory/<hash>/``.
+    """
+    local = workspace / INDEX_DIRNAME
+    if writable(local if local.exists() else workspace):
+        return local / name
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+    return cache / "enhanced-memory" / key / name
+
+
+def writable(path: Path) -> bool:
+    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
+    try:
+        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+class IndexDB:
+    """Opens the index file, creating, migrating or setting it aside as needed.
+
+    Args:
+        path: The SQLite file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def connect(self) -> sqlite3.Connection:
+        """A raw connection in autocommit mode with WAL (no schema check)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailableError(
+                f"cannot create the index folder {self.path.parent}: {exc.strerror or exc}"
+            ) from None
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @contextlib.contextmanager
+    def open(self) -> Iterator[sqlite3.Connection]:
+        """A checked connection (see :meth:`open_checked`), closed on exit."""
+        conn = self.open_checked()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def open_checked(self) -> sqlite3.Connection:
+        """Open, creating or migrating the schema; set aside a file that is not an index."""
+        try:
+            conn = self.connect()
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                log.warning(
+                    "index %s has schema %s, this version uses %s: rebuilding it",
+                    self.path,
+                    version,
+                    SCHEMA_VERSION,
+                )
+                conn.close()
+                self._set_aside("old-schema")
+                conn = self.connect()
+                version = 0
+            if version != SCHEMA_VERSION:
+                # Only when needed: setting user_version is a write, and a write on
+                # every open makes each reader commit and checkpoint on close.
+                self._upgrade(conn, version)
+            conn.execute("SELECT count(*) FROM meta").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            # Busy, locked or not openable is not damage: setting the file aside
+            # would throw away every cached vector.
+            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly")):
+                raise IndexUnavailableError(f"index {self.path} is unavailable: {exc}") from None
+            return self._rebuild_damaged(exc)
+        except sqlite3.DatabaseError as exc:
+            return self._rebuild_damaged(exc)
+
+    @staticmethod
+    def _upgrade(conn: sqlite3.Connection, version: int) -> None:
+        """Create the schema (version 0) or migrate it step by step, in one transaction."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            again = conn.execute("PRAGMA user_version").fetchone()[0]  # another process won
+            if again == 0:  # a new file: the current schema as it is
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+            else:
+                for step in range(again, SCHEMA_VERSION):
+                    conn.execute(_MIGRATIONS[step])
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        log.debug("index schema %s -> %s", version, SCHEMA_VERSION)
+
+    def _rebuild_damaged(self, exc: Exception) -> sqlite3.Connection:
+        log.warning("index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc)
+        self._set_aside("corrupt")
+        conn = self.connect()
+        self._upgrade(conn, 0)
+        return conn
+
+    def _set_aside(self, why: str) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
+
+    @contextlib.contextmanager
+    def writer_lock(self, wait: bool = True) -> Iterator[bool]:
+        """Hold the index's writer lock; yields False when ``wait`` is off and it is busy."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:
+    """A value of the ``meta`` table."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def generation_of(conn: sqlite3.Connection) -> int:
+    """The committed generation of the text state (0 when never synced)."""
+    return int(get_meta(conn, "generation", "0"))

@@ -1,0 +1,170 @@
+"""The persistent, incremental index of one workspace: one SQLite file.
+
+Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
+terms), ``embed_cache`` (vectors keyed by model and text hash) and ``derived``
+(the postings and the vector matrices as ready-to-load numpy blobs). The work
+is split by concern: :mod:`.db` opens the file and holds the writer lock,
+:mod:`.sync` brings the text state up to date, :mod:`.vectors` keeps the
+embedding cache and :mod:`.snapshots` loads a generation for scoring.
+:class:`MemoryIndex` is the one public face of the four.
+
+Safety: every sync commits in one transaction, so a crash leaves the previous
+state; readers use WAL and see a consistent snapshot while a writer runs; an
+advisory file lock serializes writers; a file that is not a valid index is set
+aside and rebuilt from the markdown, which is never written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import IndexUnavailableError
+from ..core.settings import MemorySettings
+from ..core.snapshot import Snapshot
+from . import vectors
+from .db import (
+    INDEX_FILENAME,
+    ORIGINAL_INDEX_FILENAME,
+    IndexDB,
+    default_index_path,
+    generation_of,
+    get_meta,
+)
+from .snapshots import SnapshotCache
+from .sync import SyncReport, chunker_signature, is_stale, sync_text
+
+__all__ = ["MemoryIndex", "SyncReport"]
+
+
+class MemoryIndex:
+    """The on-disk index of one workspace.
+
+    Args:
+        workspace: The workspace folder (holds ``MEMORY.md`` and ``memory/``).
+        settings: Discovery, chunking and embedding settings.
+        path: Where the SQLite file lives; see :func:`.db.default_index_path`.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path,
+        settings: MemorySettings | None = None,
+        path: str | Path | None = None,
+    ) -> None:
+        self.workspace = Path(workspace).expanduser()
+        if not self.workspace.is_dir():
+            raise IndexUnavailableError(
+                f"workspace not found: {self.workspace}",
+                "pass --workspace DIR or set OPENCLAW_WORKSPACE_DIR",
+            )
+        self.settings = settings or MemorySettings()
+        # The original profile chunks differently: its own file, so switching
+        # profiles never re-chunks (and thrashes) the other one's index.
+        name = ORIGINAL_INDEX_FILENAME if self.settings.chunking == "original" else INDEX_FILENAME
+        self.path = Path(path) if path else default_index_path(self.workspace, name)
+        self.db = IndexDB(self.path)
+        self._snapshots = SnapshotCache(self.db, self.settings)
+
+    @property
+    def chunker_signature(self) -> str:
+        """Settings that change what the chunks are; a change forces a re-chunk."""
+        return chunker_signature(self.settings)
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """A checked connection to the index file, for modules keeping tables of their own."""
+        with self.db.open() as conn:
+            yield conn
+
+    def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """The writer lock (yields False when ``wait`` is off and another writer holds it)."""
+        return self.db.writer_lock(wait)
+
+    def meta(self, key: str, default: str = "") -> str:
+        """A value of the index's ``meta`` table."""
+        with self.db.open() as conn:
+            return get_meta(conn, key, default)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value of the index's ``meta`` table."""
+        with self.db.open() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        """The committed generation of the text state (0 when never synced)."""
+        with self.db.open() as conn:
+            return generation_of(conn)
+
+    # ------------------------------------------------------------------- text
+    def is_stale(self) -> bool:
+        """Cheap check (one directory walk and a stat per file) for unindexed changes."""
+        try:
+            with self.db.open() as conn:
+                return is_stale(conn, self.workspace, self.settings)
+        except sqlite3.Error:
+            return True
+
+    def sync(self, wait: bool = True) -> SyncReport:
+        """Bring the text state (files, chunks, postings) up to date in one transaction.
+
+        Args:
+            wait: Block on another writer; when False and one is busy, return at once.
+        """
+        report = SyncReport()
+        with self.db.writer_lock(wait) as locked:
+            if not locked:
+                return report
+            with self.db.open() as conn:
+                sync_text(conn, self.workspace, self.settings, report)
+        self._snapshots.forget_text()
+        return report
+
+    # -------------------------------------------------------------- embedding
+    def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
+        """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
+        with self.db.open() as conn:
+            return vectors.missing_embeddings(conn, model, self.settings)
+
+    def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
+        """Add vectors to the embedding cache (one transaction; survives a later failure)."""
+        with self.db.open() as conn:
+            vectors.store_vectors(conn, model, hashes, matrix)
+        self.forget_vectors(model)
+
+    @contextlib.contextmanager
+    def embedding_writer(self, model: str) -> Iterator[vectors.CacheWriter]:
+        """One connection for a run of :meth:`store_embeddings` (a commit per batch)."""
+        try:
+            with self.db.open() as conn:
+                yield vectors.CacheWriter(conn, model)
+        finally:
+            self.forget_vectors(model)
+
+    def vector_dim(self, model: str) -> int | None:
+        """Dimension of the vectors cached for ``model``, None when there are none."""
+        with self.db.open() as conn:
+            return vectors.vector_dim(conn, model)
+
+    def forget_vectors(self, model: str) -> None:
+        """Drop this process's copy of ``model``'s matrices (new vectors were stored)."""
+        self._snapshots.forget_vectors(model)
+
+    # ---------------------------------------------------------------- reading
+    def snapshot(self, model: str | None = None) -> Snapshot:
+        """The current generation as arrays (cached until the generation changes)."""
+        return self._snapshots.get(model)
+
+    def stats(self) -> dict[str, int]:
+        """Counts of files, chunks and cached vectors."""
+        with self.db.open() as conn:
+            return {
+                "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
+                "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+                "cached_vectors": conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0],
+                "generation": generation_of(conn),
+            }

@@ -1,0 +1,260 @@
+"""Query and access logs, in the original skill's file formats.
+
+Every search appends ``{query, top_score, timestamp, results, embedder}`` to
+``memory/query_log.json`` (a JSON list, newest last, capped at
+``settings.query_log_max`` entries) and adds one to ``memory/access_log.json``
+(``{path: count}``) for each distinct file it returned; ``get`` counts an
+access too. These are the files the original ``memory_salience.py`` reads and
+nothing in the original wrote, so its "accesses" and "gap" signals never
+fired; :mod:`.salience` reads them here.
+
+Why files and not the index: the formats stay readable by the original's
+scripts and by a human, and deleting the index never loses the history. They
+are ``.json``, so markdown discovery never indexes them.
+
+Safety: a read-modify-write runs under an exclusive ``fcntl`` lock on a hidden
+sidecar file (``memory/.enhanced-memory-logs.lock``) and each file is replaced
+atomically (temporary file, fsync, ``os.replace``), so two processes searching
+at once lose no entry and a crash leaves the previous file. A file that is not
+valid JSON is set aside (``*.corrupt-<time>``) and started afresh.
+
+Switching off: ``settings.log_queries=False`` or env ``ENHANCED_MEMORY_LOG=0``.
+A read-only workspace (no write bit on ``memory/``, which even root honours
+here) is not logged unless ``ENHANCED_MEMORY_LOG=1`` forces it. Logging never
+fails a search: errors are logged at warning level and ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..core.results import SearchResponse
+    from ..core.settings import MemorySettings
+
+__all__ = [
+    "ACCESS_LOG",
+    "LOG_ENV",
+    "QUERY_LOG",
+    "logging_enabled",
+    "read_access_log",
+    "read_query_log",
+    "record_access",
+    "record_search",
+]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+LOG_ENV = "ENHANCED_MEMORY_LOG"
+QUERY_LOG = "memory/query_log.json"
+ACCESS_LOG = "memory/access_log.json"
+_LOCK_NAME = ".enhanced-memory-logs.lock"
+_OFF = {"0", "false", "no", "off"}
+_ON = {"1", "true", "yes", "on"}
+
+
+def _writable(path: Path) -> bool:
+    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return os.access(path, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def logging_enabled(workspace: str | Path, settings: MemorySettings | None = None) -> bool:
+    """Whether searches of ``workspace`` are logged.
+
+    Env ``ENHANCED_MEMORY_LOG`` wins (``0`` off, ``1`` on); else the setting,
+    and only for a workspace whose ``memory/`` folder (or root, before it
+    exists) is writable.
+    """
+    env = os.environ.get(LOG_ENV, "").strip().lower()
+    if env in _OFF:
+        return False
+    if env in _ON:
+        return True
+    if settings is not None and not settings.log_queries:
+        return False
+    ws = Path(workspace)
+    mem = ws / "memory"
+    return _writable(mem if mem.exists() else ws)
+
+
+@contextlib.contextmanager
+def _locked(memory_dir: Path) -> Iterator[None]:
+    import fcntl
+
+    memory_dir.mkdir(parents=True, exist_ok=True)
+    with open(memory_dir / _LOCK_NAME, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _load(path: Path, kind: type) -> Any:
+    """The file's JSON value, or an empty ``kind`` when missing; set aside when corrupt."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return kind()
+    try:
+        value = json.loads(raw) if raw.strip() else kind()
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, kind):
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        log.warning("%s is not a JSON %s: moved to %s", path, kind.__name__, aside.name)
+        with contextlib.suppress(OSError):
+            path.replace(aside)
+        return kind()
+    return value
+
+
+def _mode(path: Path) -> int:
+    """The existing file's permissions, else the umask's default (mkstemp makes 0600)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _save(path: Path, value: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _mode(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(value, fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _count(access: dict[str, Any], paths: Iterable[str]) -> None:
+    for p in dict.fromkeys(paths):  # distinct, in order
+        old = access.get(p)
+        access[p] = (old if isinstance(old, int) else 0) + 1
+
+
+def append_entry(
+    workspace: str | Path,
+    entry: dict[str, Any] | None,
+    paths: Iterable[str] = (),
+    *,
+    max_entries: int = 1000,
+) -> None:
+    """Append one query-log entry and count accesses of ``paths``, atomically.
+
+    Args:
+        workspace: The workspace root.
+        entry: The query-log entry, or None to count accesses only.
+        paths: Workspace-relative paths that were returned or read.
+        max_entries: How many newest entries the query log keeps.
+
+    Raises:
+        OSError: The logs cannot be written.
+    """
+    ws = Path(workspace)
+    paths = list(paths)
+    with _locked(ws / "memory"):
+        if entry is not None:
+            qlog = _load(ws / QUERY_LOG, list)
+            qlog.append(entry)
+            _save(ws / QUERY_LOG, qlog[-max_entries:])
+        if paths:
+            access = _load(ws / ACCESS_LOG, dict)
+            _count(access, paths)
+            _save(ws / ACCESS_LOG, access)
+
+
+def record_search(
+    workspace: str | Path,
+    settings: MemorySettings,
+    query: str,
+    response: SearchResponse,
+    now: datetime | date | None = None,
+) -> bool:
+    """Log one search (when enabled); never raises. Returns whether it was written.
+
+    ``timestamp`` is the moment the query was asked (``now``, default the clock), so
+    salience resolves "yesterday" in a logged query against the right day.
+    """
+    if not logging_enabled(workspace, settings):
+        return False
+    hits = response.hits
+    entry = {
+        # A lone surrogate (undecodable input) cannot be written as UTF-8 JSON.
+        "query": query.encode("utf-8", "replace").decode("utf-8"),
+        "top_score": round(hits[0].score, 4) if hits else 0.0,
+        "timestamp": _stamp(now),
+        "results": len(hits),
+        "embedder": response.provider + (f"/{response.model}" if response.model else ""),
+    }
+    if response.fallback:
+        entry["fallback"] = response.fallback
+    try:
+        append_entry(workspace, entry, [h.path for h in hits], max_entries=settings.query_log_max)
+    except (OSError, ValueError) as exc:
+        log.warning("could not write the query log: %s", exc)
+        return False
+    return True
+
+
+def _stamp(now: datetime | date | None) -> str:
+    if now is None:
+        return datetime.now().isoformat(timespec="seconds")
+    if isinstance(now, datetime):
+        return now.replace(tzinfo=None).isoformat(timespec="seconds")
+    return datetime(now.year, now.month, now.day).isoformat(timespec="seconds")
+
+
+def record_access(
+    workspace: str | Path, settings: MemorySettings | None, paths: Iterable[str]
+) -> bool:
+    """Count reads of ``paths`` (``get``) when logging is enabled; never raises."""
+    if not logging_enabled(workspace, settings):
+        return False
+    try:
+        append_entry(workspace, None, paths)
+    except OSError as exc:
+        log.warning("could not write the access log: %s", exc)
+        return False
+    return True
+
+
+def read_query_log(workspace: str | Path) -> list[dict[str, Any]]:
+    """The query log's entries (oldest first); ``[]`` when missing or unreadable."""
+    try:
+        value = json.loads((Path(workspace) / QUERY_LOG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+
+
+def read_access_log(workspace: str | Path) -> dict[str, int]:
+    """The access counts by path; ``{}`` when missing or unreadable."""
+    try:
+        value = json.loads((Path(workspace) / ACCESS_LOG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)}

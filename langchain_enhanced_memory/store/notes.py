@@ -1,0 +1,142 @@
+"""Memory files by path: read lines of one, like OpenClaw's ``memory_get``, and nothing else.
+
+An agent passes a path it saw in search results; the path comes from a model,
+so it is treated as hostile. Refused with a one-line :class:`NoteError`:
+empty paths, NUL or other control characters, absolute paths (POSIX, Windows
+drive or UNC), any ``..`` component, anything that is not ``.md``, symlinks
+whose target lies outside the workspace, and files the workspace's discovery
+does not list (hidden folders, the index folder, files outside ``memory/`` that
+are not core files). Only a file discovery lists is ever opened, after its
+resolved path is checked again to lie inside the workspace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+
+from ..core.errors import NoteError
+from ..core.settings import MemorySettings
+from .workspace import UnreadableFileError, discover, read_lines
+
+__all__ = ["MAX_GET_LINES", "MemoryLines", "NoteError", "get_lines", "normalize_path"]
+
+#: Most lines one call returns; the answer says where to continue.
+MAX_GET_LINES = 400
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass
+class MemoryLines:
+    """Lines ``from_line``..``to_line`` (1-based, inclusive) of a memory file."""
+
+    path: str
+    from_line: int
+    to_line: int
+    total_lines: int
+    text: str
+    truncated: bool
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON form with OpenClaw-style camelCase keys."""
+        d = asdict(self)
+        return {
+            "path": d["path"],
+            "from": d["from_line"],
+            "to": d["to_line"],
+            "totalLines": d["total_lines"],
+            "truncated": d["truncated"],
+            "text": d["text"],
+        }
+
+
+def normalize_path(path: str) -> str:
+    """Validate an agent-supplied path and return it workspace-relative with ``/``.
+
+    Raises:
+        NoteError: The path is refused (see the module doc).
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise NoteError("give the path of a memory file, e.g. memory/2026-02-08.md")
+    if "\x00" in path:
+        raise NoteError("refused: the path contains a NUL byte")
+    if _CONTROL.search(path):
+        raise NoteError("refused: the path contains control characters")
+    raw = path.strip()
+    if raw.startswith(("/", "\\", "~")) or _DRIVE.match(raw):
+        raise NoteError(
+            f"refused: {raw!r} is absolute; give a path relative to the workspace"
+            " (e.g. memory/2026-02-08.md)"
+        )
+    parts = [p for p in re.split(r"[/\\]+", raw) if p not in ("", ".")]
+    if ".." in parts:
+        raise NoteError(f"refused: {raw!r} leaves the workspace ('..' is not allowed)")
+    if not parts:
+        raise NoteError("give the path of a memory file, e.g. memory/2026-02-08.md")
+    rel = str(PurePosixPath(*parts))
+    if not rel.lower().endswith(".md"):
+        raise NoteError(f"refused: {rel} is not a markdown memory file (.md)")
+    return rel
+
+
+def get_lines(
+    workspace: str | Path,
+    path: str,
+    from_line: int = 1,
+    lines: int | None = None,
+    settings: MemorySettings | None = None,
+) -> MemoryLines:
+    """Read ``lines`` lines of a memory file starting at ``from_line``.
+
+    Args:
+        workspace: The workspace root.
+        path: Workspace-relative path of a memory file (as search results print it).
+        from_line: First line, 1-based.
+        lines: How many lines (default: to the end, at most :data:`MAX_GET_LINES`).
+        settings: Discovery settings (which files are memory files).
+
+    Raises:
+        NoteError: Refused path, unknown file, bad range or unreadable file.
+    """
+    rel = normalize_path(path)
+    if from_line < 1:
+        raise NoteError(f"from must be 1 or more, got {from_line}")
+    if lines is not None and lines < 1:
+        raise NoteError(f"lines must be 1 or more, got {lines}")
+    root = Path(workspace).expanduser().resolve()
+    candidate = root / rel
+    if candidate.is_symlink():
+        target = candidate.resolve()
+        if root not in target.parents:
+            raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
+    files = {f.path: f for f in discover(root, settings)}
+    found = files.get(rel)
+    if found is None:
+        if candidate.exists():
+            raise NoteError(f"refused: {rel} is not one of the workspace's memory files")
+        raise NoteError(f"no such memory file: {rel}")
+    real = found.abs_path.resolve()
+    if root not in real.parents:  # changed under us since discovery
+        raise NoteError(f"refused: {rel} leads outside the workspace")
+    try:
+        text_lines = read_lines(real)
+    except UnreadableFileError as exc:
+        raise NoteError(str(exc)) from None
+    total = len(text_lines)
+    if total == 0:
+        return MemoryLines(rel, 1, 0, 0, "", False)
+    if from_line > total:
+        raise NoteError(f"{rel} has {total} lines; from={from_line} is past the end")
+    want = MAX_GET_LINES if lines is None else min(lines, MAX_GET_LINES)
+    end = min(total, from_line + want - 1)
+    return MemoryLines(
+        path=rel,
+        from_line=from_line,
+        to_line=end,
+        total_lines=total,
+        text="\n".join(text_lines[from_line - 1 : end]),
+        truncated=end < total and (lines is None or lines > want),
+    )

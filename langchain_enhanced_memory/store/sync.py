@@ -1,0 +1,264 @@
+"""The text sync: files to chunks to postings, in one transaction per run.
+
+Files are re-read only when their size or mtime changed and re-chunked only
+when their hash changed. A run commits everything (files, chunks, postings,
+the new generation) in one transaction, so a crash leaves the previous state.
+The caller holds the writer lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.chunking import Chunk
+from ..core.recipe import recipe
+from ..core.scoring import Postings
+from ..core.settings import MemorySettings
+from ..core.text import TOKENIZER_VERSION, path_text, phrases, tokenize
+from .db import generation_of, get_meta
+from .workspace import MemoryFile, UnreadableFileError, discover, read_lines
+
+__all__ = [
+    "POSTINGS_FIELDS",
+    "SyncReport",
+    "chunker_signature",
+    "embed_text",
+    "is_stale",
+    "keyword_text",
+    "sha",
+    "sync_text",
+    "unpack_postings",
+]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+POSTINGS_FIELDS = ("text", "phrase", "header", "path")
+POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
+_POSTINGS_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+
+
+@dataclass
+class SyncReport:
+    """What one sync changed."""
+
+    files: int = 0
+    chunks: int = 0
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    generation: int = 0
+
+    @property
+    def changed_anything(self) -> bool:
+        """Whether the text state moved to a new generation."""
+        return bool(self.changed or self.deleted)
+
+
+def sha(text: str) -> str:
+    """SHA-256 hex digest of ``text`` (odd file names' surrogates hashed as they are)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def keyword_text(chunk: Chunk) -> str:
+    """What the keyword signal indexes: the header chain, then the chunk."""
+    return " ".join(chunk.headers) + "\n" + chunk.text
+
+
+def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
+    """What the embedder sees: the original sent the bare chunk; we prepend its header chain."""
+    if not settings.embed_headers:
+        return chunk.text[: settings.embed_max_chars]
+    return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
+
+
+def chunker_signature(settings: MemorySettings) -> str:
+    """Settings that change what the chunks are; a change forces a re-chunk."""
+    s = settings
+    return json.dumps(
+        [
+            TOKENIZER_VERSION,  # stored terms are the tokenizer's output
+            POSTINGS_FIELDS,
+            POSTINGS_FORMAT,
+            s.chunking,
+            s.embed_headers,
+            s.max_header_level,
+            s.min_chunk_chars,
+            s.max_chunk_chars,
+            s.embed_max_chars,
+            list(s.include),
+            list(s.exclude),
+        ]
+    )
+
+
+def pack_postings(posts: dict[str, Postings]) -> bytes:
+    """The four posting lists as one ``npz`` blob."""
+    arrays: dict[str, Any] = {}
+    for name, p in posts.items():
+        for part in _POSTINGS_PARTS:
+            arrays[f"{name}.{part}"] = getattr(p, part)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def unpack_postings(blob: bytes) -> dict[str, Postings]:
+    """The posting lists of a :func:`pack_postings` blob."""
+    z = np.load(io.BytesIO(blob), allow_pickle=False)
+    names = {key.split(".", 1)[0] for key in z.files}
+    return {
+        name: Postings(**{part: z[f"{name}.{part}"] for part in _POSTINGS_PARTS}) for name in names
+    }
+
+
+def is_stale(conn: sqlite3.Connection, workspace: Path, settings: MemorySettings) -> bool:
+    """Cheap check (one directory walk and a stat per file) for unindexed changes."""
+    if get_meta(conn, "chunker") != chunker_signature(settings):
+        return True
+    known = {p: (s, m) for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM files")}
+    files = discover(workspace, settings)
+    if len(files) != len(known):
+        return True
+    for f in files:
+        try:
+            st = f.abs_path.stat()
+        except OSError:
+            return True
+        if known.get(f.path) != (st.st_size, st.st_mtime_ns):
+            return True
+    return False
+
+
+def sync_text(
+    conn: sqlite3.Connection, workspace: Path, settings: MemorySettings, report: SyncReport
+) -> None:
+    """Bring files, chunks and postings up to date in one transaction (writer lock held)."""
+    signature = chunker_signature(settings)
+    rechunk_all = get_meta(conn, "chunker") != signature
+    known = {
+        row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
+    }
+    files = discover(workspace, settings)
+    report.files = len(files)
+    chunker = recipe(settings).chunker
+    fresh: list[tuple[MemoryFile, os.stat_result, str, list[Chunk]]] = []
+    touched: list[tuple[str, int, int]] = []
+    for f in files:
+        old = known.get(f.path)
+        try:
+            st = f.abs_path.stat()
+        except OSError:
+            report.skipped.append(f.path)
+            continue
+        if old and not rechunk_all and (old[0], old[1]) == (st.st_size, st.st_mtime_ns):
+            continue
+        try:
+            lines, st = read_stable(f)
+        except UnreadableFileError as exc:
+            log.warning("skipping %s", exc)
+            report.skipped.append(f.path)
+            continue
+        digest = sha("\n".join(lines))
+        if old and not rechunk_all and old[2] == digest:
+            touched.append((f.path, st.st_size, st.st_mtime_ns))
+            continue
+        fresh.append((f, st, digest, chunker(lines, f.abs_path.name)))
+    present = {f.path for f in files} - set(report.skipped)
+    deleted = list(known) if rechunk_all else [p for p in known if p not in present]
+    report.changed = [f.path for f, *_ in fresh]
+    report.deleted = [p for p in deleted if p not in report.changed]
+
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
+            [(size, mtime, path) for path, size, mtime in touched],
+        )
+        if report.changed_anything or rechunk_all:
+            gone = set(deleted) | set(report.changed)
+            conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in gone])
+            conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+            for f, st, digest, chunks in fresh:
+                _insert_file(conn, f, st, digest, chunks, settings)
+            generation = generation_of(conn) + 1
+            write_postings(conn, generation)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?)",
+                (str(generation), signature),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    report.generation = generation_of(conn)
+    report.chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+
+def _insert_file(
+    conn: sqlite3.Connection,
+    f: MemoryFile,
+    st: os.stat_result,
+    digest: str,
+    chunks: list[Chunk],
+    settings: MemorySettings,
+) -> None:
+    conn.execute(
+        "INSERT INTO files(path, size, mtime_ns, hash, kind, date) VALUES (?,?,?,?,?,?)",
+        (f.path, st.st_size, st.st_mtime_ns, digest, f.kind, f.date and f.date.isoformat()),
+    )
+    conn.executemany(
+        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms)"
+        " VALUES (?,?,?,?,?,?,?,?)",
+        [
+            (
+                f.path,
+                c.start_line,
+                c.end_line,
+                c.header,
+                " > ".join(c.headers),
+                c.text,
+                sha(embed_text(c, settings)),
+                " ".join(tokenize(keyword_text(c))),
+            )
+            for c in chunks
+        ],
+    )
+
+
+def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
+    """Read a file, re-reading when it changed under us (an agent appending to it)."""
+    for _ in range(3):
+        before = f.abs_path.stat()
+        lines = read_lines(f.abs_path)
+        after = f.abs_path.stat()
+        if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns):
+            return lines, after
+    return lines, after
+
+
+def write_postings(conn: sqlite3.Connection, generation: int) -> None:
+    """Build the four posting lists from every chunk's stored terms."""
+    rows = conn.execute("SELECT terms, headers, path FROM chunks ORDER BY id").fetchall()
+    # Header chains and paths repeat across chunks: tokenize each distinct one once.
+    header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
+    path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
+    posts = {
+        "text": Postings.build(r[0].split() for r in rows),
+        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
+        "header": Postings.build(header_terms[r[1]] for r in rows),
+        "path": Postings.build(path_terms[r[2]] for r in rows),
+    }
+    conn.execute(
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
+        (generation, pack_postings(posts)),
+    )

@@ -1,0 +1,112 @@
+"""Embedding what lacks a vector: batches in flight at once, each committed as it lands.
+
+Runs under the writer lock, so two runs at once embed each text once. Before
+the first batch the original skill's ``memory/vectors.json`` is reused when it
+fits (:mod:`.migrate`). A failure keeps every batch already stored, so the next
+run embeds only the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from ..core.errors import EmbeddingError
+from .index import MemoryIndex
+from .migrate import seed_from_vectors_json
+
+__all__ = ["ProgressFactory", "embed_missing"]
+
+Batch = list[tuple[str, str]]
+#: Given how many texts will be embedded, a callback for each batch done (or None).
+ProgressFactory = Callable[[int], "Callable[[int], None] | None"]
+
+
+def embed_missing(
+    index: MemoryIndex,
+    model: str,
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    progress: ProgressFactory | None = None,
+    wait: bool = True,
+) -> int:
+    """Embed every chunk and line lacking a vector for ``model``, committing batch by batch.
+
+    Args:
+        index: The (synced) index.
+        model: Model id the vectors are cached under.
+        embed: Texts to an ``(n, d)`` array; raises ``EmbeddingError`` on failure.
+        progress: Given the number of texts to embed, a callback for each batch done.
+        wait: Block on another writer; when False and one is busy, embed nothing.
+
+    Returns:
+        How many texts were embedded.
+    """
+    with index.writer_lock(wait) as locked:
+        return _embed_locked(index, model, embed, progress) if locked else 0
+
+
+def _embed_locked(
+    index: MemoryIndex,
+    model: str,
+    embed: Callable[[list[str]], np.ndarray],
+    progress: ProgressFactory | None,
+) -> int:
+    todo = index.missing_embeddings(model)
+    # Reuse the original skill's memory/vectors.json (read once per version).
+    if todo and seed_from_vectors_json(index, model):
+        todo = index.missing_embeddings(model)
+    tick = progress(len(todo)) if progress and todo else None
+    settings = index.settings
+    size = settings.embed_batch_size
+    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    done = 0
+    dim = index.vector_dim(model) if batches else None
+    # With nothing cached yet, the first batch fixes the dimension on its own:
+    # batches in flight together reach the server in any order, and a server
+    # misbehaving for a moment must not set the size every later vector is held to.
+    head = batches[:1] if dim is None else []
+    runs = itertools.chain(
+        _in_flight(embed, head, 1),
+        _in_flight(embed, batches[len(head) :], settings.embed_concurrency),
+    )
+    with index.embedding_writer(model) as writer:
+        for batch, vectors in runs:
+            # Batches in flight at once were not checked against each other: one size only.
+            if dim is not None and vectors.shape[1] != dim:
+                raise EmbeddingError(
+                    f"embedder returned {vectors.shape[1]}-d vectors, expected {dim}"
+                    f" (the size already cached for {model})",
+                    kind="invalid_output",
+                )
+            dim = vectors.shape[1]
+            writer.store([h for h, _ in batch], vectors)
+            done += len(batch)
+            if tick:
+                tick(len(batch))
+    return done
+
+
+def _in_flight(
+    embed: Callable[[list[str]], np.ndarray], batches: list[Batch], concurrency: int
+) -> Iterator[tuple[Batch, np.ndarray]]:
+    """Yield ``(batch, vectors)`` in order, with up to ``concurrency`` batches in flight.
+
+    On a failure the batches not yet started are cancelled and the error is
+    raised once every earlier batch has been yielded (and so stored).
+    """
+    if concurrency <= 1 or len(batches) <= 1:
+        for batch in batches:
+            yield batch, embed([t for _, t in batch])
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="embed")
+    try:
+        futures = [pool.submit(embed, [t for _, t in batch]) for batch in batches]
+        for batch, future in zip(batches, futures, strict=True):
+            yield batch, future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

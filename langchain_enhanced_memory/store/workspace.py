@@ -1,0 +1,289 @@
+"""Find the memory files of a workspace and read them safely.
+
+Discovery walks the workspace once with :func:`os.scandir`, keeps the ``.md``
+files that match ``settings.include`` and not ``settings.exclude``, and never
+leaves the workspace: directory symlinks are not followed (no loops) and a file
+symlink counts only when its target lies inside the workspace. Hidden paths
+(any component starting with ``.``) are skipped, so the index folder
+``.enhanced-memory/`` is never indexed.
+
+:func:`read_lines` turns a file into the exact lines an editor shows, so that
+1-based line numbers reported by search point at the right place.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..core.globs import Globs
+from ..core.settings import CORE_FILES, MemorySettings
+
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "MAX_FILE_BYTES",
+    "FileKind",
+    "MemoryFile",
+    "UnreadableFileError",
+    "classify",
+    "discover",
+    "read_lines",
+]
+
+logger = logging.getLogger("langchain_enhanced_memory")
+
+#: Files larger than this are refused by :func:`read_lines` (notes are never this big;
+#: a file that is is almost surely a dump that would swamp the index).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+#: How many leading bytes are checked for NUL bytes to spot binary files.
+BINARY_SNIFF_BYTES = 8192
+
+FileKind = Literal["core", "daily", "topic"]
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+# A daily note's name starts with an ISO date not followed by another digit.
+_DATE_PREFIX = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_CORE_SET = frozenset(CORE_FILES)
+
+
+class UnreadableFileError(Exception):
+    """A memory file that cannot be turned into text lines.
+
+    Attributes:
+        path: The file that could not be read.
+        reason: A short human-readable reason ("looks binary", "too large", ...).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"cannot read {_one_line(str(path))}: {_one_line(reason)}")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFile:
+    """One discovered memory file.
+
+    Attributes:
+        path: Workspace-relative path with ``/`` separators, e.g. ``memory/2026-02-08.md``.
+        abs_path: Absolute path (under the resolved workspace) to open the file with.
+        kind: ``core`` (a core file at the root), ``daily`` (name starts with a date)
+            or ``topic`` (anything else).
+        date: The date of a daily note, else ``None``.
+    """
+
+    path: str
+    abs_path: Path
+    kind: FileKind
+    date: datetime.date | None
+
+
+def classify(rel_path: str) -> tuple[FileKind, datetime.date | None]:
+    r"""Tell the kind of a memory file (and its date) from its relative path.
+
+    Args:
+        rel_path: Workspace-relative path; ``/`` or ``\`` separators.
+
+    Returns:
+        ``("core", None)`` for a core file at the root, ``("daily", date)`` for a file
+        whose name starts with a valid ``YYYY-MM-DD`` date (at any depth, slugs
+        allowed), else ``("topic", None)``.
+    """
+    norm = rel_path.replace("\\", "/").lstrip("/")
+    if norm.startswith("./"):
+        norm = norm[2:]
+    if norm in _CORE_SET:
+        return "core", None
+    name = norm.rsplit("/", 1)[-1]
+    m = _DATE_PREFIX.match(name)
+    if m:
+        try:
+            day = datetime.date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:  # 2026-02-30 and friends are not dates
+            return "topic", None
+        return "daily", day
+    return "topic", None
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def discover(workspace: Path | str, settings: MemorySettings | None = None) -> list[MemoryFile]:
+    """List the workspace's memory files, sorted by relative path.
+
+    Selection: ``.md`` files matching ``settings.include`` and no ``settings.exclude``
+    glob (see :func:`glob_match`; an exclude glob that matches a directory excludes
+    everything below it). Hidden files and folders are skipped. Directory symlinks
+    are never followed; a file symlink is kept only when its resolved target is a
+    regular file inside the workspace. Files reached twice (hard links, symlinks,
+    ``MEMORY.md``/``memory.md`` on a case-insensitive disk) are listed once,
+    preferring the real file over a link, then the first path. Unreadable folders
+    and files are skipped with a logged warning.
+
+    Args:
+        workspace: The workspace root.
+        settings: Discovery settings; defaults to :class:`MemorySettings()`.
+
+    Returns:
+        The memory files, sorted by ``path``.
+
+    Raises:
+        FileNotFoundError: The workspace does not exist.
+        NotADirectoryError: The workspace is not a directory.
+    """
+    settings = settings or MemorySettings()
+    root = Path(workspace).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"workspace not found: {_one_line(str(root))}")
+    if not root.is_dir():
+        raise NotADirectoryError(f"workspace is not a directory: {_one_line(str(root))}")
+    root = root.resolve()
+    globs = Globs(settings.include, settings.exclude)
+
+    # (is_symlink, rel_path) sorts real files first, then by path, for de-duplication.
+    found: list[tuple[bool, str, Path, object]] = []
+    for rel, entry in _walk(root, globs):
+        if not rel.isascii() and not _is_utf8(rel):
+            # An undecodable name cannot be stored, searched or printed as JSON.
+            logger.warning("skipping %s: file name is not valid UTF-8", _one_line(rel))
+            continue
+        try:
+            is_link = entry.is_symlink()
+            if is_link:
+                target = Path(entry.path).resolve()
+                if not _is_within(target, root):
+                    logger.warning("skipping %s: symlink points outside the workspace", rel)
+                    continue
+            st = entry.stat()  # follows a (checked) file symlink
+        except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on old Pythons
+            logger.warning("skipping %s: %s", rel, _one_line(str(exc)))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        # st_ino is 0 where the OS does not report it; fall back to the path then.
+        key: object = (st.st_dev, st.st_ino) if st.st_ino else rel
+        found.append((is_link, rel, Path(entry.path), key))
+
+    found.sort(key=lambda item: (item[0], item[1]))
+    seen: set[object] = set()
+    files: list[MemoryFile] = []
+    for _is_link, rel, abs_path, inode in found:
+        if inode in seen:
+            continue
+        seen.add(inode)
+        kind, day = classify(rel)
+        files.append(MemoryFile(path=rel, abs_path=abs_path, kind=kind, date=day))
+    files.sort(key=lambda f: f.path)
+    return files
+
+
+def _walk(root: Path, globs: Globs) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield (relative path, entry) for candidate ``.md`` files under ``root``."""
+    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
+    while stack:
+        dir_path, dir_parts = stack.pop()
+        prefix = "/".join(dir_parts) + "/" if dir_parts else ""
+        try:
+            with os.scandir(dir_path) as it:
+                entries = list(it)
+        except OSError as exc:
+            logger.warning("skipping folder %s: %s", prefix or ".", _one_line(str(exc)))
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue  # hidden, including the index folder .enhanced-memory/
+            rel = prefix + name
+            try:
+                # follow_symlinks=False: a symlinked directory is never entered.
+                if entry.is_dir(follow_symlinks=False):
+                    if globs.may_contain(rel, (*dir_parts, name)):
+                        stack.append((entry.path, (*dir_parts, name)))
+                    continue
+            except OSError as exc:
+                logger.warning("skipping %s: %s", rel, _one_line(str(exc)))
+                continue
+            if name.endswith(".md") and globs.selects(rel):
+                yield rel, entry
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_lines(path: Path | str) -> list[str]:
+    r"""Read a text file as the lines an editor shows.
+
+    Line ``N`` (1-based) of the result is line ``N`` in an editor: only ``\n`` and
+    ``\r\n`` end lines (a lone ``\r``, ``\x0b``, ``\x1c`` or ``\u2028`` stays inside
+    its line), a final newline does not add an empty line, a UTF-8 BOM is dropped
+    and invalid UTF-8 becomes U+FFFD. Files starting with a UTF-16 BOM are decoded
+    as UTF-16.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The lines without their line endings; ``[]`` for an empty file.
+
+    Raises:
+        UnreadableFileError: The file cannot be read, is larger than
+            :data:`MAX_FILE_BYTES`, or looks binary (NUL bytes in its first
+            :data:`BINARY_SNIFF_BYTES` bytes).
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise UnreadableFileError(path, _too_large(size))
+            # Read one byte past the cap in case the file grew since fstat.
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise UnreadableFileError(path, exc.strerror or type(exc).__name__) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise UnreadableFileError(path, _too_large(len(data)))
+    text = _decode(path, data)
+    if not text:
+        return []
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start one
+    return lines
+
+
+def _decode(path: Path | str, data: bytes) -> str:
+    for bom, codec in _UTF16_BOMS.items():
+        if data.startswith(bom):
+            return data[len(bom) :].decode(codec, errors="replace")
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise UnreadableFileError(path, "looks binary (NUL bytes near the start)")
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    return data.decode("utf-8", errors="replace")
+
+
+def _is_utf8(name: str) -> bool:
+    # os.scandir decodes undecodable bytes to lone surrogates (surrogateescape).
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _too_large(size: int) -> str:
+    return f"too large ({size / 1048576:.1f} MB, limit {MAX_FILE_BYTES // 1048576} MB)"
+
+
+def _one_line(text: str) -> str:
+    # Paths may hold newlines or control characters; keep messages on one line.
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

@@ -1,0 +1,133 @@
+"""The package's import graph keeps to ARCHITECTURE.md: no cycles, no upward imports, a pure core.
+
+The graph is read from the source with ``ast`` (imports inside functions
+count too), so the test needs no import of the package. The layers are the
+ones ``pyproject.toml`` gives import-linter (``make lint`` runs it as well).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "langchain_enhanced_memory"
+NAME = PACKAGE.name
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Package modules ``path`` imports (``from . import x`` counts as module ``x``)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith(NAME))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith(NAME):
+                out.add(target)
+                out.update(f"{target}.{a.name}" for a in node.names)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py") if "skill_template" not in p.parts}
+    return {m: {t for t in _imports(p) if t in files and t != m} for m, p in files.items()}
+
+
+GRAPH = _graph()
+
+
+def test_the_graph_is_read() -> None:
+    assert f"{NAME}.engine" in GRAPH[f"{NAME}.commands.common"]
+    assert f"{NAME}.core.settings" in GRAPH[f"{NAME}.engine"]
+
+
+def test_no_import_cycles() -> None:
+    # Tarjan's strongly connected components; a component of two or more is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def _layers() -> list[list[str]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    return [[m.strip() for m in layer.split("|")] for layer in contract["layers"]]
+
+
+def _home(module: str, layers: list[list[str]]) -> tuple[int, str] | None:
+    for depth, layer in enumerate(layers):
+        for member in layer:
+            if module == member or module.startswith(member + "."):
+                return depth, member
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_point_down(module: str) -> None:
+    layers = _layers()
+    home = _home(module, layers)
+    if home is None:
+        assert module == NAME  # only the package's lazy __init__ stands outside the layers
+        return
+    for target in GRAPH[module]:
+        there = _home(target, layers)
+        assert there is not None, target
+        same_member = there[1] == home[1]
+        assert same_member or there[0] > home[0], f"{module} imports {target}"
+
+
+def test_core_does_no_io() -> None:
+    io = {"sqlite3", "socket", "subprocess", "urllib", "http", "threading", "os", "shutil"}
+    for path in (PACKAGE / "core").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                 for a in n.names}  # fmt: skip
+        names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+                  if isinstance(n, ast.ImportFrom) and not n.level}  # fmt: skip
+        assert not names & io, f"{path.name} imports {sorted(names & io)}"
