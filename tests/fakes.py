@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fake_ollama import embed_text
 from langchain_core.embeddings import Embeddings
+
+from tests.fake_ollama import embed_text
 
 
 class WordEmbeddings(Embeddings):

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import WordEmbeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+
+from tests.fakes import WordEmbeddings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_agent.py"
 CITE = re.compile(r"(memory/[\w./-]+\.md|MEMORY\.md):(\d+)-(\d+)")

@@ -8,8 +8,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
-from conftest import write_workspace
+
+from tests.cli_run import run_cli
+from tests.workspaces import write_workspace
 
 BILLING = (
     "We decided to migrate the billing database to Postgres 16 next sprint with Bob. The"

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
 
 from langchain_enhanced_memory.analysis.evaluation import first_hit, load_queries, summarize
 from langchain_enhanced_memory.commands.common import parse_now
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.openclaw.response import result_row
+from tests.cli_run import run_cli
 
 ZH = Path(__file__).resolve().parents[2] / "benchmarks" / "zh"
 DATE_CATEGORIES = ("zh-date-relative", "zh-date-absolute")

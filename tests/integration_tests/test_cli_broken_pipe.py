@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from cli_run import CLI, cli_env
+from tests.cli_run import CLI, cli_env
 
 
 def test_search_batch_json_into_closed_pipe(workspace: Path, tmp_path: Path) -> None:

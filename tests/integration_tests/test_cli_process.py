@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
+
+from tests.cli_run import run_cli
 
 
 def run(
@@ -97,7 +98,7 @@ def test_empty_workspace_gives_empty_results(tmp_path: Path) -> None:
 
 
 def test_ollama_down_falls_back_to_keyword_only(workspace: Path) -> None:
-    from fake_ollama import unused_port
+    from tests.fake_ollama import unused_port
 
     r = run(
         "search",

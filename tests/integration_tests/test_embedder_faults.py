@@ -17,14 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
-from conftest import write_workspace
-from fake_ollama import FakeOllama
 
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.embeddings import EmbeddingError
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.store.index import MemoryIndex
+from tests.cli_run import run_cli
+from tests.fake_ollama import FakeOllama
+from tests.workspaces import write_workspace
 
 MODEL_ID = "ollama/nomic-embed-text"
 RETRIES = MemorySettings().embed_retries

@@ -8,9 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_run import CLI
-from conftest import write_workspace
-from fake_ollama import FakeOllama, unused_port
+
+from tests.cli_run import CLI
+from tests.fake_ollama import FakeOllama, unused_port
+from tests.workspaces import write_workspace
 
 ENV_NAMES = (
     "OPENCLAW_WORKSPACE_DIR",

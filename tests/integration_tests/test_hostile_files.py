@@ -14,9 +14,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
 
 from langchain_enhanced_memory.store.index import MemoryIndex
+from tests.cli_run import run_cli
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -285,7 +285,7 @@ def _empty(p: Path) -> None:
     "damage", [_truncate, _garbage, _old_schema, _empty], ids=lambda f: f.__name__[1:]
 )
 def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> None:
-    from conftest import SMALL_WORKSPACE, write_workspace
+    from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
     ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
     for i in range(40):  # enough pages that a truncation cuts the b-tree

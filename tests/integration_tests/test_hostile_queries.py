@@ -8,10 +8,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cli_run import run_cli
-from conftest import SMALL_WORKSPACE, write_workspace
 
 import langchain_enhanced_memory
+from tests.cli_run import run_cli
+from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 SCHEMA = json.loads(
     (

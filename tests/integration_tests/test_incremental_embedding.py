@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_run import run_cli
-from conftest import SMALL_WORKSPACE, write_workspace
-
 from langchain_enhanced_memory.store.index import MemoryIndex
+from tests.cli_run import run_cli
+from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 
 def index(ws: Path, url: str) -> dict:

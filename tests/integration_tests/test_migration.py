@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_run import run_cli
-from fake_ollama import FakeOllama, embed_text
 
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store.index import MemoryIndex
@@ -20,6 +18,8 @@ from langchain_enhanced_memory.store.migrate import (
     model_mismatch,
     seed_from_vectors_json,
 )
+from tests.cli_run import run_cli
+from tests.fake_ollama import FakeOllama, embed_text
 
 HEADER = re.compile(r"^#{1,4}\s")
 CORE = ("MEMORY.md", "AGENTS.md", "USER.md", "SOUL.md", "research.md")

@@ -10,9 +10,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cli_run import run_cli
-from conftest import write_workspace
-from fake_ollama import FakeOllama, unused_port
+
+from tests.cli_run import run_cli
+from tests.fake_ollama import FakeOllama, unused_port
+from tests.workspaces import write_workspace
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SMALL_WORKSPACE, write_workspace
-from fakes import WordEmbeddings
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
+from tests.fakes import WordEmbeddings
+from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from cli_run import CLI, stop
+
+from tests.cli_run import CLI, stop
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
@@ -160,12 +160,11 @@ def test_concurrent_requests(server: Server) -> None:
 
 def test_port_in_use_is_one_line(server: Server, workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
-    t0 = time.monotonic()
     r = subprocess.run(
         [*CLI, "serve", "--workspace", str(workspace), "--port", str(server.port),
          "--embedder", "none", "--json"],
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
-    assert r.returncode == 2 and time.monotonic() - t0 < 60
+    assert r.returncode == 2
     assert "cannot listen" in r.stderr and "Traceback" not in r.stderr
     validate(json.loads(r.stdout), "failure")

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from cli_run import CLI
-from fake_ollama import FakeOllama
+
+from tests.cli_run import CLI
+from tests.fake_ollama import FakeOllama
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads(

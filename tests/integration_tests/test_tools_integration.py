@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from conftest import SMALL_WORKSPACE, write_workspace
-from fakes import WordEmbeddings
 from langchain_tests.integration_tests import ToolsIntegrationTests
 
 from langchain_enhanced_memory.core.settings import MemorySettings
@@ -16,65 +11,62 @@ from langchain_enhanced_memory.tools import (
     MemorySalienceTool,
     MemorySearchTool,
 )
+from tests.fakes import WordEmbeddings
+from tests.workspaces import TempWorkspace
 
 LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.2)
 
 
-def _params() -> dict:
-    ws = write_workspace(Path(tempfile.mkdtemp(prefix="em-itools-")) / "ws", SMALL_WORKSPACE)
-    return {"workspace": ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
-
-
-class TestSearchTool(ToolsIntegrationTests):
+class TestSearchTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_constructor(self):
         return MemorySearchTool
 
     @property
     def tool_constructor_params(self):
-        return _params()
+        return {"workspace": self.ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
 
     @property
     def tool_invoke_params_example(self):
         return {"query": "postgres migration", "k": 3}
 
 
-class TestGetTool(ToolsIntegrationTests):
+class TestGetTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_constructor(self):
         return MemoryGetTool
 
     @property
     def tool_constructor_params(self):
-        return _params()
+        return {"workspace": self.ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
 
     @property
     def tool_invoke_params_example(self):
         return {"path": "memory/2026-02-08.md", "from": 3, "lines": 2}
 
 
-class TestSalienceTool(ToolsIntegrationTests):
+class TestSalienceTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_constructor(self):
         return MemorySalienceTool
 
     @property
     def tool_constructor_params(self):
-        return _params()
+        return {"workspace": self.ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
 
     @property
     def tool_invoke_params_example(self):
         return {"top": 3}
 
 
-class TestCrossrefTool(ToolsIntegrationTests):
+class TestCrossrefTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_constructor(self):
         return MemoryCrossrefTool
 
     @property
     def tool_constructor_params(self):
-        return _params()
+        return {"workspace": self.ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
 
     @property
     def tool_invoke_params_example(self):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli_run import CLI, cli_env, run_cli, stop
+from tests.cli_run import CLI, cli_env, run_cli, stop
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 WORDS = (

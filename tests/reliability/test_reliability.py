@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from harness import concurrency_run, concurrent_index_runs, kill_campaign
+
+from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

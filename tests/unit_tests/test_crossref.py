@@ -6,8 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_workspace
-from fakes import WordEmbeddings
 from langchain_core.embeddings import Embeddings
 
 from langchain_enhanced_memory.core.errors import CrossrefError
@@ -15,6 +13,8 @@ from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.graph import compute, queries, storage, views
 from langchain_enhanced_memory.retriever import EnhancedMemoryRetriever
+from tests.fakes import WordEmbeddings
+from tests.workspaces import write_workspace
 
 LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.3, log_queries=False)
 WORDS = (

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_workspace
-from fakes import WordEmbeddings
 
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.scoring import rrf
@@ -21,6 +19,8 @@ from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.upkeep import embed_missing
+from tests.fakes import WordEmbeddings
+from tests.workspaces import write_workspace
 
 
 def _embed(emb: WordEmbeddings):

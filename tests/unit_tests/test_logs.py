@@ -158,9 +158,8 @@ def test_log_files_keep_ordinary_permissions(workspace):
 
 
 def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> None:
-    from fakes import WordEmbeddings
-
     from langchain_enhanced_memory.engine import MemorySearch
+    from tests.fakes import WordEmbeddings
 
     engine = MemorySearch(workspace, embeddings=WordEmbeddings())
     response = engine.search("ramen \udcff place", k=2)

@@ -5,12 +5,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import write_workspace
 
 from langchain_enhanced_memory.analysis import salience
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.store import logs
+from tests.workspaces import write_workspace
 
 NOW = datetime(2026, 2, 20, 12, 0)
 

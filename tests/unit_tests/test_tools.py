@@ -1,12 +1,8 @@
 from __future__ import annotations
 
-import tempfile
 from datetime import datetime
-from pathlib import Path
 
 import pytest
-from conftest import SMALL_WORKSPACE, write_workspace
-from fakes import WordEmbeddings
 from langchain_core.messages import ToolMessage
 from langchain_tests.unit_tests import ToolsUnitTests
 
@@ -19,65 +15,63 @@ from langchain_enhanced_memory.tools import (
     MemorySearchTool,
     create_memory_tools,
 )
+from tests.fakes import WordEmbeddings
+from tests.workspaces import TempWorkspace
 
 NOW = datetime(2026, 2, 9, 9, 0)
 LOOSE = MemorySettings(crossref_calibrate=None, crossref_threshold=0.2)
 
 
-def _shared_workspace() -> Path:
-    return write_workspace(Path(tempfile.mkdtemp(prefix="em-tools-")) / "ws", SMALL_WORKSPACE)
-
-
-class TestSearchToolStandard(ToolsUnitTests):
+class TestSearchToolStandard(TempWorkspace, ToolsUnitTests):
     @property
     def tool_constructor(self):
         return MemorySearchTool
 
     @property
     def tool_constructor_params(self):
-        return {"workspace": _shared_workspace(), "embedder": "none"}
+        return {"workspace": self.ws, "embedder": "none"}
 
     @property
     def tool_invoke_params_example(self):
         return {"query": "postgres migration", "k": 3}
 
 
-class TestGetToolStandard(ToolsUnitTests):
+class TestGetToolStandard(TempWorkspace, ToolsUnitTests):
     @property
     def tool_constructor(self):
         return MemoryGetTool
 
     @property
     def tool_constructor_params(self):
-        return {"workspace": _shared_workspace(), "embedder": "none"}
+        return {"workspace": self.ws, "embedder": "none"}
 
     @property
     def tool_invoke_params_example(self):
         return {"path": "memory/2026-02-08.md", "from": 3, "lines": 2}
 
 
-class TestSalienceToolStandard(ToolsUnitTests):
+class TestSalienceToolStandard(TempWorkspace, ToolsUnitTests):
     @property
     def tool_constructor(self):
         return MemorySalienceTool
 
     @property
     def tool_constructor_params(self):
-        return {"workspace": _shared_workspace(), "embedder": "none"}
+        return {"workspace": self.ws, "embedder": "none"}
 
     @property
     def tool_invoke_params_example(self):
         return {"top": 2}
 
 
-class TestCrossrefToolStandard(ToolsUnitTests):
+class TestCrossrefToolStandard(TempWorkspace, ToolsUnitTests):
     @property
     def tool_constructor(self):
         return MemoryCrossrefTool
 
     @property
     def tool_constructor_params(self):
-        return {"workspace": _shared_workspace(), "embeddings": WordEmbeddings()}
+        return {"workspace": self.ws, "embeddings": WordEmbeddings()}
 
     @property
     def tool_invoke_params_example(self):
