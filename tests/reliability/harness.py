@@ -3,7 +3,7 @@
 Everything here drives the real ``enhanced-memory`` command as a child process
 against a real workspace on disk and, for embeddings, a FakeOllama *process*
 (``tests/fake_ollama.py``) with a per-request delay, so that indexing takes
-seconds and can be killed at chosen moments.
+seconds and can be killed at chosen points of its progress.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class KillReport:
     kills: int = 0
     survived: int = 0
     chunks: int = 0
-    kill_times: list[float] = field(default_factory=list)
+    kill_points: list[int | str] = field(default_factory=list)  # texts committed, or "lock"
     full_run_s: float = 0.0
     final_ok: bool = False
     problems: list[str] = field(default_factory=list)
@@ -203,15 +203,45 @@ def index_counts(ws: Path, model: str) -> tuple[int, int]:
     return int(gen[0]) if gen else 0, int(n)
 
 
+def _lock_held(ws: Path) -> bool:
+    """Whether another process holds the index's writer lock (taken and freed at once if not)."""
+    import fcntl
+
+    with open(index_path(ws).with_suffix(".lock"), "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+def _wait_for(proc: subprocess.Popen[bytes], reached: Any, timeout: float = 300) -> bool:
+    """Poll until ``reached()`` or the process ends; False when it ended (or timed out) first."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if reached():
+                return True
+        except sqlite3.Error:  # the index is being created: not there yet
+            pass
+        time.sleep(0.005)
+    return False
+
+
 def kill_campaign(root: Path, kills: int = 20, delay: float = 0.05, seed: int = 7) -> KillReport:
-    """SIGKILL ``enhanced-memory index`` at ``kills`` moments spread over a run.
+    """SIGKILL ``enhanced-memory index`` at ``kills`` points of its progress.
 
     Each run uses a fresh model name (so the whole workspace needs embedding again
     and the run is long) after modifying some files (so old and new text states
-    differ). After each kill: the committed state is exact lines of one version of
-    each file, nothing was set aside as corrupt, the SQLite file passes an
-    integrity check and ``search --json`` answers with results that point at real
-    lines. Finally a normal ``index`` completes and every chunk has a vector.
+    differ). The kill points are chosen by progress, not by the clock, so they
+    land at the same stages on a fast or a busy machine: a quarter as soon as the
+    run holds the writer lock (discovery and the sync transaction), the rest
+    when 5% to 85% of the texts have been embedded and committed. After each
+    kill: the committed state is exact lines of one version of each file,
+    nothing was set aside as corrupt, the SQLite file passes an integrity check
+    and ``search --json`` answers with results that point at real lines.
+    Finally a normal ``index`` completes and every chunk has a vector.
     """
     rng = random.Random(seed)
     wsp = Workspace(root)
@@ -219,42 +249,43 @@ def kill_campaign(root: Path, kills: int = 20, delay: float = 0.05, seed: int = 
     models = tuple(f"embed-m{i}" for i in range(kills + 1))
     with fake_ollama_process(delay=delay, models=models) as url:
         base = ["--workspace", str(root), "--embedder", "ollama", "--ollama-url", url]
-        # A timed, uninterrupted run with the first model sets the scale of the kill moments.
         t0 = time.monotonic()
         r = run_cli("index", *base, "--model", models[0], "--json", timeout=600)
         report.full_run_s = time.monotonic() - t0
         if r.returncode != 0:
             report.problems.append(f"first index failed: {r.stderr.strip()}")
             return report
-        report.chunks = json.loads(r.stdout)["chunks"]
-        # A quarter of the kills land in the first 1.5 s (start-up, discovery, the sync
-        # transaction); the rest spread over the embedding batches of a full run.
+        first = json.loads(r.stdout)
+        report.chunks, texts = first["chunks"], first["embedded"]
         early = kills // 4
-        moments = [0.3 + 1.2 * k / max(1, early - 1) for k in range(early)] + [
-            report.full_run_s * (0.1 + 0.7 * k / max(1, kills - early - 1))
-            for k in range(kills - early)
+        # None: kill once the run holds the writer lock; n: once n texts are committed.
+        points: list[int | None] = [None] * early + [
+            int(texts * (0.05 + 0.8 * k / max(1, kills - early - 1))) for k in range(kills - early)
         ]
-        for k, at in enumerate(moments):
+        for k, point in enumerate(points):
             # Every third run rewrites half the files, so the sync itself takes a while.
             wsp.modify(rng, len(wsp.current) // 2 if k % 3 == 0 else 6)
-            before = index_counts(root, models[k + 1])
             model = models[k + 1]
+            before = index_counts(root, model)
             proc = subprocess.Popen(
                 [*CLI, "index", *base, "--model", model, "--json"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=cli_env(),
             )
-            time.sleep(at)
+            if point is None:
+                reached = _wait_for(proc, lambda: _lock_held(root))
+            else:
+                reached = _wait_for(proc, lambda n=point, m=model: index_counts(root, m)[1] >= n)
             finished = proc.poll() is not None
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            report.kills += not finished
-            report.kill_times.append(round(at, 2))
+            report.kills += reached and not finished
+            report.kill_points.append("lock" if point is None else point)
             after = index_counts(root, model)
             if after[0] == before[0]:
                 report.phases["before the sync commit"] += 1
-            elif after[1] < report.chunks:
+            elif after[1] < texts:
                 report.phases["while embedding"] += 1
             else:
                 report.phases["after embedding"] += 1
@@ -272,8 +303,8 @@ def kill_campaign(root: Path, kills: int = 20, delay: float = 0.05, seed: int = 
                 if not out["results"]:
                     problems.append("search returned nothing")
             if problems:
-                report.problems += [f"kill {k} at {at:.2f}s: {p}" for p in problems]
-            elif not finished:
+                report.problems += [f"kill {k} at {point or 'lock'}: {p}" for p in problems]
+            elif reached and not finished:
                 report.survived += 1
         r = run_cli("index", *base, "--model", models[-1], "--json", timeout=600)
         if r.returncode != 0:
