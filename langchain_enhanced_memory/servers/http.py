@@ -29,15 +29,46 @@ from ..openclaw.response import failure_json, response_json
 if TYPE_CHECKING:
     from ..engine import MemorySearch
 
-__all__ = ["MAX_BODY", "SearchServer"]
+__all__ = ["MAX_BODY", "BadRequest", "SearchServer", "body_size", "decode_body"]
 
 MAX_BODY = 64 * 1024
 
 
-class _BadRequest(Exception):
+class BadRequest(Exception):
+    """A request this server refuses: an HTTP status and a one-line message."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """A ``/search`` body as a JSON object (raises :class:`BadRequest`, 400)."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(400, f"body is not JSON ({exc})".splitlines()[0]) from None
+    if not isinstance(body, dict):
+        raise BadRequest(400, 'body must be a JSON object {"query", "k"?, "now"?}')
+    return body
+
+
+def body_size(length: str | None) -> int:
+    """The ``Content-Length`` to read (raises :class:`BadRequest`: 411, 400 or 413)."""
+    if length is None:
+        raise BadRequest(411, "Content-Length is required")
+    try:
+        size = int(length)
+    except ValueError:
+        raise BadRequest(400, "Content-Length is not a number") from None
+    if size < 0 or size > MAX_BODY:
+        raise BadRequest(413, f"request body over {MAX_BODY} bytes")
+    return size
+
+
+def request_error_text(exc: RequestError) -> str:
+    """A request error in a JSON body's words (``"k" must be at least 1, got 0``)."""
+    return f'"{exc.field}" {exc.problem}' if exc.field else exc.problem
 
 
 class SearchServer(ThreadingHTTPServer):
@@ -106,34 +137,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._read_body()
             self._send(200, self.server.search(body))
-        except _BadRequest as exc:
+        except BadRequest as exc:
             self._fail(exc.status, str(exc))
         except RequestError as exc:
-            field = f'"{exc.field}" ' if exc.field else ""
-            self._fail(400, f"{field}{exc.problem}", exc.action)
+            self._fail(400, request_error_text(exc), exc.action)
         except EnhancedMemoryError as exc:
             self._fail(503, str(exc), exc.action)
         except Exception as exc:  # never a traceback to the client; keep serving
             self._fail(500, f"{type(exc).__name__}: {exc}")
 
     def _read_body(self) -> dict[str, Any]:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            self.close_connection = True
-            raise _BadRequest(411, "Content-Length is required")
         try:
-            size = int(length)
-        except ValueError:
-            self.close_connection = True
-            raise _BadRequest(400, "Content-Length is not a number") from None
-        if size < 0 or size > MAX_BODY:
-            self.close_connection = True  # the unread body must not be parsed as a request
-            raise _BadRequest(413, f"request body over {MAX_BODY} bytes")
-        raw = self.rfile.read(size)
-        try:
-            body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _BadRequest(400, f"body is not JSON ({exc})".splitlines()[0]) from None
-        if not isinstance(body, dict):
-            raise _BadRequest(400, 'body must be a JSON object {"query", "k"?, "now"?}')
-        return body
+            size = body_size(self.headers.get("Content-Length"))
+        except BadRequest:
+            self.close_connection = True  # an unread body must not be parsed as a request
+            raise
+        return decode_body(self.rfile.read(size))
