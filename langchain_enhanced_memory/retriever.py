@@ -95,17 +95,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
     def engine(self) -> MemorySearch:
         """The underlying search engine (created on first use)."""
         if self._engine is None:
+            # The retriever's fields are the engine's (workspace, settings, embedder, ...).
             self._engine = MemorySearch.from_config(
-                EngineConfig(
-                    workspace=Path(self.workspace),
-                    settings=self.settings,
-                    embedder=self.embedder,
-                    model=self.model,
-                    ollama_url=self.ollama_url,
-                    embeddings=self.embeddings,
-                    index_path=self.index_path,
-                    auto_index=self.auto_index,
-                )
+                EngineConfig.model_validate(self, from_attributes=True)
             )
         return self._engine
 

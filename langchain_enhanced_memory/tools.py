@@ -64,16 +64,9 @@ class _MemoryTool(BaseTool):
         if self.engine is None:
             if self.workspace is None:
                 raise ValueError("give the tool a workspace or an engine")
+            # The tool's fields are the engine's (workspace, settings, embedder, ...).
             self.engine = MemorySearch.from_config(
-                EngineConfig(
-                    workspace=Path(self.workspace),
-                    settings=self.settings,
-                    embedder=self.embedder,
-                    model=self.model,
-                    ollama_url=self.ollama_url,
-                    embeddings=self.embeddings,
-                    index_path=self.index_path,
-                )
+                EngineConfig.model_validate(self, from_attributes=True)
             )
         return self.engine
 
