@@ -106,7 +106,8 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
     t, h = tally(res, "test_damaged_index_is_rebuilt_from_the_markdown")
     rows.append(("Damaged index file (truncated, garbage, old schema version, empty): set aside"
                  " and rebuilt from the markdown with a one-line warning", t, h))  # fmt: skip
-    t, h = tally(res, "test_hostile_query_gives_valid_json", "test_nul_byte_query_via_batch",
+    t, h = tally(res, "test_hostile_query_gives_valid_json", "test_blank_query_is_one_clear_line",
+                 "test_nul_byte_query_via_batch",
                  "test_bad_argument_is_one_clear_line", "test_huge_k_is_capped_and_valid",
                  "test_workspace_with_nul_is_refused",
                  "test_get_refuses_paths_outside_the_memory_files",
