@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,9 +29,10 @@ from .core.request import SearchRequest
 from .core.results import Hit, Ranking, SearchResponse
 from .core.settings import PROFILE_NAMES, MemorySettings
 from .core.snapshot import Snapshot
+from .store.freshness import Freshness
 from .store.index import MemoryIndex, SyncReport
 from .store.logs import record_search
-from .store.upkeep import ProgressFactory, embed_missing
+from .store.upkeep import EmbedJob, ProgressFactory, embed_missing
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -84,6 +86,14 @@ class EngineConfig(BaseModel):
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Bring a stale index up to date before searching.
+        watch: Learn of edits from file-system events (for a long-lived engine);
+            off, or where events are unavailable, a cheap scan runs instead.
+        check_interval_s: Without a watcher, scan for edits at most this often
+            (0: before every search, so an edit is in the very next answer).
+        background_embedding: Embed what lacks a vector on a thread and answer
+            keyword-only meanwhile; off, a search embeds up to
+            ``settings.embed_inline_max`` texts itself and otherwise leaves the
+            rest to ``enhanced-memory index`` or the resident engine.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -96,6 +106,9 @@ class EngineConfig(BaseModel):
     embeddings: Any = None
     index_path: Path | None = None
     auto_index: bool = True
+    watch: bool = False
+    check_interval_s: float = Field(default=0.0, ge=0.0)
+    background_embedding: bool = False
 
     @field_validator("embeddings")
     @classmethod
@@ -162,6 +175,12 @@ class MemorySearch:
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
         index_path: Where the SQLite index lives.
         auto_index: Bring a stale index up to date before searching.
+        watch: Follow file-system events instead of scanning before each search.
+        check_interval_s: Without a watcher, scan at most this often (0: every search).
+        background_embedding: Embed missing vectors on a thread, answering meanwhile.
+
+    An engine that watches holds a watcher thread: :meth:`close` (or ``with``)
+    stops it, as does garbage collection.
     """
 
     def __init__(
@@ -175,6 +194,9 @@ class MemorySearch:
         embeddings: Embeddings | None = None,
         index_path: str | Path | None = None,
         auto_index: bool = True,
+        watch: bool = False,
+        check_interval_s: float = 0.0,
+        background_embedding: bool = False,
     ) -> None:
         self.config = EngineConfig(
             workspace=Path(workspace),
@@ -185,11 +207,39 @@ class MemorySearch:
             embeddings=embeddings,
             index_path=Path(index_path) if index_path else None,
             auto_index=auto_index,
+            watch=watch,
+            check_interval_s=check_interval_s,
+            background_embedding=background_embedding,
         )
         self.settings = self.config.settings
         self.index = MemoryIndex(workspace, self.settings, index_path)
         self.auto_index = auto_index
         self._choice: EmbedderChoice | None = None
+        self._freshness: Freshness | None = None
+        self._job: EmbedJob | None = None
+
+    @property
+    def freshness(self) -> Freshness:
+        """How this engine learns of edits (the watcher starts on first use)."""
+        if self._freshness is None:
+            c = self.config
+            fresh = Freshness(self.index, watch=c.watch, interval_s=c.check_interval_s)
+            weakref.finalize(self, fresh.close)
+            self._freshness = fresh
+        return self._freshness
+
+    def close(self) -> None:
+        """Stop the watcher and wait for a background embedding run to end."""
+        if self._freshness is not None:
+            self._freshness.close()
+        if self._job is not None:
+            self._job.join()
+
+    def __enter__(self) -> MemorySearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> MemorySearch:
@@ -308,18 +358,18 @@ class MemorySearch:
         choice = self.choice
         fallback = choice.fallback
         model_id = self.model_id
-        if self.auto_index and self.index.is_stale():
-            self.index.sync(wait=False)
-        qvec = None
+        if self.auto_index:
+            self.freshness.refresh()
+        qvec, embedded = None, None
         if model_id is not None:
             try:
-                has_vector = self.index.snapshot(model_id).has_vector
-                if self.auto_index and (has_vector is None or not has_vector.all()):
-                    # An index run holding the lock is embedding already: do not wait.
-                    self.embed_missing(wait=False)
-                qvec = self.embed_query(request.query)
+                embedded = self._vector_share(model_id)
+                if embedded is None:
+                    qvec = self.embed_query(request.query)
             except Exception as exc:  # any embedder failure: answer keyword-only
                 log.warning("embedder failed, answering keyword-only: %s", exc)
+                fallback, model_id = "keyword-only", None
+            if embedded is not None:  # vectors still coming: keyword-only, and say how far
                 fallback, model_id = "keyword-only", None
         snap = self.index.snapshot(model_id)
         if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
@@ -345,12 +395,40 @@ class MemorySearch:
             fallback=fallback,
             temporal_dates=ranking.temporal_dates,
             prf_terms=ranking.prf_terms,
+            embedded=None if embedded is None else round(embedded, 4),
         )
         record_search(self.index.workspace, self.settings, request.query, response, now)
         if request.min_score is not None:
             response.hits = [h for h in hits if h.score >= request.min_score]
             response.filtered = len(hits) - len(response.hits)
         return response
+
+
+    def _vector_share(self, model_id: str) -> float | None:
+        """None when every chunk has a vector; else the share that has one.
+
+        A few missing texts (``settings.embed_inline_max``) are embedded before
+        answering; more are left to a background run (``background_embedding``)
+        or to ``enhanced-memory index``, so a first query never waits minutes.
+        """
+        job = self._job
+        if job is not None and job.running:
+            return job.done / job.total if job.total else 0.0
+        has = self.index.snapshot(model_id).has_vector
+        if has is None or has.all():
+            return None
+        if self.auto_index:
+            if len(self.index.missing_embeddings(model_id)) <= self.settings.embed_inline_max:
+                self.embed_missing(wait=False)  # another run embedding already: do not wait
+                has = self.index.snapshot(model_id).has_vector
+                if has is None or has.all():
+                    return None
+            elif self.config.background_embedding:
+                if job is None:
+                    job = self._job = EmbedJob(self.index, model_id, self.embed_documents)
+                if job.due():
+                    job.start()
+        return float(has.mean())
 
 
 def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:

@@ -33,6 +33,8 @@ class SearchResponse:
 
     Attributes:
         filtered: How many hits ``min_score`` removed (None when no ``min_score``).
+        embedded: While vectors are still being embedded, the share of chunks
+            that has one (the answer is keyword-only meanwhile); else None.
     """
 
     hits: list[Hit]
@@ -42,6 +44,7 @@ class SearchResponse:
     temporal_dates: list[str] = field(default_factory=list)
     prf_terms: list[str] = field(default_factory=list)
     filtered: int | None = None
+    embedded: float | None = None
 
 
 @dataclass

@@ -38,6 +38,8 @@ def response_json(response: SearchResponse, snippet_chars: int) -> dict[str, Any
     }
     if response.filtered is not None:
         out["filtered"] = response.filtered
+    if response.embedded is not None:
+        out["embedded"] = response.embedded
     return out
 
 

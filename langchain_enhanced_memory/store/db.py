@@ -184,22 +184,34 @@ class IndexDB:
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
 
-    @contextlib.contextmanager
-    def writer_lock(self, wait: bool = True) -> Iterator[bool]:
-        """Hold the index's writer lock; yields False when ``wait`` is off and it is busy."""
-        import fcntl
+    def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
+        return _flock(self.path.with_suffix(".lock"), wait)
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lock of embedding runs (so two runs embed each text once).
+
+        Apart from the writer lock: an embedding run lasts minutes, and a text
+        sync (an edit the next search must see) never waits for it.
+        """
+        return _flock(self.path.with_suffix(".embed.lock"), wait)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, wait: bool) -> Iterator[bool]:
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:

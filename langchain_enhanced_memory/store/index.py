@@ -85,6 +85,10 @@ class MemoryIndex:
         """The writer lock (yields False when ``wait`` is off and another writer holds it)."""
         return self.db.writer_lock(wait)
 
+    def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """The lock of embedding runs (yields False when ``wait`` is off and it is busy)."""
+        return self.db.embed_lock(wait)
+
     def meta(self, key: str, default: str = "") -> str:
         """A value of the index's ``meta`` table."""
         with self.db.open() as conn:
@@ -102,7 +106,7 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------- text
     def is_stale(self) -> bool:
-        """Cheap check (one directory walk and a stat per file) for unindexed changes."""
+        """Cheap check (one ``scandir`` pass, a stat per file) for unindexed changes."""
         try:
             with self.db.open() as conn:
                 return is_stale(conn, self.workspace, self.settings)
