@@ -132,3 +132,31 @@ def search(
             scores = [max(a, b) for a, b in zip(scores, rescored, strict=False)]
     order = sorted(range(len(chunks)), key=lambda i: scores[i], reverse=True)[:top_n]
     return [(scores[i], chunks[i]["file"], chunks[i]["line"]) for i in order]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One query as the original skill's process ran it: load ``vectors.json``, score, print.
+
+    ``python original_reference.py VECTORS_JSON QVECS_JSON QUERY --now ISO``: the query's
+    vector comes from ``QVECS_JSON`` (``{query: vector}``), standing in for the
+    original's call to Ollama at no cost, so the comparison favours the original.
+    """
+    import argparse
+
+    p = argparse.ArgumentParser(description="the original skill's per-query process")
+    p.add_argument("vectors_json")
+    p.add_argument("qvecs_json")
+    p.add_argument("query")
+    p.add_argument("--now", required=True)
+    p.add_argument("--top", type=int, default=5)
+    a = p.parse_args(argv)
+    chunks = load(a.vectors_json)
+    with open(a.qvecs_json, encoding="utf-8") as fh:
+        qvec = json.load(fh).get(a.query)
+    hits = search(chunks, a.query, qvec, datetime.fromisoformat(a.now), a.top)
+    print(json.dumps([{"score": s, "file": f, "line": n} for s, f, n in hits]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .store.index import MemoryIndex
     from .tools import create_memory_tools
 
-__version__ = "0.1.0"
+from .core.version import __version__
 
 _EXPORTS = {
     "EngineConfig": ".engine",

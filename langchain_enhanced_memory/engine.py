@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .core import scoring
-from .core.errors import EnhancedMemoryError, RequestError
+from .core.errors import RequestError
 from .core.ranking import rank
 from .core.request import SearchRequest
 from .core.results import Hit, Ranking, SearchResponse
@@ -31,6 +31,7 @@ from .core.settings import PROFILE_NAMES, MemorySettings
 from .core.snapshot import Snapshot
 from .store.freshness import Freshness
 from .store.index import MemoryIndex, SyncReport
+from .store.locations import resolve_workspace
 from .store.logs import record_search
 from .store.upkeep import EmbedJob, ProgressFactory, embed_missing
 
@@ -39,38 +40,12 @@ if TYPE_CHECKING:
 
     from .embeddings.choice import EmbedderChoice
 
-__all__ = ["EMBEDDERS", "EngineConfig", "MemorySearch", "resolve_workspace"]
+__all__ = ["EMBEDDERS", "EngineConfig", "EnginePool", "MemorySearch", "resolve_workspace"]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
 EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
 Embedder = Literal["auto", "ollama", "local", "none"]
-
-
-def resolve_workspace(arg: str | Path | None = None) -> Path:
-    """The workspace: ``arg``, then ``$OPENCLAW_WORKSPACE_DIR``, then ``$MEMORY_DIR``, then ``.``.
-
-    Raises:
-        EnhancedMemoryError: The folder does not exist.
-    """
-    if arg:
-        ws = Path(arg)
-    elif os.environ.get("OPENCLAW_WORKSPACE_DIR"):
-        ws = Path(os.environ["OPENCLAW_WORKSPACE_DIR"])
-    elif os.environ.get("MEMORY_DIR"):
-        # The original's MEMORY_DIR names the memory/ folder itself.
-        mem = Path(os.environ["MEMORY_DIR"]).expanduser()
-        ws = mem.parent if mem.name == "memory" else mem
-    else:
-        ws = Path.cwd()
-    ws = ws.expanduser()
-    if "\x00" in str(ws):
-        raise EnhancedMemoryError("workspace path contains a NUL byte")
-    if not ws.is_dir():
-        raise EnhancedMemoryError(
-            f"workspace not found: {ws}", "pass --workspace DIR or set OPENCLAW_WORKSPACE_DIR"
-        )
-    return ws
 
 
 class EngineConfig(BaseModel):
@@ -403,7 +378,6 @@ class MemorySearch:
             response.filtered = len(hits) - len(response.hits)
         return response
 
-
     def _vector_share(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
 
@@ -429,6 +403,61 @@ class MemorySearch:
                 if job.due():
                     job.start()
         return float(has.mean())
+
+
+class EnginePool:
+    """Engines kept warm between requests, one per configuration (the resident engine).
+
+    Args:
+        overrides: Config fields every pooled engine gets (``watch=True``, ...).
+    """
+
+    max_engines = 16
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        self.engines: dict[str, MemorySearch] = {}
+
+    def get(self, config: EngineConfig) -> MemorySearch:
+        """The warm engine of ``config`` (built on first use)."""
+        config = config.model_copy(update=self.overrides)
+        key = config.model_dump_json(exclude={"embeddings"})
+        engine = self.engines.pop(key, None)
+        if engine is None:
+            engine = MemorySearch.from_config(config)
+            if len(self.engines) >= self.max_engines:  # an eval over many workspaces
+                oldest = next(iter(self.engines))
+                self.engines.pop(oldest).close()
+        self.engines[key] = engine  # most recently used last
+        return engine
+
+    def busy(self) -> bool:
+        """Whether an engine is still embedding in the background."""
+        return any(e._job is not None and e._job.running for e in self.engines.values())
+
+    def status(self) -> list[dict[str, Any]]:
+        """One line per engine: index, embedder (when resolved), freshness, embedding."""
+        out = []
+        for e in self.engines.values():
+            job = e._job
+            out.append(
+                {
+                    "index": str(e.index.path),
+                    "profile": e.settings.profile,
+                    "provider": e._choice.provider if e._choice else None,
+                    "freshness": e._freshness.mode if e._freshness else None,
+                    "embedding": None
+                    if job is None
+                    else {"running": job.running, "done": job.done, "total": job.total},
+                }
+            )
+        return out
+
+    def close(self) -> None:
+        """Close every engine."""
+        for engine in self.engines.values():
+            engine.close()
+        self.engines.clear()
 
 
 def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:

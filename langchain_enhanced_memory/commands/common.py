@@ -19,11 +19,12 @@ from ..core.request import clean_text, parse_when
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..engine import MemorySearch
+    from ..engine import EnginePool, MemorySearch
 
 __all__ = [
     "CliError",
     "add_common_arguments",
+    "add_no_daemon_argument",
     "dump",
     "engine_from_args",
     "flag_error",
@@ -31,6 +32,9 @@ __all__ = [
     "progress_bar",
     "report_embedder",
 ]
+
+#: Set by the resident engine: commands then reuse its warm engines.
+POOL: EnginePool | None = None
 
 #: How each request field is spelled on the command line.
 FLAGS = {"query": "QUERY", "k": "--k", "now": "--now", "min_score": "--min-score"}
@@ -79,6 +83,15 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def add_no_daemon_argument(p: argparse.ArgumentParser) -> None:
+    """``--no-daemon``: answer in this process, and do not start a resident engine."""
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process; never start the resident engine ($ENHANCED_MEMORY_DAEMON=0)",
+    )
+
+
 def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
     """The engine the common flags describe (flag, then environment, then default)."""
     from ..engine import EngineConfig, MemorySearch
@@ -92,6 +105,8 @@ def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
         index_path=args.index_path,
         **fields,
     )
+    if POOL is not None:
+        return POOL.get(config)
     return MemorySearch.from_config(config)
 
 

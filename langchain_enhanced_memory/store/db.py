@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import IndexUnavailableError
+from .locations import INDEX_DIRNAME, writable
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -33,7 +34,6 @@ __all__ = [
 log = logging.getLogger("langchain_enhanced_memory")
 
 SCHEMA_VERSION = 2  # 2: chunks.chunk_id dropped (written, never read)
-INDEX_DIRNAME = ".enhanced-memory"
 INDEX_FILENAME = "index.sqlite"
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
@@ -76,14 +76,6 @@ def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
     return cache / "enhanced-memory" / key / name
-
-
-def writable(path: Path) -> bool:
-    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
-    try:
-        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
-    except OSError:
-        return False
 
 
 class IndexDB:

@@ -47,6 +47,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .locations import writable
+
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
     from ..core.settings import MemorySettings
@@ -76,15 +78,6 @@ _OFF = {"0", "false", "no", "off"}
 _ON = {"1", "true", "yes", "on"}
 
 
-def _writable(path: Path) -> bool:
-    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return os.access(path, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-
-
 def logging_enabled(workspace: str | Path, settings: MemorySettings | None = None) -> bool:
     """Whether searches of ``workspace`` are logged.
 
@@ -101,7 +94,7 @@ def logging_enabled(workspace: str | Path, settings: MemorySettings | None = Non
         return False
     ws = Path(workspace)
     mem = ws / "memory"
-    return _writable(mem if mem.exists() else ws)
+    return writable(mem if mem.exists() else ws)
 
 
 @contextlib.contextmanager

@@ -157,7 +157,9 @@ def discover(workspace: Path | str, settings: MemorySettings | None = None) -> l
     return files
 
 
-def scan(workspace: Path | str, settings: MemorySettings | None = None) -> dict[str, tuple[int, int]]:
+def scan(
+    workspace: Path | str, settings: MemorySettings | None = None
+) -> dict[str, tuple[int, int]]:
     """``{path: (size, mtime_ns)}`` of the files :func:`discover` lists, in one cheap pass.
 
     The freshness check of every search without a watcher: one ``os.scandir``
@@ -170,7 +172,9 @@ def scan(workspace: Path | str, settings: MemorySettings | None = None) -> dict[
     """
     out: dict[str, tuple[int, int]] = {}
     seen: dict[object, tuple[bool, str]] = {}
-    for is_link, rel, _entry, st, inode in _candidates(_root(workspace), settings or MemorySettings()):
+    for is_link, rel, _entry, st, inode in _candidates(
+        _root(workspace), settings or MemorySettings()
+    ):
         first = seen.get(inode)
         if first is not None:
             # The same preference as discover: the real file, then the first path.
