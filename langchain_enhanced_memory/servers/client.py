@@ -22,15 +22,18 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..core.errors import EnhancedMemoryError
 from ..store.locations import ResidentFiles, resident_files, resolve_workspace
+
+TYPE_CHECKING = False  # not typing's: a one-shot call should not import typing
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "AUTO_IDLE_S",
@@ -179,6 +182,8 @@ def start_resident(workspace: Path, idle_timeout_s: float | None = None) -> subp
     It exits at once when one already runs (one per workspace); its messages go
     to ``resident.log`` next to its socket.
     """
+    import subprocess  # not on the path of a call answered by a running engine
+
     files = resident_files(workspace, create=True)
     cmd = [sys.executable, "-m", "langchain_enhanced_memory.cli", "daemon", "run"]
     cmd += ["--workspace", str(files.workspace)]

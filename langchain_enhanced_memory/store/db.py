@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,7 @@ class IndexDB:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._local = threading.local()
 
     def connect(self) -> sqlite3.Connection:
         """A raw connection in autocommit mode with WAL (no schema check)."""
@@ -110,6 +112,38 @@ class IndexDB:
             yield conn
         finally:
             conn.close()
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection for short reads, kept open between them.
+
+        The hot path of a search reads the generation and a few rows; opening,
+        configuring and checking a connection for that cost more than the
+        search. Writers use :meth:`open`. The connection is opened anew when
+        the file is replaced (set aside, rebuilt) or a read fails.
+        """
+        local = self._local
+        try:
+            st = os.stat(self.path)
+            identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            identity = None
+        conn = getattr(local, "conn", None)
+        if conn is None or identity is None or local.identity != identity:
+            if conn is not None:
+                conn.close()
+            local.conn = conn = None
+            conn = self.open_checked()
+            st = os.stat(self.path)
+            local.conn, local.identity = conn, (st.st_dev, st.st_ino)
+        try:
+            yield conn
+        except BaseException:
+            local.conn = None
+            conn.close()
+            raise
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     def open_checked(self) -> sqlite3.Connection:
         """Open, creating or migrating the schema; set aside a file that is not an index."""

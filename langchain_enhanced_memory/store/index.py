@@ -81,6 +81,10 @@ class MemoryIndex:
         with self.db.open() as conn:
             yield conn
 
+    def reader(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """This thread's kept-open connection for short reads on the search path."""
+        return self.db.reader()
+
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """The writer lock (yields False when ``wait`` is off and another writer holds it)."""
         return self.db.writer_lock(wait)
@@ -151,7 +155,7 @@ class MemoryIndex:
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
-        with self.db.open() as conn:
+        with self.db.reader() as conn:
             return vectors.vector_dim(conn, model)
 
     def forget_vectors(self, model: str) -> None:

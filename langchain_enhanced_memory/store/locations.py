@@ -14,7 +14,6 @@ this user: ``$XDG_RUNTIME_DIR/enhanced-memory/`` or
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
@@ -115,5 +114,7 @@ def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
         if create:
             local.mkdir(exist_ok=True)
         return ResidentFiles(ws, local, "resident")
+    import hashlib  # only here: loading OpenSSL costs a one-shot call milliseconds
+
     key = hashlib.sha256(str(ws).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return ResidentFiles(ws, private_dir(), f"resident-{key}")

@@ -13,9 +13,7 @@ a recorded one, this ``python3`` runs it if it has the package, else the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -64,6 +62,9 @@ def run(argv: list[str]) -> None:
     try:
         from langchain_enhanced_memory.cli import main
     except ImportError:
+        import json
+        import shutil
+
         exe = shutil.which("enhanced-memory")
         if exe:
             os.execv(exe, [exe, *argv])
