@@ -392,7 +392,12 @@ class MemorySearch:
         if has is None or has.all():
             return None
         if self.auto_index:
-            if len(self.index.missing_embeddings(model_id)) <= self.settings.embed_inline_max:
+            inline_max = self.settings.embed_inline_max
+            # Chunks alone over the limit: no need to list every missing line to know.
+            few = int((~has).sum()) <= inline_max and (
+                len(self.index.missing_embeddings(model_id)) <= inline_max
+            )
+            if few:
                 self.embed_missing(wait=False)  # another run embedding already: do not wait
                 has = self.index.snapshot(model_id).has_vector
                 if has is None or has.all():
