@@ -430,7 +430,12 @@ class EnginePool:
 
     def get(self, config: EngineConfig) -> MemorySearch:
         """The warm engine of ``config`` (built on first use)."""
-        config = config.model_copy(update=self.overrides)
+        # Absolute paths: the pool serves callers from any folder, and its threads
+        # (watcher, background embedding) outlive the request's folder.
+        update = {"workspace": config.workspace.absolute(), **self.overrides}
+        if config.index_path is not None:
+            update["index_path"] = config.index_path.absolute()
+        config = config.model_copy(update=update)
         key = config.model_dump_json(exclude={"embeddings"})
         engine = self.engines.pop(key, None)
         if engine is None:

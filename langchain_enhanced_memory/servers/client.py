@@ -165,7 +165,7 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
                 "argv": argv,
                 "cwd": os.getcwd(),
                 "env": forwarded_env(),
-                "workspace": str(ws),
+                "workspace": str(files.workspace),  # resolved: the engine's folder is not ours
             },
             timeout,
         )

@@ -240,3 +240,23 @@ def test_serve_daemon_starts_it_and_daemon_stop_ends_it(workspace: Path) -> None
         assert _status(workspace) is None
     finally:
         _kill(info["pid"])
+
+
+def test_relative_workspaces_from_different_folders_are_different_workspaces(
+    tmp_path: Path, resident, workspace: Path
+) -> None:
+    # Two callers name "ws" from different folders: each must get its own workspace.
+    other = tmp_path / "elsewhere"
+    (other / "ws" / "memory").mkdir(parents=True)
+    (other / "ws" / "MEMORY.md").write_text("# Pets\n\nThe axolotl is called Pablo.\n")
+    here = run_cli("search", "--workspace", "ws", "--embedder", "none", "--json", "billing",
+                   cwd=workspace.parent, **ON)  # fmt: skip
+    assert json.loads(here.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
+    assert _status(workspace)["requests"] == 1
+    # "ws" from elsewhere is another workspace: answered in-process (no engine serves it).
+    there = run_cli("search", "--workspace", "ws", "--embedder", "none", "--json", "axolotl",
+                    cwd=other, **ON)  # fmt: skip
+    assert json.loads(there.stdout)["results"][0]["path"] == "MEMORY.md"
+    assert _status(workspace)["requests"] == 1
+    engines = _status(workspace)["engines"]
+    assert [e["index"] for e in engines] == [str(workspace / ".enhanced-memory/index.sqlite")]
