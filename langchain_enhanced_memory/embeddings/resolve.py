@@ -42,6 +42,7 @@ def resolve_embedder(
     ollama_url: str | None = None,
     timeout_s: float = 30.0,
     embeddings: Embeddings | None = None,
+    local_threads: int = 0,
 ) -> EmbedderChoice:
     """Pick the embedder for ``kind``; an unavailable one degrades, never raises.
 
@@ -60,6 +61,7 @@ def resolve_embedder(
         ollama_url: The Ollama URL; default ``http://localhost:11434``.
         timeout_s: Timeout of embedding requests; the probe uses at most 2 s.
         embeddings: A ready embedder that overrides ``kind``.
+        local_threads: Threads of the local model's engine (0: one per core).
 
     Returns:
         The :class:`EmbedderChoice`.
@@ -75,14 +77,14 @@ def resolve_embedder(
     if choice == "none":
         return EmbedderChoice(None, "none", None)
     if choice == "local":
-        return _resolve_local()
+        return _resolve_local(local_threads)
 
     ollama_model = model or DEFAULT_OLLAMA_MODEL
     picked = _resolve_ollama(ollama_model, ollama_url, timeout_s)
     if choice == "ollama" or picked.embeddings is not None:
         return picked
     # auto, and Ollama is not usable
-    local = _resolve_local()
+    local = _resolve_local(local_threads)
     if local.embeddings is not None:
         logger.debug("auto embedder: using the local model (%s)", picked.reason)
         return local
@@ -106,9 +108,9 @@ def _resolve_ollama(model: str, url: str | None, timeout_s: float) -> EmbedderCh
     return EmbedderChoice(emb, "ollama", model)
 
 
-def _resolve_local() -> EmbedderChoice:
+def _resolve_local(threads: int) -> EmbedderChoice:
     try:
-        emb = LocalEmbeddings()
+        emb = LocalEmbeddings(threads)
     except EmbeddingError as exc:
         return EmbedderChoice(None, "local", LOCAL_MODEL, KEYWORD_ONLY, str(exc))
     return EmbedderChoice(emb, "local", LOCAL_MODEL)
