@@ -30,6 +30,7 @@ def rank(
     settings: MemorySettings,
     qvec: np.ndarray | None,
     embed_query: Callable[[str], np.ndarray] | None = None,
+    mask: np.ndarray | None = None,
 ) -> Ranking:
     """Score every chunk of ``snap`` for ``query``.
 
@@ -43,6 +44,8 @@ def rank(
         settings: Weights, thresholds and switches.
         qvec: The L2-normalised query vector, or None for keyword-only.
         embed_query: Embeds an expanded query, for PRF with ``prf_reembed``.
+        mask: Rows a filter keeps (:func:`.filters.filter_mask`); the others score 0,
+            so top-k picks among the kept rows only. None keeps every row.
     """
     strategies = recipe(settings)
     dq = strategies.dates.parse(query, now)
@@ -93,6 +96,10 @@ def rank(
                 share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings
             )
             out = fused(sig["vector"])
+        if mask is not None:
+            out = np.where(mask, out, 0.0)
+        # Absolute evidence for the calibrated score (per-query rescaling hides it).
+        sig["coverage"], sig["cosine"] = coverage, cos
         return out, sig
 
     scores, signals = score(terms, qvec)

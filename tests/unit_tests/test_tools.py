@@ -101,7 +101,7 @@ def test_search_tool_cites_and_returns_json(tools, workspace):
     assert first.startswith("[1] memory/2026-02-08.md:")
     assert "Decisions" in first
     art = msg.artifact
-    assert set(art) == {"results", "provider", "model", "fallback"}
+    assert set(art) == {"results", "provider", "model", "fallback", "citations", "mode", "debug"}
     row = art["results"][0]
     assert row["path"] == "memory/2026-02-08.md" and row["source"] == "memory"
     assert {"startLine", "endLine", "score", "snippet", "header", "related"} <= set(row)
@@ -128,7 +128,13 @@ def test_get_tool_numbers_lines_and_counts_access(tools, workspace):
 def test_get_tool_refusal_is_a_message_not_an_exception(tools):
     msg = _call(tools["memory_get"], {"path": "../../etc/passwd"})
     assert msg.content.startswith("Error: refused:")
-    assert msg.artifact == {"error": msg.content.removeprefix("Error: ")}
+    # OpenClaw's memory_get refusal shape, the same `get --json` prints.
+    assert msg.artifact == {
+        "path": "../../etc/passwd",
+        "text": "",
+        "disabled": True,
+        "error": msg.content.removeprefix("Error: "),
+    }
 
 
 def test_salience_tool(tools):
