@@ -56,12 +56,19 @@ def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) ->
     return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
 
 
-def related(engine: MemorySearch, path: str | None = None, *, build: bool = True) -> dict:
-    """Cross-references of ``path`` (``crossref show``), or the graph overview.
+def related(
+    engine: MemorySearch,
+    path: str | None = None,
+    *,
+    line: int | None = None,
+    build: bool = True,
+) -> dict[str, Any]:
+    """Cross-references of ``path`` (``crossref show``), of one result, or the graph overview.
 
     Args:
         engine: The engine whose index holds the graph.
         path: A memory file; None for the most connected files.
+        line: A line of ``path`` (a result's ``startLine``): only the refs of its chunk.
         build: Build the graph first when there is none (needs an embedder).
 
     Raises:
@@ -79,7 +86,19 @@ def related(engine: MemorySearch, path: str | None = None, *, build: bool = True
         summary = queries.graph_summary(index)
     if path is None:
         return summary
-    return queries.show(index, notes.normalize_path(path))
+    shown = queries.show(index, notes.normalize_path(path))
+    if line is not None:
+        shown["outgoing"] = [
+            c for c in shown["outgoing"] if _chunk_start(c["chunk"]) <= line <= c["endLine"]
+        ]
+        starts = {c["chunk"] for c in shown["outgoing"]}
+        shown["incoming"] = [r for r in shown["incoming"] if r["target"] in starts]
+        shown["line"] = line
+    return shown
+
+
+def _chunk_start(ref: str) -> int:
+    return int(ref.rsplit(":", 1)[1])
 
 
 def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]:
