@@ -3,7 +3,7 @@
 For every query the default recipe returns its top 10; each result is labelled
 by whether it answers (its span covers a gold line, as in ``eval``). A logistic
 regression over the features of ``core/calibration.py`` (ranking's fused score,
-keyword coverage, raw cosine, a matched date) is fitted per mode (with the
+keyword coverage, a matched date) is fitted per mode (with the
 embedder: ``hybrid``; without: ``keyword``) and its coefficients printed, ready
 for ``COEFFICIENTS``. The threshold table is computed out of sample: each
 conversation is scored with coefficients fitted on the others, then the
@@ -87,7 +87,9 @@ def scored(rows: list[dict[str, Any]], coef: np.ndarray) -> list[float]:
         out = [0.0] * len(rows)
         for idx in by_query.values():
             idx.sort(key=lambda i: rows[i]["rank"])
-            for i, s in zip(idx, calibration.calibrate([rows[i]["x"] for i in idx], mode)):
+            for i, s in zip(
+                idx, calibration.calibrate([rows[i]["x"] for i in idx], mode), strict=True
+            ):
                 out[i] = s
         return out
     finally:
@@ -134,12 +136,12 @@ def main() -> None:
             train = [i for i, r in enumerate(rows) if r["ws"] != ws]
             test = [i for i, r in enumerate(rows) if r["ws"] == ws]
             c = fit(x[train], y[train])
-            for i, s in zip(test, scored([rows[i] for i in test], c)):
+            for i, s in zip(test, scored([rows[i] for i in test], c), strict=True):
                 held[i] = s
         print("out of sample (each conversation scored by a fit on the others):")
         print("\n".join(table(rows, held)))
         raw_top = [r["x"][0] for r in rows if r["rank"] == 1]
-        cal_top = [s for s, r in zip(held, rows) if r["rank"] == 1]
+        cal_top = [s for s, r in zip(held, rows, strict=True) if r["rank"] == 1]
         print(
             f"top result per query: fused score p10..p90 {np.percentile(raw_top, 10):.3f}.."
             f"{np.percentile(raw_top, 90):.3f}; calibrated {np.percentile(cal_top, 10):.3f}.."

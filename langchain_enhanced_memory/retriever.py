@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
 from .core.settings import MemorySettings
@@ -63,6 +64,8 @@ class EnhancedMemoryRetriever(BaseRetriever):
             docs = retriever.invoke("what did we decide yesterday?", now=datetime(2026, 2, 9))
             for d in docs:
                 print(d.metadata["path"], d.metadata["startLine"], d.metadata["score"])
+            # Filters apply before ranking: k results come back when k match.
+            docs = retriever.invoke("decisions", filter={"since": "last week", "kind": "daily"})
 
     Args:
         workspace: Folder holding ``MEMORY.md`` and ``memory/``.
@@ -75,6 +78,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         settings: Weights, thresholds and the scoring profile.
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Update a stale index before searching.
+        filter: Default filter of every search (``since``, ``until``, ``path``,
+            ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
+            ``invoke`` replaces it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -88,6 +94,7 @@ class EnhancedMemoryRetriever(BaseRetriever):
     settings: MemorySettings = Field(default_factory=MemorySettings)
     index_path: str | Path | None = None
     auto_index: bool = True
+    filter: SearchFilter | None = None
 
     _engine: MemorySearch | None = PrivateAttr(default=None)
 
@@ -101,8 +108,17 @@ class EnhancedMemoryRetriever(BaseRetriever):
             )
         return self._engine
 
-    def _request(self, query: str, k: int | None, now: datetime | date | None) -> SearchRequest:
-        return SearchRequest.parse(query=query, k=self.k if k is None else k, now=now)
+    def _request(
+        self,
+        query: str,
+        k: int | None,
+        now: datetime | date | None,
+        flt: SearchFilter | dict[str, Any] | None,
+    ) -> SearchRequest:
+        chosen = self.filter if flt is None else flt
+        return SearchRequest.parse(
+            query=query, k=self.k if k is None else k, now=now, filter=chosen
+        )
 
     def _get_relevant_documents(
         self,
@@ -111,8 +127,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         now: datetime | date | None = None,
+        filter: SearchFilter | dict[str, Any] | None = None,  # noqa: A002 (LangChain's name)
     ) -> list[Document]:
-        response = self.engine.run(self._request(query, k, now))
+        response = self.engine.run(self._request(query, k, now, filter))
         return [hit_to_document(h, response) for h in response.hits]
 
     async def _aget_relevant_documents(
@@ -122,7 +139,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         now: datetime | date | None = None,
+        filter: SearchFilter | dict[str, Any] | None = None,  # noqa: A002 (LangChain's name)
     ) -> list[Document]:
         # The engine is CPU-bound numpy plus SQLite: run it off the event loop.
-        response = await asyncio.to_thread(self.engine.run, self._request(query, k, now))
+        request = self._request(query, k, now, filter)
+        response = await asyncio.to_thread(self.engine.run, request)
         return [hit_to_document(h, response) for h in response.hits]

@@ -4,9 +4,9 @@ Ranking fuses signals rescaled per query (the best BM25 of a query is 1 however
 weak it is), so the fused score of the top result is about the same for every
 query and a ``minScore`` threshold keeps or drops all results alike. The
 calibrated score adds what rescaling hides, the absolute evidence of a hit:
-the share of query terms the chunk holds (``coverage``), its raw cosine, and
-whether a date of the query matched its note, and maps them through a logistic
-fitted on locomo-dev (``benchmarks/calibrate.py`` fits and prints the
+the share of query terms the chunk holds (``coverage``) and whether a date of
+the query matched its note, and maps them with ranking's fused score through
+a logistic fitted on locomo-dev (``benchmarks/calibrate.py`` fits and prints the
 coefficients below, and the precision and recall of thresholds).
 
 The ranking is not changed: scores are made non-increasing down the ranked
@@ -21,14 +21,16 @@ from collections.abc import Mapping, Sequence
 
 __all__ = ["COEFFICIENTS", "FEATURES", "calibrate", "features"]
 
-#: The inputs of the logistic, in order (``fused`` is ranking's score).
-FEATURES = ("fused", "coverage", "cosine", "dated")
+#: The inputs of the logistic, in order (``fused`` is ranking's score). The raw
+#: cosine is left out on purpose: its scale is the embedder's (e5's cosines sit
+#: near 0.8, nomic's near 0.5), so weights fitted on one model would mislead on another.
+FEATURES = ("fused", "coverage", "dated")
 
 #: Intercept then one weight per feature, for searches with and without a query vector.
 #: Fitted by ``benchmarks/calibrate.py`` on locomo-dev (default recipe, local embedder).
 COEFFICIENTS: dict[str, tuple[float, ...]] = {
-    "hybrid": (-4.2, 2.4, 1.9, 3.1, 0.6),
-    "keyword": (-3.4, 1.2, 2.6, 0.0, 0.9),
+    "hybrid": (-6.218, 5.865, 3.357, -2.012),
+    "keyword": (-5.828, 6.175, 3.371, -0.814),
 }
 
 
@@ -37,7 +39,6 @@ def features(fused: float, signals: Mapping[str, float]) -> tuple[float, ...]:
     return (
         fused,
         signals.get("coverage", 0.0),
-        signals.get("cosine", 0.0),
         1.0 if signals.get("date_boost", 1.0) > 1.0 else 0.0,
     )
 

@@ -15,9 +15,11 @@ The only module that writes a note. What it guarantees:
   ``memory_get`` checks them (no ``..``, no absolute paths, no hidden folders,
   no symlink out of the workspace).
 * **A section is created once.** With ``section``, the bullet goes at the end
-  of the ``## section`` of the file, which is appended the first time.
+  of the section of that name (a header of any level), and a ``## section`` is
+  appended the first time.
 
-A read-only workspace or file is refused with a one-line :class:`WriteError`.
+A read-only workspace or file (no write permission, or no write bit at all, which
+holds even for root) is refused with a one-line :class:`WriteError`.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import NoteError, WriteError
+from .db import writable
 from .notes import normalize_path
 
 __all__ = ["AppendResult", "append_memory", "daily_path"]
 
 _LOCK_NAME = ".enhanced-memory-notes.lock"
 _MAX_TEXT = 4000
-_BAD_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_HEADER = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 @dataclass
@@ -91,8 +95,8 @@ def append_memory(
     target = root / rel
     _check_inside(root, target, rel)
     memory = root / "memory"
-    if not os.access(memory if memory.is_dir() else root, os.W_OK) or (
-        target.exists() and not os.access(target, os.W_OK)
+    if not writable(memory if memory.is_dir() else root) or (
+        target.exists() and not writable(target)
     ):
         raise WriteError(f"the workspace is read-only: cannot write {rel}")
     with _locked(memory):
@@ -112,7 +116,7 @@ def _bullet(text: str) -> str:
         raise WriteError(f"the text is {len(text)} characters; at most {_MAX_TEXT} at a time")
     if _BAD_CHARS.search(text):
         raise WriteError("the text contains control characters")
-    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return "- " + "\n  ".join(lines)
 
 
@@ -177,14 +181,20 @@ def _insert(old: str, bullet: str, heading: str | None) -> tuple[str, int]:
 
 
 def _section_end(lines: list[str], heading: str) -> int | None:
-    """Index just past ``## heading``'s section (None when the file has no such header)."""
-    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {heading}"), None)
-    if start is None:
-        return None
-    for i in range(start + 1, len(lines)):
-        if re.match(r"#{1,2}\s", lines[i]):
-            return i
-    return len(lines)
+    """Index just past the section headed ``heading`` (any level), or None when there is none.
+
+    The section ends at the next header of the same or a higher level.
+    """
+    for start, line in enumerate(lines):
+        m = _HEADER.match(line)
+        if m and m[2].strip() == heading:
+            level = len(m[1])
+            for i in range(start + 1, len(lines)):
+                n = _HEADER.match(lines[i])
+                if n and len(n[1]) <= level:
+                    return i
+            return len(lines)
+    return None
 
 
 @contextlib.contextmanager

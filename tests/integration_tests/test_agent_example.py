@@ -186,4 +186,3 @@ def test_agent_writes_a_memory_and_finds_it_again(workspace):
     assert top["path"] == "memory/2026-02-09.md"
     assert top["startLine"] <= written["line"] <= top["endLine"]
     assert "memory/2026-02-09.md:" in state["messages"][-1].content
-
