@@ -9,6 +9,7 @@ from langchain_tests.unit_tests import ToolsUnitTests
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import logs
 from langchain_enhanced_memory.tools import (
+    MemoryAppendTool,
     MemoryCrossrefTool,
     MemoryGetTool,
     MemorySalienceTool,
@@ -33,7 +34,21 @@ class TestSearchToolStandard(TempWorkspace, ToolsUnitTests):
 
     @property
     def tool_invoke_params_example(self):
-        return {"query": "postgres migration", "k": 3}
+        return {"query": "postgres migration", "k": 3, "since": "2026-02-01", "kind": ["daily"]}
+
+
+class TestAppendToolStandard(TempWorkspace, ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemoryAppendTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": self.ws, "embedder": "none", "now": NOW}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"text": "The standard suite was here.", "section": "Tests"}
 
 
 class TestGetToolStandard(TempWorkspace, ToolsUnitTests):
