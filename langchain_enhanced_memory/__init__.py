@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .core.filters import SearchFilter
     from .core.settings import FusionWeights, MemorySettings
     from .engine import EngineConfig, MemorySearch
     from .loader import MemoryDirectoryLoader
@@ -27,6 +28,7 @@ _EXPORTS = {
     "MemoryIndex": ".store.index",
     "MemorySearch": ".engine",
     "MemorySettings": ".core.settings",
+    "SearchFilter": ".core.filters",
     "create_memory_tools": ".tools",
 }
 
@@ -38,6 +40,7 @@ __all__ = [
     "MemoryIndex",
     "MemorySearch",
     "MemorySettings",
+    "SearchFilter",
     "__version__",
     "create_memory_tools",
 ]

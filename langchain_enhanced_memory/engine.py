@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .core import scoring
 from .core.calibration import calibrate, features
 from .core.errors import EnhancedMemoryError, RequestError
-from .core.filters import filter_mask
+from .core.filters import filter_mask, why_empty
 from .core.ranking import rank
 from .core.request import SearchRequest
 from .core.results import Hit, Ranking, SearchResponse
@@ -367,7 +367,7 @@ class MemorySearch:
             mode=mode,
         )
         if mask is not None:
-            response.filter_note = _filter_note(request, int(mask.sum()), len(hits))
+            response.filter_note = why_empty(request.filter, int(mask.sum()), len(hits))
         record_search(self.index.workspace, self.settings, request.query, response, now)
         if request.min_score is not None:
             response.hits = [h for h in hits if h.score >= request.min_score]
@@ -380,16 +380,6 @@ class MemorySearch:
 
 def _ms_since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
-
-
-def _filter_note(request: SearchRequest, kept: int, found: int) -> str | None:
-    """Why a filtered search came back empty (None when it did not)."""
-    if found:
-        return None
-    what = request.filter.describe()
-    if not kept:
-        return f"no memory chunk matches the filter ({what})"
-    return f"{kept} chunks match the filter ({what}) but none matches the query"
 
 
 def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:

@@ -29,7 +29,7 @@ from .errors import RequestError
 from .globs import glob_match
 from .snapshot import Snapshot
 
-__all__ = ["KINDS", "SearchFilter", "filter_mask", "resolve_day"]
+__all__ = ["KINDS", "SearchFilter", "filter_mask", "resolve_day", "why_empty"]
 
 Kind = Literal["core", "daily", "topic"]
 KINDS: tuple[str, ...] = ("core", "daily", "topic")
@@ -162,6 +162,21 @@ def filter_mask(snap: Snapshot, flt: SearchFilter, now: datetime | date) -> np.n
         match = _path_matcher(flt.path)
         keep &= np.fromiter((match(p) for p in snap.paths), bool, len(snap))
     return keep
+
+
+def why_empty(flt: SearchFilter, kept: int, found: int) -> str | None:
+    """Why a filtered search came back empty (None when it did not).
+
+    Args:
+        flt: The filter.
+        kept: How many chunks the filter kept.
+        found: How many results the search returned.
+    """
+    if found:
+        return None
+    if not kept:
+        return f"no memory chunk matches the filter ({flt.describe()})"
+    return f"{kept} chunks match the filter ({flt.describe()}) but none matches the query"
 
 
 def _path_matcher(pattern: str) -> Any:
