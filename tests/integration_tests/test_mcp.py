@@ -177,10 +177,36 @@ def test_stdio_write_tool_only_when_enabled(ws: Path, fake_ollama: FakeOllama) -
             )
             status = await call(session, "memory_status")
             assert status["write"] is True
+            # The same day again: appended under the existing section, not created.
+            again = await call(
+                session, "memory_append", text="Bring the dry bags.", section="Plans"
+            )
+            assert again["created"] is False and again["line"] == done["line"] + 1
+            # A second writer (another process) at the same time as this one.
+            other = subprocess.Popen(
+                [*CLI, "remember", "--workspace", str(ws), "--now", NOW, "--section", "Plans",
+                 "Written by the other process."],
+                env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            await call(session, "memory_append", text="Written over MCP.", section="Plans")
+            assert other.wait(timeout=120) == 0
+            # A read-only workspace: a one-line tool error, nothing written.
+            (ws / "memory").chmod(0o555)
+            try:
+                assert "read-only" in await error_of(session, "memory_append", text="nope")
+            finally:
+                (ws / "memory").chmod(0o755)
 
     anyio.run(main)
     text = (ws / "memory/2026-02-09.md").read_text(encoding="utf-8")
-    assert text == "# 2026-02-09\n\n## Plans\n\n- The kayak trip is on the 21st.\n"
+    assert text.startswith(
+        "# 2026-02-09\n\n## Plans\n\n- The kayak trip is on the 21st.\n- Bring the dry bags.\n"
+    )
+    assert sorted(text.splitlines()[6:]) == [
+        "- Written by the other process.",
+        "- Written over MCP.",
+    ]
+    assert "nope" not in text
 
 
 def wait_for_http(url: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:

@@ -188,3 +188,33 @@ def test_write_tool_refusal_is_a_message(workspace: Path) -> None:
     out = tool.invoke({"text": "x", "file": "../../escape.md"})
     assert out.startswith("Error: refused:") and "\n" not in out
     assert not (workspace.parent.parent / "escape.md").exists()
+
+
+def test_write_tool_existing_day_concurrent_and_read_only(workspace: Path) -> None:
+    tool = MemoryAppendTool(workspace=workspace, embedder="none", now=NOW.replace(day=8))
+    note = workspace / "memory/2026-02-08.md"
+    before = note.read_text(encoding="utf-8")
+    results: list[str] = []
+    threads = [
+        threading.Thread(target=lambda n=n: results.append(tool.invoke({"text": f"fact {n}"})))
+        for n in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(results) == 4 and all(
+        r.startswith("Remembered in memory/2026-02-08.md:") for r in results
+    )
+    after = note.read_text(encoding="utf-8")
+    assert after.startswith(before)
+    assert sorted(line for line in after.splitlines() if line.startswith("- fact")) == [
+        f"- fact {n}" for n in range(4)
+    ]
+    note.chmod(0o444)
+    try:
+        out = tool.invoke({"text": "refused"})
+    finally:
+        note.chmod(0o644)
+    assert out.startswith("Error: the workspace is read-only")
+    assert "refused" not in note.read_text(encoding="utf-8")
