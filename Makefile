@@ -25,6 +25,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the README table.
 reliability: $(STAMP)

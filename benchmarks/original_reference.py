@@ -6,7 +6,7 @@ loads a ``vectors.json``-style list of ``{"file", "header", "line", "text",
 in Python loops: cosine over lists, substring overlap per query word against
 the lowercased text, header and path, adaptive weights, the x3 date boost on
 file paths and the pseudo-relevance feedback pass. Date extraction reuses the
-package's replay of the original's date rules (``parse_dates(original=True)``),
+package's replay of the original's date rules (``core.original.parse_dates_original``),
 which costs microseconds either way.
 
 Nothing in the package imports this module.
@@ -23,7 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from langchain_enhanced_memory.core.dates import parse_dates
 from langchain_enhanced_memory.core.text import STOPWORDS_EN
 
 WEIGHTS = (0.4, 0.25, 0.1, 0.25)
@@ -120,7 +119,9 @@ def search(
     Returns:
         ``(score, file, line)`` of the best ``top_n`` chunks, best first.
     """
-    dates = [d.isoformat() for d in parse_dates(query, now, original=True).days]
+    from langchain_enhanced_memory.core.original import parse_dates_original
+
+    dates = [d.isoformat() for d in parse_dates_original(query, now).days]
     scores = _score_all(chunks, query, qvec, dates)
     if chunks and not dates and max(scores) < PRF_THRESHOLD:
         top = sorted(range(len(chunks)), key=lambda i: scores[i], reverse=True)[:3]
@@ -132,3 +133,41 @@ def search(
             scores = [max(a, b) for a, b in zip(scores, rescored, strict=False)]
     order = sorted(range(len(chunks)), key=lambda i: scores[i], reverse=True)[:top_n]
     return [(scores[i], chunks[i]["file"], chunks[i]["line"]) for i in order]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One query as the original skill's process ran it: load ``vectors.json``, score, print.
+
+    ``python original_reference.py VECTORS_JSON QVECS_JSON QUERY --now ISO``: the query's
+    vector comes from ``QVECS_JSON`` (``{query: vector}``), standing in for the
+    original's call to Ollama at no cost, so the comparison favours the original.
+    It prints ``import_s``, the time spent importing this package's replay of
+    the original's date rules (numpy and pydantic come with it), which the
+    original's own process did not pay; the latency benchmark subtracts it.
+    """
+    import argparse
+    import time
+
+    t0 = time.perf_counter()
+    import langchain_enhanced_memory.core.original  # noqa: F401
+
+    import_s = time.perf_counter() - t0
+
+    p = argparse.ArgumentParser(description="the original skill's per-query process")
+    p.add_argument("vectors_json")
+    p.add_argument("qvecs_json")
+    p.add_argument("query")
+    p.add_argument("--now", required=True)
+    p.add_argument("--top", type=int, default=5)
+    a = p.parse_args(argv)
+    chunks = load(a.vectors_json)
+    with open(a.qvecs_json, encoding="utf-8") as fh:
+        qvec = json.load(fh).get(a.query)
+    hits = search(chunks, a.query, qvec, datetime.fromisoformat(a.now), a.top)
+    rows = [{"score": s, "file": f, "line": n} for s, f, n in hits]
+    print(json.dumps({"results": rows, "import_s": import_s}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,9 +7,15 @@ cheap for a process that answers one query and exits.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+from .core.version import __version__
+
+# Not `from typing import TYPE_CHECKING`: typing costs a one-shot call ~10 ms to import,
+# and type checkers read a TYPE_CHECKING constant the same way.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .core.filters import SearchFilter
     from .core.settings import FusionWeights, MemorySettings
     from .engine import EngineConfig, MemorySearch
@@ -18,7 +24,6 @@ if TYPE_CHECKING:
     from .store.index import MemoryIndex
     from .tools import create_memory_tools
 
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "EngineConfig": ".engine",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,54 +25,30 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .core import scoring
 from .core.calibration import calibrate, features
-from .core.errors import EnhancedMemoryError, RequestError
+from .core.errors import RequestError
 from .core.filters import filter_mask, why_empty
 from .core.ranking import rank
 from .core.request import SearchRequest
 from .core.results import Hit, Ranking, SearchResponse
 from .core.settings import PROFILE_NAMES, MemorySettings
 from .core.snapshot import Snapshot
+from .store.freshness import Freshness
 from .store.index import MemoryIndex, SyncReport
+from .store.locations import resolve_workspace
 from .store.logs import record_search
-from .store.upkeep import ProgressFactory, embed_missing
+from .store.upkeep import EmbedJob, ProgressFactory, embed_missing
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from .embeddings.choice import EmbedderChoice
 
-__all__ = ["EMBEDDERS", "EngineConfig", "MemorySearch", "resolve_workspace"]
+__all__ = ["EMBEDDERS", "EngineConfig", "EnginePool", "MemorySearch", "resolve_workspace"]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
 EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
 Embedder = Literal["auto", "ollama", "local", "none"]
-
-
-def resolve_workspace(arg: str | Path | None = None) -> Path:
-    """The workspace: ``arg``, then ``$OPENCLAW_WORKSPACE_DIR``, then ``$MEMORY_DIR``, then ``.``.
-
-    Raises:
-        EnhancedMemoryError: The folder does not exist.
-    """
-    if arg:
-        ws = Path(arg)
-    elif os.environ.get("OPENCLAW_WORKSPACE_DIR"):
-        ws = Path(os.environ["OPENCLAW_WORKSPACE_DIR"])
-    elif os.environ.get("MEMORY_DIR"):
-        # The original's MEMORY_DIR names the memory/ folder itself.
-        mem = Path(os.environ["MEMORY_DIR"]).expanduser()
-        ws = mem.parent if mem.name == "memory" else mem
-    else:
-        ws = Path.cwd()
-    ws = ws.expanduser()
-    if "\x00" in str(ws):
-        raise EnhancedMemoryError("workspace path contains a NUL byte")
-    if not ws.is_dir():
-        raise EnhancedMemoryError(
-            f"workspace not found: {ws}", "pass --workspace DIR or set OPENCLAW_WORKSPACE_DIR"
-        )
-    return ws
 
 
 class EngineConfig(BaseModel):
@@ -87,6 +64,14 @@ class EngineConfig(BaseModel):
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Bring a stale index up to date before searching.
+        watch: Learn of edits from file-system events (for a long-lived engine);
+            off, or where events are unavailable, a cheap scan runs instead.
+        check_interval_s: Without a watcher, scan for edits at most this often
+            (0: before every search, so an edit is in the very next answer).
+        background_embedding: Embed what lacks a vector on a thread and answer
+            keyword-only meanwhile; off, a search embeds up to
+            ``settings.embed_inline_max`` texts itself and otherwise leaves the
+            rest to ``enhanced-memory index`` or the resident engine.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
@@ -99,6 +84,9 @@ class EngineConfig(BaseModel):
     embeddings: Any = None
     index_path: Path | None = None
     auto_index: bool = True
+    watch: bool = False
+    check_interval_s: float = Field(default=0.0, ge=0.0)
+    background_embedding: bool = False
 
     @field_validator("embeddings")
     @classmethod
@@ -165,6 +153,12 @@ class MemorySearch:
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
         index_path: Where the SQLite index lives.
         auto_index: Bring a stale index up to date before searching.
+        watch: Follow file-system events instead of scanning before each search.
+        check_interval_s: Without a watcher, scan at most this often (0: every search).
+        background_embedding: Embed missing vectors on a thread, answering meanwhile.
+
+    An engine that watches holds a watcher thread: :meth:`close` (or ``with``)
+    stops it, as does garbage collection.
     """
 
     def __init__(
@@ -178,6 +172,9 @@ class MemorySearch:
         embeddings: Embeddings | None = None,
         index_path: str | Path | None = None,
         auto_index: bool = True,
+        watch: bool = False,
+        check_interval_s: float = 0.0,
+        background_embedding: bool = False,
     ) -> None:
         self.config = EngineConfig(
             workspace=Path(workspace),
@@ -188,11 +185,39 @@ class MemorySearch:
             embeddings=embeddings,
             index_path=Path(index_path) if index_path else None,
             auto_index=auto_index,
+            watch=watch,
+            check_interval_s=check_interval_s,
+            background_embedding=background_embedding,
         )
         self.settings = self.config.settings
         self.index = MemoryIndex(workspace, self.settings, index_path)
         self.auto_index = auto_index
         self._choice: EmbedderChoice | None = None
+        self._freshness: Freshness | None = None
+        self._job: EmbedJob | None = None
+
+    @property
+    def freshness(self) -> Freshness:
+        """How this engine learns of edits (the watcher starts on first use)."""
+        if self._freshness is None:
+            c = self.config
+            fresh = Freshness(self.index, watch=c.watch, interval_s=c.check_interval_s)
+            weakref.finalize(self, fresh.close)
+            self._freshness = fresh
+        return self._freshness
+
+    def close(self) -> None:
+        """Stop the watcher and wait for a background embedding run to end."""
+        if self._freshness is not None:
+            self._freshness.close()
+        if self._job is not None:
+            self._job.join()
+
+    def __enter__(self) -> MemorySearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> MemorySearch:
@@ -317,19 +342,19 @@ class MemorySearch:
         choice = self.choice
         fallback = choice.fallback
         model_id = self.model_id
-        if self.auto_index and self.index.is_stale():
-            self.index.sync(wait=False)
+        if self.auto_index:
+            self.freshness.refresh()
         timings["syncMs"] = _ms_since(started)
-        qvec = None
+        qvec, embedded = None, None
         if model_id is not None:
             try:
-                has_vector = self.index.snapshot(model_id).has_vector
-                if self.auto_index and (has_vector is None or not has_vector.all()):
-                    # An index run holding the lock is embedding already: do not wait.
-                    self.embed_missing(wait=False)
-                qvec = self.embed_query(request.query)
+                embedded = self._vector_share(model_id)
+                if embedded is None:
+                    qvec = self.embed_query(request.query)
             except Exception as exc:  # any embedder failure: answer keyword-only
                 log.warning("embedder failed, answering keyword-only: %s", exc)
+                fallback, model_id = "keyword-only", None
+            if embedded is not None:  # vectors still coming: keyword-only, and say how far
                 fallback, model_id = "keyword-only", None
         snap = self.index.snapshot(model_id)
         if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
@@ -364,6 +389,7 @@ class MemorySearch:
             fallback=fallback,
             temporal_dates=ranking.temporal_dates,
             prf_terms=ranking.prf_terms,
+            embedded=None if embedded is None else round(embedded, 4),
             mode=mode,
         )
         if mask is not None:
@@ -376,6 +402,87 @@ class MemorySearch:
         response.timings = {name: round(ms, 2) for name, ms in timings.items()}
         response.timings["searchMs"] = round(_ms_since(started), 2)
         return response
+
+    def _vector_share(self, model_id: str) -> float | None:
+        """None when every chunk has a vector; else the share that has one.
+
+        A few missing texts (``settings.embed_inline_max``) are embedded before
+        answering; more are left to a background run (``background_embedding``)
+        or to ``enhanced-memory index``, so a first query never waits minutes.
+        """
+        job = self._job
+        if job is not None and job.running:
+            return job.done / job.total if job.total else 0.0
+        has = self.index.snapshot(model_id).has_vector
+        if has is None or has.all():
+            return None
+        if self.auto_index:
+            if len(self.index.missing_embeddings(model_id)) <= self.settings.embed_inline_max:
+                self.embed_missing(wait=False)  # another run embedding already: do not wait
+                has = self.index.snapshot(model_id).has_vector
+                if has is None or has.all():
+                    return None
+            elif self.config.background_embedding:
+                if job is None:
+                    job = self._job = EmbedJob(self.index, model_id, self.embed_documents)
+                if job.due():
+                    job.start()
+        return float(has.mean())
+
+
+class EnginePool:
+    """Engines kept warm between requests, one per configuration (the resident engine).
+
+    Args:
+        overrides: Config fields every pooled engine gets (``watch=True``, ...).
+    """
+
+    max_engines = 16
+
+    def __init__(self, **overrides: Any) -> None:
+        self.overrides = overrides
+        self.engines: dict[str, MemorySearch] = {}
+
+    def get(self, config: EngineConfig) -> MemorySearch:
+        """The warm engine of ``config`` (built on first use)."""
+        config = config.model_copy(update=self.overrides)
+        key = config.model_dump_json(exclude={"embeddings"})
+        engine = self.engines.pop(key, None)
+        if engine is None:
+            engine = MemorySearch.from_config(config)
+            if len(self.engines) >= self.max_engines:  # an eval over many workspaces
+                oldest = next(iter(self.engines))
+                self.engines.pop(oldest).close()
+        self.engines[key] = engine  # most recently used last
+        return engine
+
+    def busy(self) -> bool:
+        """Whether an engine is still embedding in the background."""
+        return any(e._job is not None and e._job.running for e in self.engines.values())
+
+    def status(self) -> list[dict[str, Any]]:
+        """One line per engine: index, embedder (when resolved), freshness, embedding."""
+        out = []
+        for e in self.engines.values():
+            job = e._job
+            out.append(
+                {
+                    "index": str(e.index.path),
+                    "profile": e.settings.profile,
+                    "provider": e._choice.provider if e._choice else None,
+                    "freshness": e._freshness.mode if e._freshness else None,
+                    "embedding": None
+                    if job is None
+                    else {"running": job.running, "done": job.done, "total": job.total},
+                }
+            )
+        return out
+
+    def close(self) -> None:
+        """Close every engine."""
+        for engine in self.engines.values():
+            engine.close()
+        self.engines.clear()
 
 
 def _ms_since(started: float) -> float:

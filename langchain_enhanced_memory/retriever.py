@@ -78,6 +78,10 @@ class EnhancedMemoryRetriever(BaseRetriever):
         settings: Weights, thresholds and the scoring profile.
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Update a stale index before searching.
+        watch: Learn of edits from file-system events instead of a scan per query.
+        check_interval_s: Without a watcher, scan at most this often (0: every query).
+        background_embedding: Embed missing vectors on a thread (answers are
+            keyword-only, and say so, until they are in).
         filter: Default filter of every search (``since``, ``until``, ``path``,
             ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
             ``invoke`` replaces it.
@@ -94,6 +98,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
     settings: MemorySettings = Field(default_factory=MemorySettings)
     index_path: str | Path | None = None
     auto_index: bool = True
+    watch: bool = True
+    check_interval_s: float = 0.0
+    background_embedding: bool = True
     filter: SearchFilter | None = None
 
     _engine: MemorySearch | None = PrivateAttr(default=None)

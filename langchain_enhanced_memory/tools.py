@@ -57,6 +57,10 @@ class _MemoryTool(BaseTool):
     """Any LangChain embeddings; overrides ``embedder``."""
     settings: MemorySettings = Field(default_factory=MemorySettings)
     index_path: str | Path | None = None
+    watch: bool = True
+    """Learn of edits from file-system events instead of a scan per call."""
+    background_embedding: bool = True
+    """Embed missing vectors on a thread, answering keyword-only meanwhile."""
     engine: MemorySearch | None = None
     """A shared engine (see :func:`create_memory_tools`)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
@@ -340,6 +344,8 @@ def create_memory_tools(
             ollama_url=ollama_url,
             embeddings=embeddings,
             index_path=index_path,
+            watch=True,
+            background_embedding=True,
         )
     )
     common: dict[str, Any] = {"engine": engine, "settings": settings}

@@ -13,6 +13,10 @@ CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 _INHERITED = ("MEMORY_DIR", "OLLAMA_URL", "EMBED_MODEL")
 
 
+#: No child may start a resident engine that outlives the test (the daemon tests opt in).
+NO_DAEMON = {"ENHANCED_MEMORY_DAEMON": "0"}
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     """This process's environment without the workspace, embedder and settings it may hold."""
     env = {
@@ -20,6 +24,7 @@ def cli_env(**extra: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("OPENCLAW_", "ENHANCED_")) and k not in _INHERITED
     }
+    env.update(NO_DAEMON)
     env.update(extra)
     return env
 

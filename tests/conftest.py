@@ -6,13 +6,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.cli_run import NO_DAEMON
 from tests.fake_ollama import FakeOllama
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
+
+# No test may route to, or start, a resident engine unless it says so (test_resident does).
+os.environ.update(NO_DAEMON)
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from ..core.request import clean_text, parse_when
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..engine import MemorySearch
+    from ..engine import EnginePool, MemorySearch
 
 __all__ = [
     "CliError",
     "add_common_arguments",
     "add_filter_arguments",
+    "add_no_daemon_argument",
     "dump",
     "engine_from_args",
     "filter_of",
@@ -33,6 +34,9 @@ __all__ = [
     "progress_bar",
     "report_embedder",
 ]
+
+#: Set by the resident engine: commands then reuse its warm engines.
+POOL: EnginePool | None = None
 
 #: How each request field is spelled on the command line.
 FLAGS = {"query": "QUERY", "k": "--k", "now": "--now", "min_score": "--min-score"}
@@ -101,6 +105,15 @@ def filter_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def add_no_daemon_argument(p: argparse.ArgumentParser) -> None:
+    """``--no-daemon``: answer in this process, and do not start a resident engine."""
+    p.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="answer in this process; never start the resident engine ($ENHANCED_MEMORY_DAEMON=0)",
+    )
+
+
 def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
     """The engine the common flags describe (flag, then environment, then default)."""
     from ..engine import EngineConfig, MemorySearch
@@ -114,6 +127,8 @@ def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
         index_path=args.index_path,
         **fields,
     )
+    if POOL is not None:
+        return POOL.get(config)
     return MemorySearch.from_config(config)
 
 

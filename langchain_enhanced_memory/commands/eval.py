@@ -12,12 +12,13 @@ from pydantic import ValidationError
 from ..analysis.evaluation import evaluate, format_table, load_queries, parse_overrides
 from ..core.settings import MemorySettings
 from ..engine import EngineConfig, MemorySearch
-from .common import CliError, add_common_arguments, dump, progress_bar
+from .common import CliError, add_common_arguments, add_no_daemon_argument, dump, progress_bar
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory eval``."""
     add_common_arguments(p)
+    add_no_daemon_argument(p)
     p.add_argument(
         "--root", required=True, help="folder holding one workspace per query 'workspace'"
     )

@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
             "the MCP server needs the official MCP SDK",
             "pip install 'langchain-enhanced-memory[mcp]'",
         ) from None
-    engine = engine_from_args(args)
+    # Long-lived, like serve: follow file events, embed off the answering path.
+    engine = engine_from_args(args, watch=True, background_embedding=True)
     try:
         engine.update_index()
     except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back

@@ -7,13 +7,16 @@ import json
 import sys
 from typing import Any
 
-from ..core.errors import RequestError
+from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import SearchRequest
 from ..openclaw.response import response_json
+from ..servers import client
+from . import common
 from .common import (
     CliError,
     add_common_arguments,
     add_filter_arguments,
+    add_no_daemon_argument,
     dump,
     engine_from_args,
     filter_of,
@@ -46,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="drop results whose calibrated score (0..1) is below this",
     )
     add_filter_arguments(p)
+    add_no_daemon_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     if args.batch is not None:
         requests = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
-        engine = engine_from_args(args)
+        engine = engine_from_args(args, watch=True)
         if not args.json:
             report_embedder(engine)
         chars = engine.settings.snippet_chars
@@ -72,7 +76,31 @@ def run(args: argparse.Namespace) -> int:
     response = engine.run(request)
     if args.json:
         dump(response_json(response, engine.settings.snippet_chars))
-        return 0
+    else:
+        _print_text(engine, response)
+    sys.stdout.flush()  # the answer first; starting the resident engine comes after
+    _start_resident_if_it_pays(args, engine, response)
+    return 0
+
+
+def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: Any) -> None:
+    """Start the resident engine after a query that loaded the local model or left vectors to embed.
+
+    Each later query then skips seconds of model loading, and the missing
+    vectors are embedded in the background. Not inside the resident engine
+    itself, nor with ``--no-daemon`` or ``ENHANCED_MEMORY_DAEMON=0``.
+    """
+    if common.POOL is not None or args.no_daemon or client.opted_out():
+        return
+    if engine.choice.provider != "local" and response.embedded is None:
+        return
+    try:
+        client.start_resident(engine.index.workspace, client.AUTO_IDLE_S)
+    except (OSError, EnhancedMemoryError) as exc:  # the answer is out; say why, once
+        print(f"enhanced-memory: warning: resident engine not started: {exc}", file=sys.stderr)
+
+
+def _print_text(engine: Any, response: Any) -> None:
     report_embedder(engine)
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
@@ -84,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         )
         body = " ".join(h.text.split())
         print(f"   {body[:240]}{'...' if len(body) > 240 else ''}")
-    return 0
 
 
 def _read_batch(

@@ -7,8 +7,9 @@ import signal
 import sys
 from typing import Any
 
-from ..core.errors import EmbeddingError
+from ..servers import client
 from ..servers.http import SearchServer
+from ..store.locations import resolve_workspace
 from .common import CliError, add_common_arguments, dump, engine_from_args
 
 
@@ -17,6 +18,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
+    p.add_argument(
+        "--daemon",
+        action="store_true",
+        help="start the resident engine in the background instead (one-shot searches"
+        " and the skill scripts then answer from it; see `enhanced-memory daemon`)",
+    )
 
 
 def _stop(signum: int, frame: Any) -> None:
@@ -25,13 +32,18 @@ def _stop(signum: int, frame: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server until interrupted (Ctrl-C or SIGTERM)."""
+    if args.daemon:
+        status = client.start_and_wait(resolve_workspace(args.workspace))
+        if args.json:
+            dump(status)
+        else:
+            print(f"resident engine pid {status['pid']} serves {status['workspace']}")
+        return 0
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0..65535, got {args.port}")
-    engine = engine_from_args(args)
-    try:
-        engine.update_index()
-    except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
-        print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
+    # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
+    engine = engine_from_args(args, watch=True, background_embedding=True)
+    engine.index.sync()
     try:
         server = SearchServer((args.host, args.port), engine)
     except OSError as exc:
@@ -49,4 +61,5 @@ def run(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
+        engine.close()
     return 0

@@ -33,6 +33,8 @@ class SearchResponse:
 
     Attributes:
         filtered: How many hits ``min_score`` removed (None when no ``min_score``).
+        embedded: While vectors are still being embedded, the share of chunks
+            that has one (the answer is keyword-only meanwhile); else None.
         mode: ``hybrid`` (a query vector was used) or ``keyword``.
         filter_note: Why a filtered search found nothing (None otherwise).
         timings: Milliseconds per stage (``syncMs``, ``embedMs``, ``rankMs``, ``searchMs``).
@@ -45,6 +47,7 @@ class SearchResponse:
     temporal_dates: list[str] = field(default_factory=list)
     prf_terms: list[str] = field(default_factory=list)
     filtered: int | None = None
+    embedded: float | None = None
     mode: str = "keyword"
     filter_note: str | None = None
     timings: dict[str, float] = field(default_factory=dict)

@@ -96,6 +96,12 @@ class MemorySettings(BaseModel):
     embed_max_chars: int = Field(2000, ge=100)
     embed_timeout_s: float = Field(30.0, gt=0)
     embed_retries: int = Field(3, ge=0)
+    embed_inline_max: int = Field(
+        64,
+        ge=0,
+        description="a search embeds up to this many missing texts before answering (an"
+        " edit's); more are embedded in the background or by `index`, answering keyword-only",
+    )
 
     # --- fusion ----------------------------------------------------------
     fusion: Literal["linear", "rrf"] = Field(

@@ -35,7 +35,7 @@ def _current_refs(index: MemoryIndex, generation: int) -> dict[tuple[str, int], 
     """Stored refs whose two files are unchanged since the build (stale ones are skipped)."""
     refs: dict[tuple[str, int], list[tuple]] = defaultdict(list)
     try:
-        with index.connect() as conn:
+        with index.reader() as conn:
             if has_tables(conn):
                 row = conn.execute(
                     "SELECT value FROM crossref_meta WHERE key='build_id'"

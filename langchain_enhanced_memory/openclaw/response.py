@@ -80,6 +80,8 @@ def response_json(response: SearchResponse, snippet_chars: int) -> dict[str, Any
     }
     if response.filtered is not None:
         out["filtered"] = response.filtered
+    if response.embedded is not None:
+        out["embedded"] = response.embedded
     if response.filter_note:
         out["warning"] = response.filter_note
     return out

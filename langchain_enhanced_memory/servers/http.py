@@ -9,10 +9,11 @@ For agents that want to skip process start altogether. Endpoints:
   status 400 and the failure object with a one-line ``error``.
 - ``GET /health`` answers ``{"status": "ok", ...}`` with the index's counts.
 
-Every search first runs the index's cheap stale check (one directory walk and a
-``stat`` per file) and re-indexes what changed, so edits to the notes show up
-in the next answer. It binds 127.0.0.1 unless ``--host`` says otherwise; request
-bodies over 64 KiB are refused. Searches run one at a time (the engine keeps
+The engine follows file-system events (a watcher; a scan per search where
+events are unavailable) and re-indexes what changed, so an edit to the notes
+is in the next answer; missing vectors are embedded on a thread meanwhile.
+It binds 127.0.0.1 unless ``--host`` says otherwise; request bodies over
+64 KiB are refused. Searches run one at a time (the engine keeps
 per-process caches), connections are handled on threads.
 """
 

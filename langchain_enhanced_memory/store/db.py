@@ -15,11 +15,13 @@ import hashlib
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.errors import IndexUnavailableError
+from .locations import INDEX_DIRNAME, writable
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -33,7 +35,6 @@ __all__ = [
 log = logging.getLogger("langchain_enhanced_memory")
 
 SCHEMA_VERSION = 2  # 2: chunks.chunk_id dropped (written, never read)
-INDEX_DIRNAME = ".enhanced-memory"
 INDEX_FILENAME = "index.sqlite"
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
@@ -78,14 +79,6 @@ def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
     return cache / "enhanced-memory" / key / name
 
 
-def writable(path: Path) -> bool:
-    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
-    try:
-        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
-    except OSError:
-        return False
-
-
 class IndexDB:
     """Opens the index file, creating, migrating or setting it aside as needed.
 
@@ -95,6 +88,7 @@ class IndexDB:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._local = threading.local()
 
     def connect(self) -> sqlite3.Connection:
         """A raw connection in autocommit mode with WAL (no schema check)."""
@@ -118,6 +112,38 @@ class IndexDB:
             yield conn
         finally:
             conn.close()
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection for short reads, kept open between them.
+
+        The hot path of a search reads the generation and a few rows; opening,
+        configuring and checking a connection for that cost more than the
+        search. Writers use :meth:`open`. The connection is opened anew when
+        the file is replaced (set aside, rebuilt) or a read fails.
+        """
+        local = self._local
+        try:
+            st = os.stat(self.path)
+            identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            identity = None
+        conn = getattr(local, "conn", None)
+        if conn is None or identity is None or local.identity != identity:
+            if conn is not None:
+                conn.close()
+            local.conn = conn = None
+            conn = self.open_checked()
+            st = os.stat(self.path)
+            local.conn, local.identity = conn, (st.st_dev, st.st_ino)
+        try:
+            yield conn
+        except BaseException:
+            local.conn = None
+            conn.close()
+            raise
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     def open_checked(self) -> sqlite3.Connection:
         """Open, creating or migrating the schema; set aside a file that is not an index."""
@@ -184,22 +210,34 @@ class IndexDB:
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
 
-    @contextlib.contextmanager
-    def writer_lock(self, wait: bool = True) -> Iterator[bool]:
-        """Hold the index's writer lock; yields False when ``wait`` is off and it is busy."""
-        import fcntl
+    def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
+        return _flock(self.path.with_suffix(".lock"), wait)
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """Hold the lock of embedding runs (so two runs embed each text once).
+
+        Apart from the writer lock: an embedding run lasts minutes, and a text
+        sync (an edit the next search must see) never waits for it.
+        """
+        return _flock(self.path.with_suffix(".embed.lock"), wait)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, wait: bool) -> Iterator[bool]:
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:

@@ -81,9 +81,17 @@ class MemoryIndex:
         with self.db.open() as conn:
             yield conn
 
+    def reader(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """This thread's kept-open connection for short reads on the search path."""
+        return self.db.reader()
+
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """The writer lock (yields False when ``wait`` is off and another writer holds it)."""
         return self.db.writer_lock(wait)
+
+    def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
+        """The lock of embedding runs (yields False when ``wait`` is off and it is busy)."""
+        return self.db.embed_lock(wait)
 
     def meta(self, key: str, default: str = "") -> str:
         """A value of the index's ``meta`` table."""
@@ -102,7 +110,7 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------- text
     def is_stale(self) -> bool:
-        """Cheap check (one directory walk and a stat per file) for unindexed changes."""
+        """Cheap check (one ``scandir`` pass, a stat per file) for unindexed changes."""
         try:
             with self.db.open() as conn:
                 return is_stale(conn, self.workspace, self.settings)
@@ -147,7 +155,7 @@ class MemoryIndex:
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
-        with self.db.open() as conn:
+        with self.db.reader() as conn:
             return vectors.vector_dim(conn, model)
 
     def forget_vectors(self, model: str) -> None:

@@ -12,11 +12,18 @@ Why files and not the index: the formats stay readable by the original's
 scripts and by a human, and deleting the index never loses the history. They
 are ``.json``, so markdown discovery never indexes them.
 
+Off the request path: a search queues its entry and returns; a writer thread
+writes what has queued once the searches pause (``FLUSH_DELAY_S``), in one
+read-modify-write per file for the whole batch, and whatever is left is written
+at exit. The readers here flush this process's queue first, so a search is in
+the log its own process reads next.
+
 Safety: a read-modify-write runs under an exclusive ``fcntl`` lock on a hidden
 sidecar file (``memory/.enhanced-memory-logs.lock``) and each file is replaced
-atomically (temporary file, fsync, ``os.replace``), so two processes searching
-at once lose no entry and a crash leaves the previous file. A file that is not
-valid JSON is set aside (``*.corrupt-<time>``) and started afresh.
+atomically (temporary file, ``os.replace``; no fsync: a crash loses at most the
+last batch, never the file), so two processes searching at once lose no entry.
+A file that is not valid JSON is set aside (``*.corrupt-<time>``) and started
+afresh.
 
 Switching off: ``settings.log_queries=False`` or env ``ENHANCED_MEMORY_LOG=0``.
 A read-only workspace (no write bit on ``memory/``, which even root honours
@@ -26,17 +33,21 @@ fails a search: errors are logged at warning level and ignored.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
 import os
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .locations import writable
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
@@ -44,8 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCESS_LOG",
+    "FLUSH_DELAY_S",
     "LOG_ENV",
     "QUERY_LOG",
+    "flush",
     "logging_enabled",
     "read_access_log",
     "read_query_log",
@@ -59,17 +72,10 @@ LOG_ENV = "ENHANCED_MEMORY_LOG"
 QUERY_LOG = "memory/query_log.json"
 ACCESS_LOG = "memory/access_log.json"
 _LOCK_NAME = ".enhanced-memory-logs.lock"
+#: How long the searches must pause before the queued entries are written.
+FLUSH_DELAY_S = 0.5
 _OFF = {"0", "false", "no", "off"}
 _ON = {"1", "true", "yes", "on"}
-
-
-def _writable(path: Path) -> bool:
-    """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return os.access(path, os.W_OK) and bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def logging_enabled(workspace: str | Path, settings: MemorySettings | None = None) -> bool:
@@ -88,7 +94,7 @@ def logging_enabled(workspace: str | Path, settings: MemorySettings | None = Non
         return False
     ws = Path(workspace)
     mem = ws / "memory"
-    return _writable(mem if mem.exists() else ws)
+    return writable(mem if mem.exists() else ws)
 
 
 @contextlib.contextmanager
@@ -139,19 +145,11 @@ def _save(path: Path, value: Any) -> None:
         os.fchmod(fd, _mode(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(value, fh, ensure_ascii=False, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _count(access: dict[str, Any], paths: Iterable[str]) -> None:
-    for p in dict.fromkeys(paths):  # distinct, in order
-        old = access.get(p)
-        access[p] = (old if isinstance(old, int) else 0) + 1
 
 
 def append_entry(
@@ -161,7 +159,7 @@ def append_entry(
     *,
     max_entries: int = 1000,
 ) -> None:
-    """Append one query-log entry and count accesses of ``paths``, atomically.
+    """Append one query-log entry and count accesses of ``paths``, atomically, now.
 
     Args:
         workspace: The workspace root.
@@ -172,17 +170,64 @@ def append_entry(
     Raises:
         OSError: The logs cannot be written.
     """
-    ws = Path(workspace)
-    paths = list(paths)
+    _write(Path(workspace), [(entry, list(paths), max_entries)])
+
+
+# (entry or None, paths, max_entries) of one search or read
+_Item = tuple["dict[str, Any] | None", "list[str]", int]
+
+
+def _write(ws: Path, items: list[_Item]) -> None:
+    entries = [entry for entry, _, _ in items if entry is not None]
+    paths = [p for _, item_paths, _ in items for p in dict.fromkeys(item_paths)]
     with _locked(ws / "memory"):
-        if entry is not None:
+        if entries:
             qlog = _load(ws / QUERY_LOG, list)
-            qlog.append(entry)
-            _save(ws / QUERY_LOG, qlog[-max_entries:])
+            qlog.extend(entries)
+            keep = min(m for entry, _, m in items if entry is not None)
+            _save(ws / QUERY_LOG, qlog[-keep:])
         if paths:
             access = _load(ws / ACCESS_LOG, dict)
-            _count(access, paths)
+            for p in paths:
+                old = access.get(p)
+                access[p] = (old if isinstance(old, int) else 0) + 1
             _save(ws / ACCESS_LOG, access)
+
+
+class _Queue:
+    """This process's unwritten entries, written by a timer thread or at exit."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: dict[Path, list[_Item]] = {}
+        self.timer: threading.Timer | None = None
+
+    def put(self, ws: Path, item: _Item) -> None:
+        with self.lock:
+            self.pending.setdefault(ws, []).append(item)
+            if self.timer is not None:
+                self.timer.cancel()  # still busy: write once the searches pause
+            self.timer = threading.Timer(FLUSH_DELAY_S, self.flush)
+            self.timer.daemon = True  # never keeps a process alive; exit flushes
+            self.timer.start()
+
+    def flush(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, {}
+        for ws, items in pending.items():
+            try:
+                _write(ws, items)
+            except (OSError, ValueError) as exc:
+                log.warning("could not write the logs of %s: %s", ws, exc)
+
+
+_QUEUE = _Queue()
+atexit.register(_QUEUE.flush)
+
+
+def flush() -> None:
+    """Write every entry this process has queued (the readers here call it first)."""
+    _QUEUE.flush()
 
 
 def record_search(
@@ -192,7 +237,7 @@ def record_search(
     response: SearchResponse,
     now: datetime | date | None = None,
 ) -> bool:
-    """Log one search (when enabled); never raises. Returns whether it was written.
+    """Queue one search for the log (when enabled); never raises. Returns whether it was.
 
     ``timestamp`` is the moment the query was asked (``now``, default the clock), so
     salience resolves "yesterday" in a logged query against the right day.
@@ -210,11 +255,7 @@ def record_search(
     }
     if response.fallback:
         entry["fallback"] = response.fallback
-    try:
-        append_entry(workspace, entry, [h.path for h in hits], max_entries=settings.query_log_max)
-    except (OSError, ValueError) as exc:
-        log.warning("could not write the query log: %s", exc)
-        return False
+    _QUEUE.put(Path(workspace), (entry, [h.path for h in hits], settings.query_log_max))
     return True
 
 
@@ -229,19 +270,16 @@ def _stamp(now: datetime | date | None) -> str:
 def record_access(
     workspace: str | Path, settings: MemorySettings | None, paths: Iterable[str]
 ) -> bool:
-    """Count reads of ``paths`` (``get``) when logging is enabled; never raises."""
+    """Queue a count of reads of ``paths`` (``get``) when logging is enabled; never raises."""
     if not logging_enabled(workspace, settings):
         return False
-    try:
-        append_entry(workspace, None, paths)
-    except OSError as exc:
-        log.warning("could not write the access log: %s", exc)
-        return False
+    _QUEUE.put(Path(workspace), (None, list(paths), 0))
     return True
 
 
 def read_query_log(workspace: str | Path) -> list[dict[str, Any]]:
     """The query log's entries (oldest first); ``[]`` when missing or unreadable."""
+    flush()
     try:
         value = json.loads((Path(workspace) / QUERY_LOG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -251,6 +289,7 @@ def read_query_log(workspace: str | Path) -> list[dict[str, Any]]:
 
 def read_access_log(workspace: str | Path) -> dict[str, int]:
     """The access counts by path; ``{}`` when missing or unreadable."""
+    flush()
     try:
         value = json.loads((Path(workspace) / ACCESS_LOG).read_text(encoding="utf-8"))
     except (OSError, ValueError):

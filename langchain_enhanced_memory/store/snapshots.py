@@ -38,7 +38,7 @@ class SnapshotCache:
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
-        with self.db.open() as conn:
+        with self.db.reader() as conn:
             conn.execute("BEGIN")
             try:
                 generation = generation_of(conn)

@@ -26,7 +26,7 @@ from ..core.scoring import Postings
 from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, path_text, phrases, tokenize
 from .db import generation_of, get_meta
-from .workspace import MemoryFile, UnreadableFileError, discover, read_lines
+from .workspace import MemoryFile, UnreadableFileError, discover, read_lines, scan
 
 __all__ = [
     "POSTINGS_FIELDS",
@@ -122,21 +122,11 @@ def unpack_postings(blob: bytes) -> dict[str, Postings]:
 
 
 def is_stale(conn: sqlite3.Connection, workspace: Path, settings: MemorySettings) -> bool:
-    """Cheap check (one directory walk and a stat per file) for unindexed changes."""
+    """Cheap check (one ``scandir`` pass, a stat per file) for unindexed changes."""
     if get_meta(conn, "chunker") != chunker_signature(settings):
         return True
     known = {p: (s, m) for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM files")}
-    files = discover(workspace, settings)
-    if len(files) != len(known):
-        return True
-    for f in files:
-        try:
-            st = f.abs_path.stat()
-        except OSError:
-            return True
-        if known.get(f.path) != (st.st_size, st.st_mtime_ns):
-            return True
-    return False
+    return scan(workspace, settings) != known
 
 
 def sync_text(

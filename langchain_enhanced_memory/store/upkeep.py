@@ -1,6 +1,7 @@
 """Embedding what lacks a vector: batches in flight at once, each committed as it lands.
 
-Runs under the writer lock, so two runs at once embed each text once. Before
+Runs under the index's embedding lock, so two runs at once embed each text once;
+a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
 fits (:mod:`.migrate`). A failure keeps every batch already stored, so the next
 run embeds only the rest.
@@ -9,6 +10,9 @@ run embeds only the rest.
 from __future__ import annotations
 
 import itertools
+import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -17,7 +21,9 @@ from ..core.errors import EmbeddingError
 from .index import MemoryIndex
 from .migrate import seed_from_vectors_json
 
-__all__ = ["ProgressFactory", "embed_missing"]
+__all__ = ["EmbedJob", "ProgressFactory", "embed_missing"]
+
+log = logging.getLogger("langchain_enhanced_memory")
 
 Batch = list[tuple[str, str]]
 #: Given how many texts will be embedded, a callback for each batch done (or None).
@@ -39,12 +45,12 @@ def embed_missing(
         model: Model id the vectors are cached under.
         embed: Texts to an ``(n, d)`` array; raises ``EmbeddingError`` on failure.
         progress: Given the number of texts to embed, a callback for each batch done.
-        wait: Block on another writer; when False and one is busy, embed nothing.
+        wait: Block on another embedding run; when False and one is busy, embed nothing.
 
     Returns:
         How many texts were embedded.
     """
-    with index.writer_lock(wait) as locked:
+    with index.embed_lock(wait) as locked:
         return _embed_locked(index, model, embed, progress) if locked else 0
 
 
@@ -110,3 +116,74 @@ def _in_flight(
             yield batch, future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class EmbedJob:
+    """Embeds what lacks a vector on a thread, so searches answer in the meantime.
+
+    Batches are committed as they land (as in :func:`embed_missing`), so a kill
+    loses at most the batches in flight and the next job resumes. A failure is
+    logged and kept in :attr:`error`; :meth:`due` holds off a retry for
+    ``retry_s`` seconds so a dead embedder is not asked again on every search.
+
+    Args:
+        index: The index to fill.
+        model: Model id the vectors are cached under.
+        embed: Texts to an ``(n, d)`` array; raises on failure.
+        retry_s: How long after a failure :meth:`due` stays False.
+    """
+
+    def __init__(
+        self,
+        index: MemoryIndex,
+        model: str,
+        embed: Callable[[list[str]], np.ndarray],
+        retry_s: float = 60.0,
+    ) -> None:
+        self.index = index
+        self.model = model
+        self.embed = embed
+        self.retry_s = retry_s
+        self.total = 0
+        self.done = 0
+        self.error: BaseException | None = None
+        self._failed_at = -float("inf")
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is still embedding."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def due(self) -> bool:
+        """Whether a new run may start (none running, no failure in the last ``retry_s``)."""
+        return not self.running and time.monotonic() - self._failed_at >= self.retry_s
+
+    def start(self) -> None:
+        """Start a run on a daemon thread (no-op while one runs)."""
+        if self.running:
+            return
+        self.error, self.total, self.done = None, 0, 0
+        self._thread = threading.Thread(target=self._run, name="embed-missing", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the running run to end."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _progress(self, total: int) -> Callable[[int], None]:
+        self.total = total
+
+        def tick(n: int) -> None:
+            self.done += n
+
+        return tick
+
+    def _run(self) -> None:
+        try:
+            embed_missing(self.index, self.model, self.embed, progress=self._progress)
+        except Exception as exc:  # the searches go on keyword-only; say why once
+            self.error = exc
+            self._failed_at = time.monotonic()
+            log.warning("background embedding stopped: %s", exc)

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.cli_run import CLI, stop
+from tests.cli_run import CLI, NO_DAEMON, stop
 
 SCHEMA = json.loads(
     resources.files("langchain_enhanced_memory")
@@ -56,6 +56,7 @@ class Server:
 @pytest.fixture
 def server(workspace: Path) -> Iterator[Server]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
+    env.update(NO_DAEMON)
     env.pop("OPENCLAW_WORKSPACE_DIR", None)
     proc = subprocess.Popen(
         [*CLI, "serve", "--workspace", str(workspace), "--port", "0", "--embedder", "none",
@@ -164,6 +165,7 @@ def test_concurrent_requests(server: Server) -> None:
 
 def test_port_in_use_is_one_line(server: Server, workspace: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
+    env.update(NO_DAEMON)
     r = subprocess.run(
         [*CLI, "serve", "--workspace", str(workspace), "--port", str(server.port),
          "--embedder", "none", "--json"],

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.cli_run import CLI
+from tests.cli_run import CLI, NO_DAEMON
 from tests.fake_ollama import FakeOllama
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,6 +32,7 @@ SCRIPTS = (
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
+    env.update(NO_DAEMON)
     for name in ("OPENCLAW_WORKSPACE_DIR", "MEMORY_DIR", "EMBED_MODEL", "OLLAMA_URL"):
         env.pop(name, None)
     env.update(extra)
@@ -144,3 +145,29 @@ def test_reinstall_keeps_edited_files_unless_forced(skill: Path, workspace: Path
     r = subprocess.run([*cmd, "--force"], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0, r.stderr
     assert (skill / "SKILL.md").read_text(encoding="utf-8").startswith("---\nname: enhanced-memory")
+
+
+def test_scripts_run_the_recorded_venv_when_openclaw_calls_a_bare_python3(
+    skill: Path, workspace: Path, tmp_path: Path
+) -> None:
+    # OpenClaw runs `python3 script.py`: a python3 without the package whose binary is the
+    # same file as the venv's (a venv's bin/python3 links to it). `skill install` recorded
+    # the venv's interpreter; the launcher must tell the two apart by environment.
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True,
+                   timeout=120)  # fmt: skip
+    python3 = bare / "bin" / "python3"
+    assert os.path.realpath(python3) == os.path.realpath(sys.executable)
+    probe = subprocess.run([str(python3), "-c", "import langchain_enhanced_memory"],
+                           cwd=tmp_path, capture_output=True, timeout=60)  # fmt: skip
+    assert probe.returncode != 0  # this python3 really lacks the package
+    assert (skill / "scripts" / ".python").read_text().strip() == sys.executable
+    r = subprocess.run(
+        [str(python3), str(skill / "scripts" / "enhanced_memory_search.py"), "--json", "billing"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=clean_env(ENHANCED_MEMORY_EMBEDDER="none"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert doc["results"][0]["path"] == "memory/2026-02-08.md"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_enhanced_memory.cli import COMMANDS, build_parser, main
+from langchain_enhanced_memory.cli import main
+from langchain_enhanced_memory.commands import COMMANDS, build_parser
 from langchain_enhanced_memory.commands.common import CliError, flag_error, parse_now
 from langchain_enhanced_memory.core.errors import RequestError
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
@@ -30,7 +31,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
 
 
-REQUIRED = {"get": ["x"], "skill": ["install"], "crossref": ["build"],
+REQUIRED = {"get": ["x"], "skill": ["install"], "crossref": ["build"], "daemon": ["status"],
+            "remember": ["a note"],
             "eval": ["--root", ".", "--queries", "q"]}  # fmt: skip
 
 

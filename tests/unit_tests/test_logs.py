@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -104,7 +105,20 @@ def test_unwritable_log_never_fails_a_search(workspace, monkeypatch, caplog):
     (workspace / logs.QUERY_LOG).mkdir()  # a folder where the file should be
     response = _engine(workspace).search("postgres", now=NOW)
     assert response.hits
-    assert "could not write the query log" in caplog.text
+    logs.flush()
+    assert "could not write the logs" in caplog.text
+
+
+def test_a_search_queues_its_entry_and_a_pause_writes_it(workspace, monkeypatch):
+    monkeypatch.setattr(logs, "FLUSH_DELAY_S", 0.05)
+    engine = _engine(workspace)
+    for q in ("postgres", "alice", "budget"):
+        engine.search(q, now=NOW)
+    deadline = time.monotonic() + 30
+    while not (workspace / logs.QUERY_LOG).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    raw = json.loads((workspace / logs.QUERY_LOG).read_text(encoding="utf-8"))
+    assert [e["query"] for e in raw] == ["postgres", "alice", "budget"]  # one batch, in order
 
 
 def test_corrupt_log_is_set_aside_and_restarted(workspace):
@@ -149,6 +163,7 @@ def test_two_processes_lose_no_entry(workspace):
 
 def test_log_files_keep_ordinary_permissions(workspace):
     _engine(workspace).search("postgres", now=NOW)
+    logs.flush()
     umask = os.umask(0)
     os.umask(umask)
     assert (workspace / logs.QUERY_LOG).stat().st_mode & 0o777 == 0o666 & ~umask
@@ -164,5 +179,6 @@ def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> 
     engine = MemorySearch(workspace, embeddings=WordEmbeddings())
     response = engine.search("ramen \udcff place", k=2)
     assert response.hits
+    logs.flush()
     log_text = (workspace / "memory" / "query_log.json").read_text(encoding="utf-8")
     assert "ramen" in log_text

@@ -2,17 +2,18 @@
 
 The scripts sit in ``WORKSPACE/skills/enhanced-memory/scripts/``, so, like the
 original skill, they search that workspace unless ``--workspace``,
-``$OPENCLAW_WORKSPACE_DIR`` or ``$MEMORY_DIR`` says otherwise. When this
-``python3`` cannot import the package, the interpreter recorded by
-``enhanced-memory skill install`` (``scripts/.python``) or the
-``enhanced-memory`` command on ``PATH`` runs it instead.
+``$OPENCLAW_WORKSPACE_DIR`` or ``$MEMORY_DIR`` says otherwise. The
+interpreter recorded by ``enhanced-memory skill install`` (``scripts/.python``)
+runs it when it is another environment than this ``python3``: a venv's
+``bin/python3`` is often a link to the very binary OpenClaw calls, so the two
+are told apart by their environment (``sys.prefix``), not by the file. Without
+a recorded one, this ``python3`` runs it if it has the package, else the
+``enhanced-memory`` command on ``PATH``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -33,28 +34,37 @@ def _with_workspace(argv: list[str]) -> list[str]:
 
 
 def _recorded_python() -> str | None:
+    """The recorded interpreter, when it lives in another environment than this one."""
     try:
         python = (HERE / ".python").read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    if (
-        python
-        and os.path.isfile(python)
-        and os.path.realpath(python) != os.path.realpath(sys.executable)
-    ):
-        return python
-    return None
+    if not python or not os.path.isfile(python):
+        return None
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        return None
+    # bin/python3 of a venv: its environment is the folder holding pyvenv.cfg.
+    env = Path(python).parent.parent
+    prefix = str(env) if (env / "pyvenv.cfg").is_file() else None
+    if prefix is not None and os.path.realpath(prefix) == os.path.realpath(sys.prefix):
+        return None  # the same venv, reached by another path
+    if prefix is None and os.path.realpath(python) == os.path.realpath(sys.executable):
+        return None  # the same plain interpreter
+    return python
 
 
 def run(argv: list[str]) -> None:
     """Run ``enhanced-memory ARGV`` and exit with its status."""
     argv = _with_workspace(argv)
+    python = _recorded_python()
+    if python:
+        os.execv(python, [python, "-m", "langchain_enhanced_memory.cli", *argv])
     try:
         from langchain_enhanced_memory.cli import main
     except ImportError:
-        python = _recorded_python()
-        if python:
-            os.execv(python, [python, "-m", "langchain_enhanced_memory.cli", *argv])
+        import json
+        import shutil
+
         exe = shutil.which("enhanced-memory")
         if exe:
             os.execv(exe, [exe, *argv])

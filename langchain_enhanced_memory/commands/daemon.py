@@ -1,0 +1,134 @@
+"""``enhanced-memory daemon start|stop|status|run``: the workspace's resident engine.
+
+``start`` runs it in the background and waits until it answers; ``run`` runs
+it in the foreground (what ``start`` and the automatic start launch); ``stop``
+asks it to exit; ``status`` describes it (exit 1 when none runs). While it
+runs, ``search`` and ``eval`` (and the skill scripts) are answered by it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..servers import client
+from ..servers.resident import ResidentServer
+from ..store.locations import resolve_workspace
+from . import common
+from .common import CliError, dump
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``enhanced-memory daemon``."""
+    p.add_argument("action", choices=("start", "stop", "status", "run"))
+    p.add_argument("--workspace", help="workspace folder (default: as for search)")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        help="exit after this many seconds without a request (default: never)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start, stop, describe or run the resident engine."""
+    workspace = resolve_workspace(args.workspace)
+    if args.idle_timeout is not None and args.idle_timeout <= 0:
+        raise CliError(f"--idle-timeout must be above 0, got {args.idle_timeout}")
+    if args.action == "run":
+        return serve_here(workspace, args.idle_timeout)
+    if args.action == "start":
+        return _show(client.start_and_wait(workspace, args.idle_timeout), args.json)
+    status = client.ask(workspace, "status")
+    if args.action == "status":
+        if status is None:
+            print(f"no resident engine serves {workspace.resolve()}", file=sys.stderr)
+            return 1
+        return _show(status, args.json)
+    if status is None:
+        print(f"no resident engine serves {workspace.resolve()}", file=sys.stderr)
+        return 0
+    client.ask(workspace, "stop")
+    client.wait_until(lambda: client.ask(workspace, "status") is None, "it did not stop")
+    print(f"stopped the resident engine of {workspace.resolve()} (pid {status['pid']})")
+    return 0
+
+
+def _show(status: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        dump(status)
+        return 0
+    print(
+        f"resident engine pid {status['pid']} serves {status['workspace']}"
+        f" on {status['socket']} (version {status['version']},"
+        f" {status.get('requests', 0)} requests)"
+    )
+    for e in status.get("engines", []):
+        emb = e.get("embedding")
+        line = f"  {e['index']}: {e['profile']}, {e['provider'] or 'embedder not loaded'}"
+        line += f", {e['freshness'] or 'not searched yet'}"
+        if emb:
+            line += f", embedded {emb['done']}/{emb['total']}" + (
+                " (running)" if emb["running"] else ""
+            )
+        print(line)
+    return 0
+
+
+def serve_here(workspace: Path, idle_timeout_s: float | None) -> int:
+    """Serve ``workspace`` from this process until stopped or idle."""
+    from ..engine import EnginePool
+
+    pool = EnginePool(watch=True, background_embedding=True)
+    common.POOL = pool
+    server = ResidentServer(
+        workspace,
+        _run_captured,
+        idle_timeout_s=idle_timeout_s,
+        busy=pool.busy,
+        status=lambda: {"engines": pool.status()},
+    )
+    try:
+        server.serve(
+            ready=lambda info: print(
+                f"enhanced-memory: resident engine {info['pid']} on {info['socket']}",
+                file=sys.stderr,
+                flush=True,
+            )
+        )
+    finally:
+        common.POOL = None
+        pool.close()
+    return 0
+
+
+def _run_captured(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run one command line here as the caller would have: its folder, its environment."""
+    from . import execute
+
+    saved_env = {k: v for k, v in os.environ.items() if client.is_forwarded(k)}
+    saved_cwd = os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        for k in saved_env:
+            del os.environ[k]
+        os.environ.update({k: str(v) for k, v in env.items() if client.is_forwarded(k)})
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = execute(argv)
+            except SystemExit as exc:  # argparse's --help
+                rc = exc.code if isinstance(exc.code, int) else 0
+    except OSError as exc:  # the caller's folder is gone
+        return 2, "", f"enhanced-memory: error: {exc}\n"
+    finally:
+        for k in [k for k in os.environ if client.is_forwarded(k)]:
+            del os.environ[k]
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    return rc, out.getvalue(), err.getvalue()

@@ -1,0 +1,205 @@
+"""Knowing when the index is behind the notes, without a walk per query.
+
+A long-lived engine (the retriever, the tools, ``serve``, the resident engine,
+a batch) follows file-system events with ``watchdog`` (inotify, FSEvents,
+ReadDirectoryChangesW) and re-syncs only after something changed. A one-shot
+process, or an engine whose watcher cannot start (inotify limits, a network
+file system, a platform where watchdog would only poll, a read-only
+workspace), runs the cheap check instead: one ``scandir`` pass with a stat per
+file (:func:`.workspace.scan`), before every search or at most once per
+``interval_s``; a watcher that fails says so once, in the log.
+
+The guarantee: an edit that finished before a search began is in that search.
+File-system events reach the watcher's thread a moment after the write, so
+before each search the engine touches a barrier file in the index folder and
+waits for that event to come through: events arrive in order, so every earlier
+edit has been counted by then (about 0.1 ms). A note moved out of the
+workspace is the one exception: watchdog holds such a move up to 0.5 s to pair
+it with its destination.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .index import MemoryIndex
+
+__all__ = ["BARRIER_NAME", "ChangeWatcher", "Freshness"]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+BARRIER_NAME = ".watch-barrier"
+#: How long a search waits for its barrier event before giving up on the watcher.
+BARRIER_TIMEOUT_S = 2.0
+# Events that change nothing a search reads.
+_QUIET = frozenset({"opened", "closed_no_write"})
+
+
+class ChangeWatcher:
+    """Counts file-system events under a workspace that may change its memory files.
+
+    Args:
+        workspace: The workspace folder (watched recursively).
+        barrier: A file inside the workspace that :meth:`settle` touches.
+    """
+
+    def __init__(self, workspace: Path, barrier: Path) -> None:
+        self.root = str(workspace)
+        self.barrier = str(barrier)
+        self.changes = 0  # relevant events seen so far
+        self._barriers = 0
+        self._cond = threading.Condition()
+        self._observer: Any = None
+
+    def start(self) -> str | None:
+        """Start watching; returns why it could not (None when it runs)."""
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers import Observer
+            from watchdog.observers.polling import PollingObserver
+        except ImportError:
+            return "watchdog is not installed"
+        if Observer is PollingObserver:
+            # A polling observer walks the tree every second: the scan is cheaper and exact.
+            return "no native file-system events on this platform"
+        watcher = self
+
+        class _Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                watcher._event(event)
+
+        try:
+            Path(self.barrier).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.barrier).touch()
+            observer = Observer()
+            observer.daemon = True
+            observer.schedule(_Handler(), self.root, recursive=True)
+            observer.start()
+        except OSError as exc:  # inotify limits, a read-only or vanished folder
+            return f"cannot watch {self.root}: {exc.strerror or exc}"
+        self._observer = observer
+        return None
+
+    def _event(self, event: Any) -> None:
+        if event.event_type in _QUIET:
+            return
+        paths = [event.src_path, getattr(event, "dest_path", "") or ""]
+        if paths[0] == self.barrier:
+            with self._cond:
+                self._barriers += 1
+                self._cond.notify_all()
+            return
+        if any(self._relevant(p, event.is_directory) for p in paths if p):
+            with self._cond:
+                self.changes += 1
+
+    def _relevant(self, path: str, is_dir: bool) -> bool:
+        rel = path[len(self.root) + 1 :] if path.startswith(self.root + os.sep) else ""
+        if not rel or any(part.startswith(".") for part in rel.split(os.sep)):
+            return False  # the index folder, editors' swap files, hidden folders
+        return is_dir or rel.endswith(".md")
+
+    def settle(self) -> bool:
+        """Wait until every event of an edit finished before this call has been counted.
+
+        Returns:
+            False when the watcher is stopped or its barrier did not come through.
+        """
+        if self._observer is None or not self._observer.is_alive():
+            return False
+        with self._cond:
+            seen = self._barriers
+            try:
+                os.utime(self.barrier)
+            except OSError:
+                return False
+            deadline = time.monotonic() + BARRIER_TIMEOUT_S
+            while self._barriers == seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def stop(self) -> None:
+        """Stop the observer thread (idempotent)."""
+        observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            observer.join(timeout=5)
+
+
+class Freshness:
+    """Brings an index up to date before a search, as cheaply as the engine allows.
+
+    Args:
+        index: The index to keep fresh.
+        watch: Follow file-system events (falls back to the scan when they fail).
+        interval_s: Without a watcher, scan at most this often (0: before every search).
+    """
+
+    def __init__(self, index: MemoryIndex, *, watch: bool, interval_s: float = 0.0) -> None:
+        self.index = index
+        self.interval_s = interval_s
+        self.watcher: ChangeWatcher | None = None
+        self.reason: str | None = None  # why there is no watcher, when one was asked for
+        self._synced_at: int | None = None  # watcher's change count the index reflects
+        self._checked = -float("inf")
+        if watch:
+            self._start_watcher()
+
+    def _start_watcher(self) -> None:
+        ws = self.index.workspace.resolve()
+        barrier_dir = ws / ".enhanced-memory"
+        watcher = ChangeWatcher(ws, barrier_dir / BARRIER_NAME)
+        reason = watcher.start()
+        if reason is None:
+            self.watcher = watcher
+        else:
+            self._fall_back(reason)
+
+    def _fall_back(self, reason: str) -> None:
+        self.reason = reason
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        log.warning("no file watcher (%s): checking for changes with a scan instead", reason)
+
+    @property
+    def mode(self) -> str:
+        """``watch`` (file-system events) or ``scan``."""
+        return "watch" if self.watcher is not None else "scan"
+
+    def refresh(self) -> None:
+        """Sync the index when the notes may have changed since it was last synced."""
+        w = self.watcher
+        if w is not None:
+            if not w.settle():
+                self._fall_back("the watcher stopped answering")
+                return self.refresh()
+            seen = w.changes
+            if seen == self._synced_at:
+                return
+            # Unknown changes (first search) or new events: the exact check decides.
+            if self.index.is_stale():
+                self.index.sync(wait=True)  # the writer lock is held for text syncs only
+            self._synced_at = seen
+            return
+        now = time.monotonic()
+        if self.interval_s > 0 and now - self._checked < self.interval_s:
+            return
+        if self.index.is_stale():
+            self.index.sync(wait=True)
+        self._checked = now
+
+    def close(self) -> None:
+        """Stop the watcher."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None

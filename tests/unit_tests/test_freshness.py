@@ -1,0 +1,128 @@
+"""An edit is in the very next search: with the watcher, with its fallback, after it fails."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from langchain_enhanced_memory.engine import MemorySearch
+from langchain_enhanced_memory.store import freshness
+from langchain_enhanced_memory.store import workspace as workspace_module
+from langchain_enhanced_memory.store.freshness import ChangeWatcher
+
+NOW = "2026-02-09T09:00:00"
+
+
+def _paths(engine: MemorySearch, query: str) -> list[str]:
+    return [h.path for h in engine.search(query, k=5, now=NOW).hits]
+
+
+def _edits(engine: MemorySearch, ws: Path) -> None:
+    assert "memory/2026-02-08.md" in _paths(engine, "billing")
+    # A line appended to a daily note is in the next search.
+    with open(ws / "memory/2026-02-08.md", "a", encoding="utf-8") as fh:
+        fh.write("\nThe zanzibar rollout is frozen until March.\n")
+    assert _paths(engine, "zanzibar")[:1] == ["memory/2026-02-08.md"]
+    # A new file is in the next search.
+    (ws / "memory/topics").mkdir(exist_ok=True)
+    (ws / "memory/topics/quokka.md").write_text("# Quokka\n\nThe quokka project ships in May.\n")
+    assert _paths(engine, "quokka")[:1] == ["memory/topics/quokka.md"]
+    # A deleted file is gone from the next search.
+    (ws / "memory/topics/quokka.md").unlink()
+    assert "memory/topics/quokka.md" not in _paths(engine, "quokka")
+    # Replaced by rename, as editors save.
+    tmp = ws / "memory/.2026-02-08.md.swp"
+    tmp.write_text((ws / "memory/2026-02-08.md").read_text() + "\nOcelot budget approved.\n")
+    os.replace(tmp, ws / "memory/2026-02-08.md")
+    assert _paths(engine, "ocelot")[:1] == ["memory/2026-02-08.md"]
+
+
+def test_edits_are_in_the_next_search_with_the_watcher(workspace: Path) -> None:
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        assert engine.freshness.mode == "watch"
+        _edits(engine, workspace)
+
+
+def test_with_the_watcher_an_unchanged_workspace_is_not_walked(workspace, monkeypatch) -> None:
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        engine.search("billing", now=NOW)  # the first search checks once
+        walks: list[tuple] = []
+
+        def counted_scan(*args, **kwargs):
+            walks.append(args)
+            return workspace_module.scan(*args, **kwargs)
+
+        monkeypatch.setattr("langchain_enhanced_memory.store.sync.scan", counted_scan)
+        for _ in range(5):
+            engine.search("billing", now=NOW)
+        assert walks == []
+        (workspace / "memory/2026-02-08.md").touch()  # an event: the next search checks once
+        engine.search("billing", now=NOW)
+        assert len(walks) == 1
+
+
+def test_edits_are_in_the_next_search_with_the_scan(workspace: Path) -> None:
+    with MemorySearch(workspace, embedder="none", watch=False) as engine:
+        assert engine.freshness.mode == "scan"
+        _edits(engine, workspace)
+
+
+def test_a_watcher_that_cannot_start_falls_back_and_says_so(workspace, monkeypatch, caplog):
+    monkeypatch.setattr(ChangeWatcher, "start", lambda self: "inotify watch limit reached")
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        assert engine.freshness.mode == "scan"
+        assert "inotify watch limit reached" in caplog.text
+        _edits(engine, workspace)
+
+
+def test_a_watcher_that_stops_answering_falls_back(workspace, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(freshness, "BARRIER_TIMEOUT_S", 0.2)
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        engine.search("billing", now=NOW)
+        engine.freshness.watcher._observer.stop()  # the thread dies under us
+        engine.freshness.watcher._observer.join()
+        _edits(engine, workspace)
+        assert engine.freshness.mode == "scan"
+        assert "stopped answering" in caplog.text
+
+
+def test_closing_stops_the_watcher_thread(workspace: Path) -> None:
+    before = threading.active_count()
+    engine = MemorySearch(workspace, embedder="none", watch=True)
+    engine.search("billing", now=NOW)
+    assert threading.active_count() > before
+    engine.close()
+    assert threading.active_count() == before
+
+
+def test_scan_lists_what_discover_lists(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory/sub").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Core\n\ncore facts here\n")
+    (ws / "memory/2026-02-08.md").write_text("# Day\n\nsome notes of the day\n")
+    (ws / "memory/sub/topic.md").write_text("# Topic\n\na topic file with notes\n")
+    (ws / "memory/.hidden.md").write_text("# hidden\n")
+    (ws / "memory/notes.txt").write_text("not markdown\n")
+    os.link(ws / "memory/sub/topic.md", ws / "memory/sub/hardlink.md")
+    (ws / "memory/link.md").symlink_to(ws / "memory/2026-02-08.md")
+    (ws / "memory/outside.md").symlink_to(tmp_path / "nowhere.md")
+    found = workspace_module.scan(ws)
+    listed = workspace_module.discover(ws)
+    assert sorted(found) == [f.path for f in listed]
+    for f in listed:
+        st = f.abs_path.stat()
+        assert found[f.path] == (st.st_size, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("watch", [True, False])
+def test_an_index_run_elsewhere_does_not_hide_an_edit(workspace: Path, watch: bool) -> None:
+    # A second engine (another process's index run) syncs first; ours must still see the edit.
+    with MemorySearch(workspace, embedder="none", watch=watch) as engine:
+        engine.search("billing", now=NOW)
+        with open(workspace / "MEMORY.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe wombat account is closed.\n")
+        MemorySearch(workspace, embedder="none").index.sync()
+        assert _paths(engine, "wombat")[:1] == ["MEMORY.md"]
