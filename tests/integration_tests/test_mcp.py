@@ -110,6 +110,12 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     }
     doc = await call(session, "memory_search", query="coffee", kind=["core"])
     assert {r["path"] for r in doc["results"]} == {"MEMORY.md"}
+    # A date word in the query ("yesterday" = Feb 8) and a filter that ends before it.
+    doc = await call(
+        session, "memory_search", query="Postgres plans yesterday?", until="2026-02-07"
+    )
+    validate(doc, "memory_search", "success")
+    assert doc["results"] and {r["path"] for r in doc["results"]} == {"memory/2026-02-07.md"}
     doc = await call(session, "memory_search", query="Postgres", since="2030-01-01")
     validate(doc, "memory_search", "success")
     assert doc["results"] == [] and "no memory chunk matches the filter" in doc["warning"]

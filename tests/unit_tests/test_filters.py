@@ -169,6 +169,13 @@ def test_retriever_filter_argument_and_field(many: Path) -> None:
     ] * 3
     with pytest.raises(RequestError, match="since"):
         retriever.invoke("boiler", filter={"since": "the day the music died"})
+    assert retriever.invoke("boiler", filter={"since": "2030-01-01"}) == []
+    # A date word in the query (Jan 25) with a date filter around it.
+    docs = retriever.invoke(
+        "boiler on January 25", now=NOW, filter={"since": "2026-01-24", "until": "2026-01-26"}
+    )
+    assert docs[0].metadata["path"] == "memory/2026-01-25.md"
+    assert {d.metadata["path"] for d in docs} <= {f"memory/2026-01-{d}.md" for d in (24, 25, 26)}
 
 
 def test_search_tool_filter_arguments(many: Path) -> None:
@@ -183,5 +190,26 @@ def test_search_tool_filter_arguments(many: Path) -> None:
     assert paths == {"memory/2026-01-28.md", "memory/2026-01-29.md"}
     empty = tool.invoke({"query": "boiler", "since": "2031-01-01"})
     assert empty.startswith("No memory matches") and "no memory chunk matches" in empty
+    dated = tool.invoke(
+        {"type": "tool_call", "id": "2", "name": "memory_search",
+         "args": {"query": "boiler on January 25", "since": "2026-01-25", "until": "last week"}}
+    )  # fmt: skip
+    rows = dated.artifact["results"]
+    assert rows[0]["path"] == "memory/2026-01-25.md"
+    assert all("2026-01-25" <= r["path"][7:17] <= "2026-02-08" for r in rows)
     bad = tool.invoke({"query": "boiler", "since": "whenever"})
     assert bad.startswith("Error: since:") and "\n" not in bad
+
+
+def test_normalisation_runs_over_the_kept_rows(many: Path) -> None:
+    from tests.fakes import WordEmbeddings
+
+    engine = MemorySearch(many, embeddings=WordEmbeddings())
+    engine.update_index()
+    request = SearchRequest.parse(query="boiler pressure valve", k=3, now=NOW)
+    top = engine.run(request).hits[0]
+    assert top.path == "memory/topics/boiler.md"  # the global best, filtered out below
+    kept = engine.run(request.model_copy(update={"filter": SearchFilter(kind=("daily",))}))
+    # The best kept chunk has the top of each signal, as in a workspace of daily notes only.
+    assert kept.hits and kept.hits[0].signals["keyword"] == 1.0
+    assert max(h.signals["vector"] for h in kept.hits) == 1.0
