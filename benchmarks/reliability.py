@@ -92,7 +92,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
             )
         )
     if ser:
-        rows.append(("Two `index` runs at once: serialized by the writer lock (each text"
+        rows.append(("Two `index` runs at once: serialized by the locks (each text"
                      f" embedded once: {ser['embedded']})", ser["runs"],
                      ser["ok"] if not ser["problems"] else 0))  # fmt: skip
     t, h = tally(res, "test_index_run_succeeds_and_names_skips", "test_hostile_file",

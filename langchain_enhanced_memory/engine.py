@@ -206,6 +206,11 @@ class MemorySearch:
             self._freshness = fresh
         return self._freshness
 
+    @property
+    def embedding_job(self) -> EmbedJob | None:
+        """The background embedding run, once one was started."""
+        return self._job
+
     def close(self) -> None:
         """Stop the watcher and wait for a background embedding run to end."""
         if self._freshness is not None:
@@ -417,7 +422,12 @@ class MemorySearch:
         if has is None or has.all():
             return None
         if self.auto_index:
-            if len(self.index.missing_embeddings(model_id)) <= self.settings.embed_inline_max:
+            inline_max = self.settings.embed_inline_max
+            # Chunks alone over the limit: no need to list every missing line to know.
+            few = int((~has).sum()) <= inline_max and (
+                len(self.index.missing_embeddings(model_id)) <= inline_max
+            )
+            if few:
                 self.embed_missing(wait=False)  # another run embedding already: do not wait
                 has = self.index.snapshot(model_id).has_vector
                 if has is None or has.all():
@@ -458,19 +468,21 @@ class EnginePool:
 
     def busy(self) -> bool:
         """Whether an engine is still embedding in the background."""
-        return any(e._job is not None and e._job.running for e in self.engines.values())
+        return any(
+            e.embedding_job is not None and e.embedding_job.running for e in self.engines.values()
+        )
 
     def status(self) -> list[dict[str, Any]]:
         """One line per engine: index, embedder (when resolved), freshness, embedding."""
         out = []
         for e in self.engines.values():
-            job = e._job
+            job = e.embedding_job
             out.append(
                 {
                     "index": str(e.index.path),
                     "profile": e.settings.profile,
-                    "provider": e._choice.provider if e._choice else None,
-                    "freshness": e._freshness.mode if e._freshness else None,
+                    "provider": e.choice.provider,
+                    "freshness": e.freshness.mode,
                     "embedding": None
                     if job is None
                     else {"running": job.running, "done": job.done, "total": job.total},

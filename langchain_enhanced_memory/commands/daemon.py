@@ -70,8 +70,7 @@ def _show(status: dict[str, Any], as_json: bool) -> int:
     )
     for e in status.get("engines", []):
         emb = e.get("embedding")
-        line = f"  {e['index']}: {e['profile']}, {e['provider'] or 'embedder not loaded'}"
-        line += f", {e['freshness'] or 'not searched yet'}"
+        line = f"  {e['index']}: {e['profile']}, {e['provider']}, {e['freshness']}"
         if emb:
             line += f", embedded {emb['done']}/{emb['total']}" + (
                 " (running)" if emb["running"] else ""

@@ -40,8 +40,8 @@ def test_background_embedding_answers_at_once_then_turns_hybrid(workspace: Path)
         assert response_json(first, 100)["embedded"] == 0.0
         assert all(h.signals.get("vector", 0.0) == 0.0 for h in first.hits)
         emb.gate.set()
-        engine._job.join(60)
-        assert not engine._job.running and engine._job.error is None
+        engine.embedding_job.join(60)
+        assert not engine.embedding_job.running and engine.embedding_job.error is None
         later = engine.search("billing database", now=NOW)
         assert later.fallback is None and later.embedded is None
         assert later.hits[0].signals["vector"] > 0
@@ -81,8 +81,8 @@ def test_a_failing_background_run_is_not_retried_on_every_search(workspace: Path
         workspace, embeddings=Broken(), settings=settings, background_embedding=True
     ) as engine:
         assert engine.search("billing", now=NOW).fallback == "keyword-only"
-        engine._job.join(60)
-        assert engine._job.error is not None
+        engine.embedding_job.join(60)
+        assert engine.embedding_job.error is not None
         calls = Broken.calls
         for _ in range(3):
             assert engine.search("billing", now=NOW).hits

@@ -126,3 +126,27 @@ def test_an_index_run_elsewhere_does_not_hide_an_edit(workspace: Path, watch: bo
             fh.write("\nThe wombat account is closed.\n")
         MemorySearch(workspace, embedder="none").index.sync()
         assert _paths(engine, "wombat")[:1] == ["MEMORY.md"]
+
+
+def test_edits_are_in_the_next_retriever_and_tool_call(workspace: Path) -> None:
+    from langchain_enhanced_memory import EnhancedMemoryRetriever, create_memory_tools
+
+    retriever = EnhancedMemoryRetriever(workspace=workspace, embedder="none")
+    search_tool = create_memory_tools(workspace, embedder="none")[0]
+    assert retriever.engine.config.watch and search_tool.engine.config.watch
+    try:
+        retriever.invoke("billing")
+        search_tool.invoke({"query": "billing"})
+        with open(workspace / "memory/2026-02-07.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe narwhal dashboard went live.\n")
+        docs = retriever.invoke("narwhal")
+        assert docs[0].metadata["path"] == "memory/2026-02-07.md"
+        assert "memory/2026-02-07.md" in search_tool.invoke({"query": "narwhal"})
+        (workspace / "memory/2026-02-07.md").unlink()
+        assert all(
+            d.metadata["path"] != "memory/2026-02-07.md" for d in retriever.invoke("narwhal")
+        )
+        assert "memory/2026-02-07.md" not in search_tool.invoke({"query": "narwhal"})
+    finally:
+        retriever.engine.close()
+        search_tool.engine.close()
