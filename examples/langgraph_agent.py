@@ -1,12 +1,17 @@
-"""A LangGraph agent that answers from an OpenClaw memory workspace with four tools.
+"""An agent that answers from (and, if allowed, writes to) an OpenClaw memory workspace.
 
-The agent is LangGraph's prebuilt ReAct agent with ``memory_search`` (hybrid,
-date-aware search with citations), ``memory_get`` (read lines of a memory
-file), ``memory_salience`` (what needs review) and ``memory_crossref`` (related
-files). Run it with a local Ollama chat model::
+The agent is LangChain 1.x's ``langchain.agents.create_agent`` (a LangGraph
+graph; it replaces LangGraph's deprecated ``create_react_agent``) with
+``memory_search`` (hybrid, date-aware search with citations), ``memory_get``
+(read lines of a memory file), ``memory_salience`` (what needs review),
+``memory_crossref`` (related files) and, with ``--allow-write``,
+``memory_append`` (remember something in today's daily note). Run it with a
+local Ollama chat model::
 
     ENHANCED_MEMORY_CHAT_MODEL=llama3.1 python examples/langgraph_agent.py \
         "What did we decide about the billing database, and what is still open?"
+    ENHANCED_MEMORY_CHAT_MODEL=llama3.1 python examples/langgraph_agent.py --allow-write \
+        "Remember that the kayak trip moved to the 21st."
 
 Environment: ``ENHANCED_MEMORY_CHAT_MODEL`` (an Ollama chat model that supports
 tool calling; required), ``OLLAMA_URL`` (default ``http://localhost:11434``),
@@ -20,14 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.prebuilt import create_react_agent
 
 from langchain_enhanced_memory.tools import create_memory_tools
 
@@ -38,6 +42,8 @@ SYSTEM_PROMPT = (
     "Always call memory_search first; if a snippet is cut short, read the lines "
     "with memory_get. Cite every fact as path:startLine-endLine. Use memory_crossref "
     "to find related notes and memory_salience when asked what needs review. "
+    "When the user asks you to remember something and memory_append is available, "
+    "write it with memory_append (one fact per call). "
     "If the memory does not say, answer that you do not know."
 )
 
@@ -49,22 +55,22 @@ def build_agent(
     embedder: str = "auto",
     embeddings: Any = None,
     now: datetime | None = None,
+    allow_write: bool = False,
 ) -> Any:
-    """The compiled LangGraph agent over ``workspace``.
+    """The compiled agent (a LangGraph graph) over ``workspace``.
 
     Args:
         model: A chat model that supports ``bind_tools``.
         workspace: The memory workspace.
         embedder: ``auto``, ``ollama``, ``local`` or ``none``.
         embeddings: Any LangChain embeddings (overrides ``embedder``).
-        now: A fixed clock for relative dates and ages (default: the real one).
+        now: A fixed clock for relative dates, ages and "today" (default: the real one).
+        allow_write: Give the agent ``memory_append`` (off: read-only memory).
     """
-    tools = create_memory_tools(workspace, embedder=embedder, embeddings=embeddings, now=now)
-    with warnings.catch_warnings():
-        # LangGraph 1.x points to langchain.agents.create_agent, which needs the full
-        # `langchain` package; the prebuilt agent is the same loop without it.
-        warnings.filterwarnings("ignore", message="create_react_agent has been moved")
-        return create_react_agent(model, tools, prompt=SYSTEM_PROMPT)
+    tools = create_memory_tools(
+        workspace, embedder=embedder, embeddings=embeddings, now=now, allow_write=allow_write
+    )
+    return create_agent(model, tools, system_prompt=SYSTEM_PROMPT)
 
 
 def chat_model_from_env() -> BaseChatModel | None:
@@ -99,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("question")
     p.add_argument("--workspace", default=str(DEFAULT_WORKSPACE))
     p.add_argument("--embedder", default=os.environ.get("ENHANCED_MEMORY_EMBEDDER", "auto"))
+    p.add_argument("--allow-write", action="store_true", help="give the agent memory_append")
     args = p.parse_args(argv)
     if not Path(args.workspace).is_dir():
         print(f"error: workspace not found: {args.workspace}", file=sys.stderr)
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    agent = build_agent(model, args.workspace, embedder=args.embedder)
+    agent = build_agent(model, args.workspace, embedder=args.embedder, allow_write=args.allow_write)
     try:
         state = agent.invoke({"messages": [("user", args.question)]})
     except Exception as exc:  # an unreachable Ollama is the usual cause: say so in one line

@@ -16,6 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .core.filters import SearchFilter
     from .core.settings import FusionWeights, MemorySettings
     from .engine import EngineConfig, MemorySearch
     from .loader import MemoryDirectoryLoader
@@ -32,6 +33,7 @@ _EXPORTS = {
     "MemoryIndex": ".store.index",
     "MemorySearch": ".engine",
     "MemorySettings": ".core.settings",
+    "SearchFilter": ".core.filters",
     "create_memory_tools": ".tools",
 }
 
@@ -43,6 +45,7 @@ __all__ = [
     "MemoryIndex",
     "MemorySearch",
     "MemorySettings",
+    "SearchFilter",
     "__version__",
     "create_memory_tools",
 ]

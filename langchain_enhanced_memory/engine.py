@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import weakref
 from datetime import date, datetime
 from pathlib import Path
@@ -23,7 +24,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .core import scoring
+from .core.calibration import calibrate, features
 from .core.errors import RequestError
+from .core.filters import filter_mask, why_empty
 from .core.ranking import rank
 from .core.request import SearchRequest
 from .core.results import Hit, Ranking, SearchResponse
@@ -334,13 +337,20 @@ class MemorySearch:
         return self.run(SearchRequest.parse(query=query, k=k, now=now))
 
     def run(self, request: SearchRequest) -> SearchResponse:
-        """Answer one validated request."""
+        """Answer one validated request.
+
+        Raises:
+            RequestError: A filter's date words name no date (checked against ``now``).
+        """
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
         now = request.now or datetime.now()
         choice = self.choice
         fallback = choice.fallback
         model_id = self.model_id
         if self.auto_index:
             self.freshness.refresh()
+        timings["syncMs"] = _ms_since(started)
         qvec, embedded = None, None
         if model_id is not None:
             try:
@@ -356,15 +366,24 @@ class MemorySearch:
         if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
             fallback, qvec = "keyword-only", None
             snap = self.index.snapshot(None)
+        timings["embedMs"] = _ms_since(started) - timings["syncMs"]
+        mask = filter_mask(snap, request.filter, now)
         embed_q = self.embed_query if qvec is not None else None
-        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q)
+        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q, mask)
         if self.settings.graph_neighbors:
             from .graph.related import add_graph_neighbors
 
             add_graph_neighbors(self.index, snap, ranking.scores, self.settings)
+            if mask is not None:
+                ranking.scores[~mask] = 0.0
         order = scoring.top_k(ranking.scores, request.k)
         # A chunk that no signal matched is noise, not a result.
         hits = [_hit(snap, int(i), ranking) for i in order if ranking.scores[i] > 0]
+        mode = "hybrid" if qvec is not None else "keyword"
+        for hit, score in zip(
+            hits, calibrate([features(h.score, h.signals) for h in hits], mode), strict=True
+        ):
+            hit.signals["fused"], hit.score = hit.score, score
         if self.settings.related_per_hit and hits:
             from .graph.related import attach_related
 
@@ -377,11 +396,17 @@ class MemorySearch:
             temporal_dates=ranking.temporal_dates,
             prf_terms=ranking.prf_terms,
             embedded=None if embedded is None else round(embedded, 4),
+            mode=mode,
         )
+        if mask is not None:
+            response.filter_note = why_empty(request.filter, int(mask.sum()), len(hits))
         record_search(self.index.workspace, self.settings, request.query, response, now)
         if request.min_score is not None:
             response.hits = [h for h in hits if h.score >= request.min_score]
             response.filtered = len(hits) - len(response.hits)
+        timings["rankMs"] = _ms_since(started) - timings["syncMs"] - timings["embedMs"]
+        response.timings = {name: round(ms, 2) for name, ms in timings.items()}
+        response.timings["searchMs"] = round(_ms_since(started), 2)
         return response
 
     def _vector_share(self, model_id: str) -> float | None:
@@ -476,6 +501,10 @@ class EnginePool:
         for engine in self.engines.values():
             engine.close()
         self.engines.clear()
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:

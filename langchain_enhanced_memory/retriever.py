@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
 from .core.settings import MemorySettings
@@ -63,6 +64,8 @@ class EnhancedMemoryRetriever(BaseRetriever):
             docs = retriever.invoke("what did we decide yesterday?", now=datetime(2026, 2, 9))
             for d in docs:
                 print(d.metadata["path"], d.metadata["startLine"], d.metadata["score"])
+            # Filters apply before ranking: k results come back when k match.
+            docs = retriever.invoke("decisions", filter={"since": "last week", "kind": "daily"})
 
     Args:
         workspace: Folder holding ``MEMORY.md`` and ``memory/``.
@@ -79,6 +82,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         check_interval_s: Without a watcher, scan at most this often (0: every query).
         background_embedding: Embed missing vectors on a thread (answers are
             keyword-only, and say so, until they are in).
+        filter: Default filter of every search (``since``, ``until``, ``path``,
+            ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
+            ``invoke`` replaces it.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -95,6 +101,7 @@ class EnhancedMemoryRetriever(BaseRetriever):
     watch: bool = True
     check_interval_s: float = 0.0
     background_embedding: bool = True
+    filter: SearchFilter | None = None
 
     _engine: MemorySearch | None = PrivateAttr(default=None)
 
@@ -108,8 +115,17 @@ class EnhancedMemoryRetriever(BaseRetriever):
             )
         return self._engine
 
-    def _request(self, query: str, k: int | None, now: datetime | date | None) -> SearchRequest:
-        return SearchRequest.parse(query=query, k=self.k if k is None else k, now=now)
+    def _request(
+        self,
+        query: str,
+        k: int | None,
+        now: datetime | date | None,
+        flt: SearchFilter | dict[str, Any] | None,
+    ) -> SearchRequest:
+        chosen = self.filter if flt is None else flt
+        return SearchRequest.parse(
+            query=query, k=self.k if k is None else k, now=now, filter=chosen
+        )
 
     def _get_relevant_documents(
         self,
@@ -118,8 +134,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,
         k: int | None = None,
         now: datetime | date | None = None,
+        filter: SearchFilter | dict[str, Any] | None = None,  # noqa: A002 (LangChain's name)
     ) -> list[Document]:
-        response = self.engine.run(self._request(query, k, now))
+        response = self.engine.run(self._request(query, k, now, filter))
         return [hit_to_document(h, response) for h in response.hits]
 
     async def _aget_relevant_documents(
@@ -129,7 +146,9 @@ class EnhancedMemoryRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,
         k: int | None = None,
         now: datetime | date | None = None,
+        filter: SearchFilter | dict[str, Any] | None = None,  # noqa: A002 (LangChain's name)
     ) -> list[Document]:
         # The engine is CPU-bound numpy plus SQLite: run it off the event loop.
-        response = await asyncio.to_thread(self.engine.run, self._request(query, k, now))
+        request = self._request(query, k, now, filter)
+        response = await asyncio.to_thread(self.engine.run, request)
         return [hit_to_document(h, response) for h in response.hits]

@@ -1,4 +1,4 @@
-"""LangChain tools over one memory workspace: search, get, salience and cross-references.
+"""LangChain tools over one memory workspace: search, get, salience, cross-references, append.
 
 Each tool is a ``BaseTool`` with a pydantic ``args_schema``; all return
 ``content_and_artifact``: a compact text an LLM can read and cite
@@ -6,7 +6,10 @@ Each tool is a ``BaseTool`` with a pydantic ``args_schema``; all return
 artifact for code. Refused or failed calls (a path outside the memory, no graph
 yet) come back as a one-line error the model can act on, not an exception.
 
-:func:`create_memory_tools` builds the four sharing one search engine and index.
+:func:`create_memory_tools` builds the four read tools sharing one search engine
+and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
+unless asked). The JSON each tool returns comes from :mod:`.analysis.answers`,
+the builder the MCP server uses too.
 """
 
 from __future__ import annotations
@@ -20,16 +23,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from .analysis import salience
-from .core.errors import CrossrefError, NoteError, RequestError
+from .analysis import answers, salience
+from .core.errors import CrossrefError, NoteError, RequestError, WriteError
 from .core.request import SearchRequest
 from .core.settings import MemorySettings
 from .engine import EngineConfig, MemorySearch
-from .graph import queries, storage, views
-from .openclaw.response import response_json
-from .store import logs, notes
+from .graph import views
 
 __all__ = [
+    "MemoryAppendTool",
     "MemoryCrossrefTool",
     "MemoryGetTool",
     "MemorySalienceTool",
@@ -85,6 +87,22 @@ class MemorySearchInput(BaseModel):
 
     query: str = Field(description="What to look for, in natural language; dates allowed.")
     k: int = Field(5, ge=1, le=50, description="How many results to return.")
+    min_score: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Drop results scoring below this (0..1, the chance of answering).",
+    )
+    since: str | None = Field(
+        None, description="Only notes from this day on: ISO date or words ('last week', '上个月')."
+    )
+    until: str | None = Field(None, description="Only notes up to this day: ISO date or words.")
+    path: str | None = Field(
+        None, description="Only files matching this glob or prefix, e.g. memory/topics/**."
+    )
+    kind: list[Literal["core", "daily", "topic"]] | None = Field(
+        None, description="Only these kinds of file: core (MEMORY.md), daily, topic."
+    )
 
 
 class MemorySearchTool(_MemoryTool):
@@ -108,19 +126,26 @@ class MemorySearchTool(_MemoryTool):
     """Fixed clock for relative dates (tests, replays); default the real clock."""
 
     def _run(
-        self, query: str, k: int = 5, run_manager: CallbackManagerForToolRun | None = None
+        self,
+        query: str,
+        k: int = 5,
+        min_score: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        path: str | None = None,
+        kind: list[str] | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        flt = {"since": since, "until": until, "path": path, "kind": kind}
         try:
-            request = SearchRequest.parse(query=query, k=k, now=self.now)
+            request = SearchRequest.from_body(
+                {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now
+            )
+            response, artifact = answers.search(self.get_engine(), request)
         except RequestError as exc:
             return self._error(str(exc))
-        engine = self.get_engine()
-        response = engine.run(request)
-        # The CLI's memory_search JSON, each row with the hit's cross-references added.
-        artifact = response_json(response, engine.settings.snippet_chars)
         blocks = []
-        for n, (h, row) in enumerate(zip(response.hits, artifact["results"], strict=True), 1):
-            row["related"] = h.related
+        for n, h in enumerate(response.hits, 1):
             body = " ".join(h.text.split())
             if len(body) > self.snippet_chars:
                 body = body[: self.snippet_chars] + "..."
@@ -131,7 +156,8 @@ class MemorySearchTool(_MemoryTool):
                 block += f"\n    related: {refs}"
             blocks.append(block)
         if not blocks:
-            return f"No memory matches {query!r}.", artifact
+            why = f" ({response.filter_note})" if response.filter_note else ""
+            return f"No memory matches {query!r}{why}.", artifact
         return "\n\n".join(blocks), artifact
 
 
@@ -163,24 +189,23 @@ class MemoryGetTool(_MemoryTool):
         lines: int | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        engine = self.get_engine()
-        try:
-            got = notes.get_lines(engine.index.workspace, path, from_line, lines, engine.settings)
-        except NoteError as exc:
-            return self._error(str(exc))
-        logs.record_access(engine.index.workspace, engine.settings, [got.path])
-        if got.total_lines == 0:
-            return f"{got.path} is empty.", got.as_dict()
+        got = answers.get(self.get_engine(), path, from_line, lines)
+        if got.get("disabled"):
+            return f"Error: {got['error']}", got
+        if "from" not in got:
+            return f"No such memory file: {got['path']} (search first).", got
+        if not got["lines"]:
+            return f"{got['path']} is empty.", got
         numbered = "\n".join(
-            f"{n:>5}  {line}" for n, line in enumerate(got.text.split("\n"), got.from_line)
+            f"{n:>5}  {line}" for n, line in enumerate(got["text"].split("\n"), got["from"])
         )
         more = (
-            f"\n[lines {got.from_line}-{got.to_line} of {got.total_lines};"
-            f" continue with from={got.to_line + 1}]"
-            if got.to_line < got.total_lines
+            f"\n[lines {got['from']}-{got['to']} of {got['totalLines']};"
+            f" continue with from={got['to'] + 1}]"
+            if got["to"] < got["totalLines"]
             else ""
         )
-        return f"{got.path}:{got.from_line}-{got.to_line}\n{numbered}{more}", got.as_dict()
+        return f"{got['path']}:{got['from']}-{got['to']}\n{numbered}{more}", got
 
 
 # ---------------------------------------------------------------- salience
@@ -204,8 +229,7 @@ class MemorySalienceTool(_MemoryTool):
     def _run(
         self, top: int = 3, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
-        engine = self.get_engine()
-        result = salience.compute(engine.index.workspace, engine.settings, now=self.now, top=top)
+        result = answers.salience(self.get_engine(), top, self.now)
         return salience.format_text(result), result
 
 
@@ -234,23 +258,55 @@ class MemoryCrossrefTool(_MemoryTool):
     def _run(
         self, path: str | None = None, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
-        engine = self.get_engine()
-        index = engine.index
         try:
-            try:
-                summary = queries.graph_summary(index)
-            except CrossrefError:
-                if not self.build_if_missing:
-                    raise
-                engine.update_index()
-                storage.build(index, engine.model_id, engine.settings)
-                summary = queries.graph_summary(index)
-            if path is None:
-                return views.format_summary(summary), summary
-            shown = queries.show(index, notes.normalize_path(path))
+            shown = answers.related(self.get_engine(), path, build=self.build_if_missing)
         except (CrossrefError, NoteError) as exc:
             return self._error(str(exc))
+        if path is None:
+            return views.format_summary(shown), shown
         return views.format_show(shown), shown
+
+
+# ------------------------------------------------------------------ append
+class MemoryAppendInput(BaseModel):
+    """Arguments of ``memory_append``."""
+
+    text: str = Field(description="What to remember, one fact or decision in plain words.")
+    section: str | None = Field(
+        None, description="A header to file it under (created once), e.g. 'Decisions'."
+    )
+    file: str | None = Field(
+        None,
+        description="A memory file (MEMORY.md or memory/...md) instead of today's daily note.",
+    )
+
+
+class MemoryAppendTool(_MemoryTool):
+    """Write memory: append a bullet to today's daily note or a memory file (atomic)."""
+
+    name: str = "memory_append"
+    description: str = (
+        "Remember something: append it as a bullet to today's daily note "
+        "(memory/YYYY-MM-DD.md), optionally under a section header, or to a named memory "
+        "file (MEMORY.md, memory/topics/x.md). Never edits or removes existing text."
+    )
+    args_schema: type[BaseModel] = MemoryAppendInput
+    now: datetime | None = None
+    """Fixed clock for "today" (tests, replays); default the real clock."""
+
+    def _run(
+        self,
+        text: str,
+        section: str | None = None,
+        file: str | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        try:
+            done = answers.append(self.get_engine(), text, section=section, file=file, now=self.now)
+        except WriteError as exc:
+            return self._error(str(exc))
+        where = f" under '{done['section']}'" if done["section"] else ""
+        return f"Remembered in {done['path']}:{done['line']}{where}.", done
 
 
 def create_memory_tools(
@@ -263,8 +319,9 @@ def create_memory_tools(
     settings: MemorySettings | None = None,
     index_path: str | Path | None = None,
     now: datetime | None = None,
+    allow_write: bool = False,
 ) -> list[BaseTool]:
-    """The four memory tools sharing one engine (one index, one embedder).
+    """The four memory tools sharing one engine (one index, one embedder), and the writer.
 
     Args:
         workspace: The workspace folder.
@@ -274,7 +331,8 @@ def create_memory_tools(
         embeddings: Any LangChain embeddings; overrides ``embedder``.
         settings: Search, log and graph settings.
         index_path: Where the index lives.
-        now: Fixed clock for search dates and salience ages (default: real time).
+        now: Fixed clock for search dates, salience ages and "today" (default: real time).
+        allow_write: Add ``memory_append`` (off: many users want read-only memory).
     """
     settings = settings or MemorySettings()
     engine = MemorySearch.from_config(
@@ -291,9 +349,12 @@ def create_memory_tools(
         )
     )
     common: dict[str, Any] = {"engine": engine, "settings": settings}
-    return [
+    tools: list[BaseTool] = [
         MemorySearchTool(now=now, **common),
         MemoryGetTool(**common),
         MemorySalienceTool(now=now, **common),
         MemoryCrossrefTool(**common),
     ]
+    if allow_write:
+        tools.append(MemoryAppendTool(now=now, **common))
+    return tools

@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "crossref": "cross-references: build, show, graph",
     "get": "read lines of a memory file",
     "serve": "answer POST /search over HTTP (loopback)",
+    "mcp": "serve the memory tools over MCP (stdio, or --http on loopback)",
+    "remember": "append a note to today's daily note (or --file)",
     "export": "write the original's vectors/crossrefs.json",
     "skill": "install the OpenClaw skill into a workspace",
     "daemon": "the resident engine: start, stop, status, run",

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 __all__ = [
     "CliError",
     "add_common_arguments",
+    "add_filter_arguments",
     "add_no_daemon_argument",
     "dump",
     "engine_from_args",
+    "filter_of",
     "flag_error",
     "parse_now",
     "progress_bar",
@@ -81,6 +83,26 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         help="scoring recipe (default: $ENHANCED_MEMORY_PROFILE or default)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_filter_arguments(p: argparse.ArgumentParser) -> None:
+    """``--since``, ``--until``, ``--path`` and ``--kind``: which chunks a search may return."""
+    g = p.add_argument_group("filters (applied before ranking)")
+    g.add_argument("--since", help="first day: ISO date or date words ('last week', '上个月')")
+    g.add_argument("--until", help="last day: ISO date or date words")
+    g.add_argument("--path", help="glob or prefix of the files to search (memory/topics/**)")
+    g.add_argument(
+        "--kind", action="append", choices=("core", "daily", "topic"), help="kind of file (repeat)"
+    )
+
+
+def filter_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The filter fields the flags set."""
+    return {
+        name: getattr(args, name)
+        for name in ("since", "until", "path", "kind")
+        if getattr(args, name, None) is not None
+    }
 
 
 def add_no_daemon_argument(p: argparse.ArgumentParser) -> None:

@@ -1,11 +1,14 @@
-"""``enhanced-memory get``: read lines of a memory file."""
+"""``enhanced-memory get``: read lines of a memory file (``--json``: OpenClaw's ``memory_get``)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ..core.errors import MissingNoteError, NoteError
 from ..core.settings import MemorySettings
 from ..engine import resolve_workspace
+from ..openclaw.response import get_failure_json, get_json
 from ..store.logs import record_access
 from ..store.notes import MAX_GET_LINES, get_lines
 from .common import add_common_arguments, dump
@@ -22,13 +25,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the lines (or ``{path, from, to, totalLines, truncated, text}`` with ``--json``)."""
+    """Print the lines (or OpenClaw's ``memory_get`` JSON with ``--json``).
+
+    With ``--json`` a missing file answers ``{"text": "", "path"}`` (exit 0, as
+    OpenClaw does) and a refused one ``{"path", "text": "", "disabled", "error"}``
+    (exit 2); without it both are a one-line error.
+    """
     workspace = resolve_workspace(args.workspace)
     settings = MemorySettings()
-    got = get_lines(workspace, args.path, args.from_line, args.lines, settings)
+    try:
+        got = get_lines(workspace, args.path, args.from_line, args.lines, settings)
+    except NoteError as exc:
+        if not args.json:
+            raise
+        missing = isinstance(exc, MissingNoteError)
+        path = exc.path if isinstance(exc, MissingNoteError) else str(args.path)
+        dump(get_failure_json(path, str(exc), missing=missing))
+        if missing:
+            return 0
+        print(f"enhanced-memory: error: {exc}", file=sys.stderr)
+        return 2
     record_access(workspace, settings, [got.path])
     if args.json:
-        dump(got.as_dict())
+        dump(get_json(got))
     else:
         print(got.text)
     return 0

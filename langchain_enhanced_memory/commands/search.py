@@ -15,25 +15,40 @@ from . import common
 from .common import (
     CliError,
     add_common_arguments,
+    add_filter_arguments,
     add_no_daemon_argument,
     dump,
     engine_from_args,
+    filter_of,
     flag_error,
     parse_now,
     report_embedder,
 )
+
+#: What a batch line may set (other keys, such as a benchmark's gold, are ignored).
+BATCH_FIELDS = ("query", "now", "since", "until", "path", "kind", "corpus")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory search``."""
     add_common_arguments(p)
     p.add_argument("query", nargs="?", help="what to look for")
-    p.add_argument("--k", type=int, default=5, help="results to return (default 5)")
+    p.add_argument(
+        "--k", "--max-results", "--maxResults", dest="k", type=int, default=5,
+        help="results to return (default 5)",
+    )  # fmt: skip
     p.add_argument("--now", help="when the query is asked, ISO datetime (default: now)")
     p.add_argument(
         "--batch", metavar="FILE.jsonl", help='queries {"id","query","now"?}, one a line'
     )
-    p.add_argument("--min-score", type=float, help="drop results scoring below this")
+    p.add_argument(
+        "--min-score",
+        "--minScore",
+        dest="min_score",
+        type=float,
+        help="drop results whose calibrated score (0..1) is below this",
+    )
+    add_filter_arguments(p)
     add_no_daemon_argument(p)
 
 
@@ -43,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give a QUERY or --batch FILE.jsonl")
     now = parse_now(args.now)
     if args.batch is not None:
-        requests = _read_batch(args.batch, args.k, now, args.min_score)
+        requests = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
         engine = engine_from_args(args, watch=True)
         if not args.json:
             report_embedder(engine)
@@ -52,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
             dump({"id": item_id, **response_json(engine.run(request), chars)})
         return 0
     try:
-        request = SearchRequest.parse(query=args.query, k=args.k, now=now, min_score=args.min_score)
+        request = SearchRequest.parse(
+            query=args.query, k=args.k, now=now, min_score=args.min_score, filter=filter_of(args)
+        )
     except RequestError as exc:
         raise flag_error(exc) from None
     engine = engine_from_args(args)
@@ -88,7 +105,7 @@ def _print_text(engine: Any, response: Any) -> None:
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
     if not response.hits:
-        print("no results")
+        print(response.filter_note or "no results")
     for n, h in enumerate(response.hits, 1):
         print(
             f"{n}. {h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
@@ -98,7 +115,7 @@ def _print_text(engine: Any, response: Any) -> None:
 
 
 def _read_batch(
-    path: str, k: int, now: Any, min_score: float | None
+    path: str, k: int, now: Any, min_score: float | None, flt: dict[str, Any]
 ) -> list[tuple[Any, SearchRequest]]:
     """``(id, request)`` of every line, all validated before the first search."""
     try:
@@ -117,10 +134,11 @@ def _read_batch(
         except json.JSONDecodeError as exc:
             raise CliError(f"{path}:{n}: not JSON ({exc.msg})") from None
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise CliError(f'{path}:{n}: expected {{"id", "query", "now"?}}')
+            raise CliError(f'{path}:{n}: expected {{"id", "query", "now"?, "since"?, ...}}')
+        body = {key: value for key, value in item.items() if key in BATCH_FIELDS}
         try:
-            request = SearchRequest.parse(
-                query=item["query"], k=k, now=item.get("now") or now, min_score=min_score
+            request = SearchRequest.from_body(
+                body, k=k, now=now, min_score=min_score, **({"filter": flt} if flt else {})
             )
         except RequestError as exc:
             raise CliError(f"{path}:{n}: {exc}") from None

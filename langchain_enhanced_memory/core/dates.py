@@ -46,8 +46,8 @@ Semantics where a choice had to be made:
 * ``this month`` / ``本月`` is the 1st..``now``, ``last month`` / ``上个月`` the
   whole previous month, ``the month before last`` / ``上上个月`` the one before;
   ``this year`` / ``今年`` is 1 January..``now``, ``last year`` / ``去年`` the
-  whole previous year (``前年`` the one before). ``this weekend``, ``the past
-  week`` and ``the weekend`` are too vague and yield nothing.
+  whole previous year (``前年`` the one before). ``this weekend`` and ``the
+  weekend`` are too vague and yield nothing.
 * ``last February`` is the most recent February that ended before the current
   month began. ``last May`` needs a capital M (``the last may be`` is English).
 * ``May`` and ``March`` are months only next to a day or a year, or after
@@ -70,6 +70,19 @@ Semantics where a choice had to be made:
   as ``上周`` + ``天气``; counts such as ``上周三次`` are not weekdays.
   ``去年`` / ``前年`` / ``今年`` are year ranges (``今年`` up to ``now``), and as a
   prefix set the year of a month or day (``去年10月``, ``去年国庆``).
+* Rolling periods end today: ``past 3 days`` / ``last two weeks`` /
+  ``over the past 3 months`` / ``过去三个月`` / ``最近两周`` / ``近7天`` run from
+  ``now`` minus that much to ``now`` (a month back is the same day of the
+  month, clipped), as do ``the past week``, ``the past month`` and ``the past
+  year``; ``past few days`` is 3 days, ``couple of`` is 2. ``recently`` /
+  ``lately`` / ``最近`` / ``近来`` / ``近期`` are the last 14 days, ``这几天`` /
+  ``近几天`` the last 7, ``这两天`` the last 3; ``前几天`` / ``前些天`` is 2..7
+  days back and ``前阵子`` / ``前段时间`` 7..45 days back. ``earlier this week``
+  (month) reads as ``this week`` (month).
+  ``上半年`` / ``下半年`` are January..June / July..December of this year
+  (clipped to ``now``; ``下半年`` before July is still to come), or of the
+  year a prefix names (``去年下半年``). ``下个月``, ``下周`` and ``next N days``
+  are the future and yield nothing.
 * Every expression is reported in ``spans`` only when it resolved to at least
   one day or range. Overlapping matches keep the longest.
 * Days inside a returned range stay in ``days`` (callers weigh days stronger).
@@ -530,8 +543,10 @@ def _h_period(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | 
         if unit == "month":
             return _range((today.replace(day=1), today))
         return _range((date(today.year, 1, 1), today))
+    if rel in ("past", "this past"):
+        return _rolling(today, 1, unit)  # "the past month": a month back through today
     if rel != "last":
-        return None  # "the past week", "the month": not a calendar period
+        return None  # "the month", "over the week": not a period
     if unit == "week":
         return _range(_week_of(today - timedelta(days=7)))
     if unit == "month":
@@ -682,6 +697,75 @@ def _h_cn_holiday(m: _Match, today: date, raw: str, pre: _Match | None) -> _Foun
     if year is not None:
         return _explicit(year, month, day)
     return _day(_recent_day(today, month, day))
+
+
+# --- rolling periods ending today --------------------------------------------
+
+
+def _rolling(today: date, n: int, unit: str) -> _Found:
+    """``unit`` (day, week, month, year) times ``n`` back from ``today``, through ``today``."""
+    if not 1 <= n <= 1200:
+        return _BLOCK
+    if unit.startswith("day"):
+        return _range((today - timedelta(days=n), today))
+    if unit.startswith("week"):
+        return _range((today - timedelta(days=7 * n), today))
+    months = n if unit.startswith("month") else 12 * n
+    year, month = _add_months(today.year, today.month, -months)
+    day = min(today.day, calendar.monthrange(year, month)[1])
+    return _range((date(year, month, day), today))
+
+
+def _back(today: date, lo: int, hi: int = 0) -> _Found:
+    """Days ``lo`` back through ``hi`` back."""
+    return _range((today - timedelta(days=lo), today - timedelta(days=hi)))
+
+
+_FEW = {"few": 3, "couple": 2, "couple of": 2, "several": 5}
+
+
+def _h_en_rolling(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    assert pre is not None
+    if pre["rel"] == "next":
+        return _BLOCK  # "next 3 days": the future
+    word = " ".join(pre["n"].split())
+    n = _FEW.get(word) or _number(word)
+    return _rolling(today, n, m["unit"]) if n is not None else None
+
+
+def _h_recently(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    return _back(today, 14)
+
+
+def _h_cn_recent(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    word = m[0]
+    if word in ("这两天", "這兩天"):
+        return _back(today, 2)
+    if word in ("这几天", "這幾天", "近几天", "近幾天", "这些天", "這些天"):
+        return _back(today, 6)
+    if word in ("前几天", "前幾天", "前些天", "前两天", "前兩天"):
+        return _back(today, 7, 2)
+    if word in ("前阵子", "前陣子", "前段时间", "前段時間", "前些日子"):
+        return _back(today, 45, 7)
+    return _back(today, 14)  # 最近, 近来, 近期, 近日
+
+
+def _h_cn_rolling(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    n = _number(m["n"])
+    if n is None:
+        return _BLOCK
+    unit = "day" if m["d"] else "week" if m["w"] else "month" if m["mo"] else "year"
+    return _rolling(today, n, unit)
+
+
+def _h_cn_half_year(m: _Match, today: date, raw: str, pre: _Match | None) -> _Found | None:
+    year = _cn_year(pre, today) or today.year
+    first, last = (date(year, 1, 1), date(year, 6, 30))
+    if m["h"] == "下":
+        first, last = date(year, 7, 1), date(year, 12, 31)
+    if first > today:
+        return _BLOCK  # still to come
+    return _range((first, min(last, today)))
 
 
 # Rule order breaks ties between overlapping matches of equal length.
@@ -911,6 +995,47 @@ _RULES: tuple[_Rule, ...] = (
         prefix_len=4,
         prefix_tails="上一个個这這本",
         prefix_required=True,
+    ),
+    # --- rolling periods ending today
+    _rule(
+        rf"(?P<unit>days|weeks|months|years|day|week|month|year){_R}",
+        _h_en_rolling,
+        ("day", "week", "month", "year"),
+        prefix=rf"(?P<rel>past|last|previous|next)\s+(?P<n>[0-9]{{1,4}}|few|couple(?:\s+of)?"
+        rf"|several|{_alternation(_NUMBER_WORDS)}|twenty[- ](?:{_alternation(_UNITS[:9])}))\s+",
+        prefix_len=40,
+        prefix_tails=_WS,
+        prefix_required=True,
+    ),
+    _rule(rf"(?:recently|lately){_R}", _h_recently, ("recently", "lately")),
+    _rule(
+        r"最近|近来|近來|近期|近日|这两天|這兩天|这几天|這幾天|近几天|近幾天|这些天|這些天"
+        r"|前几天|前幾天|前些天|前两天|前兩天|前阵子|前陣子|前段时间|前段時間|前些日子",
+        _h_cn_recent,
+        ("最近", "近", "这", "這", "前"),
+        _BEFORE_QIAN | frozenset("最附接靠将將"),
+    ),
+    _rule(
+        rf"(?:过去|過去|最近|近|这|這)(?:的)?\s*(?P<n>{_CN_N})\s*"
+        rf"(?:(?P<d>天|日)|(?P<w>{_CN_GE}?\s*{_CN_WEEK})|(?P<mo>{_CN_GE}\s*月)|(?P<y>年))",
+        _h_cn_rolling,
+        ("过去", "過去", "最近", "近", "这", "這"),
+        _NONE,
+    ),
+    _rule(
+        r"(?P<h>[上下])半年",
+        _h_cn_half_year,
+        ("上半年", "下半年"),
+        _NONE,
+        prefix=_CN_YEAR,
+        prefix_len=12,
+        prefix_tails=_WS + "年",
+    ),
+    _rule(
+        rf"下(?:{_CN_GE}?月|{_CN_GE}?{_CN_WEEK}|{_CN_N}\s*(?:天|日|{_CN_GE}?\s*{_CN_WEEK}))",
+        _h_block,
+        ("下",),
+        _NONE,
     ),
 )
 

@@ -14,9 +14,11 @@ __all__ = [
     "EnhancedMemoryError",
     "ExportError",
     "IndexUnavailableError",
+    "MissingNoteError",
     "NoteError",
     "RequestError",
     "SkillError",
+    "WriteError",
     "one_line",
 ]
 
@@ -64,11 +66,27 @@ class NoteError(EnhancedMemoryError, ValueError):
     """A refused or failed read of a memory file (``memory_get``)."""
 
 
+class MissingNoteError(NoteError):
+    """``memory_get`` of a memory file that does not exist (OpenClaw answers empty text).
+
+    Attributes:
+        path: The normalized workspace-relative path asked for.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message, "search first; give a path memory_search returned")
+        self.path = path
+
+
 class CrossrefError(EnhancedMemoryError, RuntimeError):
     """The cross-reference graph cannot be built or read."""
 
     def __init__(self, message: str, action: str = "run `enhanced-memory crossref build`"):
         super().__init__(message, action)
+
+
+class WriteError(EnhancedMemoryError, ValueError):
+    """A refused or failed write of memory (``memory_append``, ``remember``)."""
 
 
 class SkillError(EnhancedMemoryError, RuntimeError):

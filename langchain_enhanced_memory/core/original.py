@@ -203,8 +203,10 @@ class SubstringLexical:
         """The original's query words; no phrase pairs."""
         return original_query_words(text), []
 
-    def signals(self, snap: Snapshot, terms: list[str], pairs: list[str]) -> dict[str, np.ndarray]:
-        """Share of ``terms`` found in each chunk's text, header and path."""
+    def signals(
+        self, snap: Snapshot, terms: list[str], pairs: list[str], mask: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """Share of ``terms`` found in each chunk's text, header and path (absolute: no mask)."""
         texts, headers, paths = _lowered(snap)
         keyword = substring_fraction(texts, terms)
         return {

@@ -30,6 +30,7 @@ def rank(
     settings: MemorySettings,
     qvec: np.ndarray | None,
     embed_query: Callable[[str], np.ndarray] | None = None,
+    mask: np.ndarray | None = None,
 ) -> Ranking:
     """Score every chunk of ``snap`` for ``query``.
 
@@ -43,6 +44,10 @@ def rank(
         settings: Weights, thresholds and switches.
         qvec: The L2-normalised query vector, or None for keyword-only.
         embed_query: Embeds an expanded query, for PRF with ``prf_reembed``.
+        mask: Rows a filter keeps (:func:`.filters.filter_mask`): the per-query
+            normalisations run over those rows and the others score 0, so the kept
+            rows rank as they would in a workspace of only them (BM25's statistics
+            aside) and top-k picks among them. None keeps every row.
     """
     strategies = recipe(settings)
     dq = strategies.dates.parse(query, now)
@@ -53,14 +58,17 @@ def rank(
     terms, pairs = lexical.terms(text)
 
     def score(terms: list[str], qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        sig = lexical.signals(snap, terms, pairs)
+        sig = lexical.signals(snap, terms, pairs, mask)
         coverage = sig.pop("_coverage")
         weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
+        kept_coverage = coverage if mask is None else coverage[mask]
         if (
             qv is not None
-            and float(coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
+            and float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
         ):
             weights = settings.adaptive_weights
+
+        keep = np.ones(len(snap), bool) if mask is None else mask
 
         def fused(vector: np.ndarray) -> np.ndarray:
             if settings.fusion == "rrf":
@@ -68,10 +76,7 @@ def rank(
                 f = scoring.rrf(
                     [
                         # Every chunk has a cosine; a lexical signal retrieves only its matches.
-                        (
-                            named[name],
-                            np.ones(len(snap), bool) if name == "vector" else named[name] > 0,
-                        )
+                        (named[name], keep if name == "vector" else (named[name] > 0) & keep)
                         for name, w in weights.model_dump().items()
                         if w > 0 and (name != "vector" or qv is not None)
                     ],
@@ -79,10 +84,12 @@ def rank(
                 )
             else:
                 f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
-            return f * mult + prior
+            out = f * mult + prior
+            # A filter's rows only: the others score 0 and top-k never sees them.
+            return out if mask is None else np.where(mask, out, 0.0)
 
         cos = _cosines(snap, qv)
-        sig["vector"] = _normalize(cos, settings)
+        sig["vector"] = _normalize(cos, settings, mask)
         out = fused(sig["vector"])
         lines = _line_cosines(snap, qv, settings, out)
         if lines is not None:
@@ -90,9 +97,11 @@ def rank(
             # chunk lifts that chunk, and the cost stays flat as the index grows.
             share = settings.line_vector_share
             sig["vector"] = _normalize(
-                share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings
+                share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings, mask
             )
             out = fused(sig["vector"])
+        # Absolute evidence for the calibrated score (per-query rescaling hides it).
+        sig["coverage"], sig["cosine"] = coverage, cos
         return out, sig
 
     scores, signals = score(terms, qvec)
@@ -149,5 +158,7 @@ def _line_cosines(
     return np.einsum("ij,j->i", vectors, qvec.astype(np.float32)), owner[rows]
 
 
-def _normalize(cos: np.ndarray, settings: MemorySettings) -> np.ndarray:
-    return scoring.minmax_normalize(cos) if settings.vector_norm == "minmax" else cos
+def _normalize(
+    cos: np.ndarray, settings: MemorySettings, mask: np.ndarray | None = None
+) -> np.ndarray:
+    return scoring.minmax_normalize(cos, mask) if settings.vector_norm == "minmax" else cos

@@ -69,8 +69,13 @@ class Lexical(Protocol):
         """The query's terms and phrase pairs."""
         ...
 
-    def signals(self, snap: Snapshot, terms: list[str], pairs: list[str]) -> dict[str, np.ndarray]:
-        """``keyword``, ``header``, ``filepath`` and ``_coverage`` of every chunk."""
+    def signals(
+        self, snap: Snapshot, terms: list[str], pairs: list[str], mask: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """``keyword``, ``header``, ``filepath`` and ``_coverage`` of every chunk.
+
+        ``mask`` (a filter's rows): per-query normalisation over those rows only.
+        """
         ...
 
     def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
@@ -139,14 +144,16 @@ class BM25Lexical:
         """Unique query terms, and pairs from the query as written (repeats and order kept)."""
         return query_terms(text), phrases(tokenize(text))
 
-    def signals(self, snap: Snapshot, terms: list[str], pairs: list[str]) -> dict[str, np.ndarray]:
+    def signals(
+        self, snap: Snapshot, terms: list[str], pairs: list[str], mask: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
         s = self.settings
         keyword = scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)
         if s.phrase_weight and pairs:
             keyword += s.phrase_weight * scoring.bm25(snap.phrase_post, pairs, s.bm25_k1, s.bm25_b)
         return {
-            "keyword": scoring.max_normalize(keyword),
+            "keyword": scoring.max_normalize(keyword, mask),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
             "_coverage": scoring.match_fraction(snap.text_post, terms),

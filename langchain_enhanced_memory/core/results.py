@@ -35,6 +35,9 @@ class SearchResponse:
         filtered: How many hits ``min_score`` removed (None when no ``min_score``).
         embedded: While vectors are still being embedded, the share of chunks
             that has one (the answer is keyword-only meanwhile); else None.
+        mode: ``hybrid`` (a query vector was used) or ``keyword``.
+        filter_note: Why a filtered search found nothing (None otherwise).
+        timings: Milliseconds per stage (``syncMs``, ``embedMs``, ``rankMs``, ``searchMs``).
     """
 
     hits: list[Hit]
@@ -45,6 +48,9 @@ class SearchResponse:
     prf_terms: list[str] = field(default_factory=list)
     filtered: int | None = None
     embedded: float | None = None
+    mode: str = "keyword"
+    filter_note: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -143,17 +143,25 @@ def substring_fraction(texts: Sequence[str], words: Sequence[str]) -> np.ndarray
     )
 
 
-def max_normalize(scores: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1] by the maximum (all zeros stay zeros)."""
-    top = float(scores.max()) if scores.size else 0.0
+def max_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Scale to [0, 1] by the maximum (all zeros stay zeros).
+
+    With ``mask``, the maximum of the masked rows (a filtered search ranks only those).
+    """
+    kept = scores if mask is None else scores[mask]
+    top = float(kept.max()) if kept.size else 0.0
     return scores / top if top > 0 else scores
 
 
-def minmax_normalize(scores: np.ndarray) -> np.ndarray:
-    """Scale to [0, 1] by min and max; a constant array becomes zeros."""
-    if scores.size == 0:
-        return scores
-    lo, hi = float(scores.min()), float(scores.max())
+def minmax_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Scale to [0, 1] by min and max; a constant array becomes zeros.
+
+    With ``mask``, the min and max of the masked rows (the others fall outside [0, 1]).
+    """
+    kept = scores if mask is None else scores[mask]
+    if kept.size == 0:
+        return np.zeros_like(scores) if mask is not None else scores
+    lo, hi = float(kept.min()), float(kept.max())
     if hi - lo < 1e-12:
         return np.zeros_like(scores)
     return (scores - lo) / (hi - lo)

@@ -3,9 +3,10 @@
 For agents that want to skip process start altogether. Endpoints:
 
 - ``POST /search`` with ``{"query": str, "k"?: int, "now"?: ISO datetime,
-  "min_score"?: float}`` answers the same JSON as ``search --json`` (OpenClaw
-  ``memory_search``); a bad request gets status 400 and the failure object with a
-  one-line ``error``.
+  "min_score"?: float, "since"?, "until"?, "path"?, "kind"?}`` (or OpenClaw's
+  ``maxResults``/``minScore``) answers the same JSON as ``search --json``
+  (OpenClaw ``memory_search``); a bad request, a malformed filter included, gets
+  status 400 and the failure object with a one-line ``error``.
 - ``GET /health`` answers ``{"status": "ok", ...}`` with the index's counts.
 
 The engine follows file-system events (a watcher; a scan per search where
@@ -84,7 +85,7 @@ class SearchServer(ThreadingHTTPServer):
 
     def search(self, body: dict[str, Any]) -> dict[str, Any]:
         """Answer one ``/search`` request body (raises ``RequestError`` on a bad one)."""
-        request = SearchRequest.parse(**body)
+        request = SearchRequest.from_body(body)
         with self.lock:
             response = self.engine.run(request)
         return response_json(response, self.engine.settings.snippet_chars)

@@ -13,10 +13,10 @@ resolved path is checked again to lie inside the workspace.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..core.errors import NoteError
+from ..core.errors import MissingNoteError, NoteError
 from ..core.settings import MemorySettings
 from .workspace import UnreadableFileError, discover, read_lines
 
@@ -39,18 +39,6 @@ class MemoryLines:
     total_lines: int
     text: str
     truncated: bool
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON form with OpenClaw-style camelCase keys."""
-        d = asdict(self)
-        return {
-            "path": d["path"],
-            "from": d["from_line"],
-            "to": d["to_line"],
-            "totalLines": d["total_lines"],
-            "truncated": d["truncated"],
-            "text": d["text"],
-        }
 
 
 def normalize_path(path: str) -> str:
@@ -99,7 +87,8 @@ def get_lines(
         settings: Discovery settings (which files are memory files).
 
     Raises:
-        NoteError: Refused path, unknown file, bad range or unreadable file.
+        MissingNoteError: No such memory file (the path itself is acceptable).
+        NoteError: Refused path, bad range or unreadable file.
     """
     rel = normalize_path(path)
     if from_line < 1:
@@ -117,7 +106,7 @@ def get_lines(
     if found is None:
         if candidate.exists():
             raise NoteError(f"refused: {rel} is not one of the workspace's memory files")
-        raise NoteError(f"no such memory file: {rel}")
+        raise MissingNoteError(f"no such memory file: {rel}", path=rel)
     real = found.abs_path.resolve()
     if root not in real.parents:  # changed under us since discovery
         raise NoteError(f"refused: {rel} leads outside the workspace")

@@ -77,6 +77,7 @@ class ScriptedToolModel(GenericFakeChatModel):
 
 
 def test_agent_calls_all_four_tools_offline(workspace):
+    # Read-only by default: exactly the four read tools are bound, no memory_append.
     example = _load_example()
     model = ScriptedToolModel()
     agent = example.build_agent(
@@ -135,3 +136,53 @@ def test_example_missing_workspace(missing):
         timeout=120,
     )
     assert proc.returncode == 2 and "workspace not found" in proc.stderr
+
+
+class RememberThenRecallModel(GenericFakeChatModel):
+    """Write the user's fact with memory_append, then search for it, then answer from it."""
+
+    messages: Any = iter(())
+    bound: list[str] = []
+
+    def bind_tools(self, tools, **kwargs):
+        self.bound = [t.name for t in tools]
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        tool_msgs = [m for m in messages if isinstance(m, ToolMessage)]
+        fact = next(m.content for m in messages if isinstance(m, HumanMessage))
+        fact = fact.removeprefix("Remember: ")
+        if not tool_msgs:
+            call = {"name": "memory_append", "args": {"text": fact, "section": "Plans"}, "id": "a1"}
+            msg = AIMessage("", tool_calls=[call])
+        elif len(tool_msgs) == 1:
+            query = "when is the kayak trip"
+            msg = AIMessage(
+                "", tool_calls=[{"name": "memory_search", "args": {"query": query}, "id": "s1"}]
+            )
+        else:
+            msg = AIMessage(f"Noted and found again: {CITE.search(tool_msgs[1].content).group(0)}")
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def test_agent_writes_a_memory_and_finds_it_again(workspace):
+    example = _load_example()
+    model = RememberThenRecallModel()
+    agent = example.build_agent(
+        model, workspace, embeddings=WordEmbeddings(), now=datetime(2026, 2, 9, 9), allow_write=True
+    )
+    state = agent.invoke(
+        {"messages": [("user", "Remember: The kayak trip moved to Saturday the 21st.")]}
+    )
+    assert "memory_append" in model.bound
+    tool_msgs = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [m.name for m in tool_msgs] == ["memory_append", "memory_search"]
+    assert all(m.status == "success" for m in tool_msgs)
+    written = tool_msgs[0].artifact
+    assert written["path"] == "memory/2026-02-09.md" and written["created"] is True
+    note = (workspace / "memory/2026-02-09.md").read_text(encoding="utf-8")
+    assert note == "# 2026-02-09\n\n## Plans\n\n- The kayak trip moved to Saturday the 21st.\n"
+    top = tool_msgs[1].artifact["results"][0]
+    assert top["path"] == "memory/2026-02-09.md"
+    assert top["startLine"] <= written["line"] <= top["endLine"]
+    assert "memory/2026-02-09.md:" in state["messages"][-1].content

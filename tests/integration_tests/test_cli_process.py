@@ -28,7 +28,8 @@ def test_index_then_search_json(workspace: Path) -> None:
     assert out["provider"] == "none" and out["fallback"] is None
     top = out["results"][0]
     assert top["path"] == "memory/2026-02-08.md"
-    assert set(top) == {"path", "startLine", "endLine", "score", "snippet", "header", "source"}
+    assert set(top) == {"path", "startLine", "endLine", "score", "snippet", "header", "source",
+                        "corpus", "citation", "textScore"}  # fmt: skip
     lines = (workspace / top["path"]).read_text().split("\n")
     assert "billing" in "\n".join(lines[top["startLine"] - 1 : top["endLine"]])
 

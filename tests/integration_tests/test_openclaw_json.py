@@ -173,9 +173,146 @@ def test_schema_rejects_wrong_rows(change: dict) -> None:
         "snippet": "x",
         "header": "h",
         "source": "memory",
+        "corpus": "memory",
+        "citation": "Source: memory/a.md#L1-L2",
+        "textScore": 0.5,
     }
-    validate({"results": [row], "provider": "none", "model": None, "fallback": None})
+    top = {"provider": "none", "model": None, "fallback": None, "citations": "on"}
+    top |= {"mode": "keyword", "debug": {"backend": "enhanced-memory",
+            "effectiveMode": "keyword", "fallback": None}}  # fmt: skip
+    validate({"results": [row], **top})
     with pytest.raises(jsonschema.ValidationError):
-        validate(
-            {"results": [{**row, **change}], "provider": "none", "model": None, "fallback": None}
-        )
+        validate({"results": [{**row, **change}], **top})
+
+
+GET_SCHEMA = json.loads(
+    resources.files("langchain_enhanced_memory")
+    .joinpath("openclaw/schema/memory_get.schema.json")
+    .read_text(encoding="utf-8")
+)
+jsonschema.Draft202012Validator.check_schema(GET_SCHEMA)
+
+
+def validate_get(doc: Any, shape: str) -> None:
+    jsonschema.validate(doc, GET_SCHEMA, cls=jsonschema.Draft202012Validator)
+    sub = {"$defs": GET_SCHEMA["$defs"], "$ref": f"#/$defs/{shape}"}
+    jsonschema.validate(doc, sub, cls=jsonschema.Draft202012Validator)
+
+
+def test_current_openclaw_fields(workspace: Path, fake_ollama: FakeOllama) -> None:
+    r = cli(
+        "search", "--json", "--embedder", "ollama", "--ollama-url", fake_ollama.url,
+        "--workspace", str(workspace), "--maxResults", "2", "billing Postgres",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate(doc, "success")
+    assert (doc["mode"], doc["citations"], doc["debug"]["effectiveMode"]) == (
+        "hybrid", "on", "hybrid",
+    )  # fmt: skip
+    assert doc["debug"]["hits"] == len(doc["results"]) <= 2 and doc["debug"]["searchMs"] > 0
+    row = doc["results"][0]
+    assert row["citation"] == f"Source: {row['path']}#L{row['startLine']}-L{row['endLine']}"
+    assert row["corpus"] == "memory" and -1 <= row["vectorScore"] <= 1 and row["textScore"] >= 0
+    keyword = json.loads(
+        cli(
+            "search",
+            "--json",
+            "--embedder",
+            "none",
+            "--workspace",
+            str(workspace),
+            "billing Postgres",
+        ).stdout  # fmt: skip
+    )
+    validate(keyword, "success")
+    assert keyword["mode"] == "keyword" and "vectorScore" not in keyword["results"][0]
+
+
+def test_get_json_is_memory_get(workspace: Path) -> None:
+    base = ("get", "--json", "--workspace", str(workspace))
+    r = cli(*base, "memory/2026-02-08.md", "--from", "3", "--lines", "2")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    validate_get(doc, "lines")
+    assert (doc["from"], doc["lines"], doc["truncated"]) == (3, 2, False)
+    assert doc["text"].startswith("## Decisions") and "nextFrom" not in doc
+    missing = cli(*base, "memory/2020-01-01.md")
+    assert missing.returncode == 0
+    validate_get(json.loads(missing.stdout), "missing")
+    refused = cli(*base, "../outside.md")
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    validate_get(json.loads(refused.stdout), "failure")
+
+
+def test_get_json_of_a_long_file_is_truncated_with_next_from(tmp_path: Path) -> None:
+    body = "\n".join(f"line {i}" for i in range(1, 501))
+    ws = write_workspace(tmp_path / "ws", {"memory/topics/long.md": f"# Long\n{body}\n"})
+    r = cli("get", "--json", "--workspace", str(ws), "memory/topics/long.md")
+    doc = json.loads(r.stdout)
+    validate_get(doc, "lines")
+    assert doc["truncated"] is True and doc["lines"] == 400 and doc["nextFrom"] == 401
+    rest = json.loads(
+        cli(
+            "get",
+            "--json",
+            "--workspace",
+            str(ws),
+            "memory/topics/long.md",
+            "--from",
+            str(doc["nextFrom"]),
+        ).stdout  # fmt: skip
+    )
+    validate_get(rest, "lines")
+    assert rest["truncated"] is False and rest["text"].endswith("line 500")
+
+
+def test_filter_flags(workspace: Path) -> None:
+    args = ("search", "--json", "--embedder", "none", "--workspace", str(workspace))
+    doc = json.loads(cli(*args, "--since", "2026-02-08", "Postgres").stdout)
+    validate(doc, "success")
+    assert {r["path"] for r in doc["results"]} == {"memory/2026-02-08.md"}
+    doc = json.loads(cli(*args, "--kind", "core", "--kind", "topic", "Alice latency").stdout)
+    assert doc["results"] and {r["path"] for r in doc["results"]} <= {
+        "MEMORY.md", "memory/topics/project-alpha.md",
+    }  # fmt: skip
+    doc = json.loads(cli(*args, "--path", "memory/topics", "latency").stdout)
+    assert [r["path"] for r in doc["results"]] == ["memory/topics/project-alpha.md"]
+    # date words in the filter and in the query, against --now
+    doc = json.loads(
+        cli(
+            *args,
+            "--now",
+            "2026-02-09T09:00",
+            "--since",
+            "last week",
+            "--until",
+            "yesterday",
+            "what did we decide last weekend?",
+        ).stdout  # fmt: skip
+    )
+    validate(doc, "success")
+    assert {r["path"] for r in doc["results"]} <= {"memory/2026-02-07.md", "memory/2026-02-08.md"}
+    assert doc["results"][0]["path"] in ("memory/2026-02-07.md", "memory/2026-02-08.md")
+    empty = cli(*args[:-2], "--workspace", str(workspace), "--until", "2001-01-01", "Postgres")
+    assert empty.returncode == 0
+    assert "no memory chunk matches the filter" in json.loads(empty.stdout)["warning"]
+    text = cli("search", "--embedder", "none", "--workspace", str(workspace),
+               "--until", "2001-01-01", "Postgres")  # fmt: skip
+    assert text.returncode == 0 and "no memory chunk matches the filter" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (("--since", "whenever"), "--since"),
+        (("--kind", "journal"), "--kind"),
+        (("--path", "../up"), "--path"),
+        (("--since", "2026-03-01", "--until", "2026-01-01"), "is after until"),
+    ],
+)
+def test_malformed_filter_flags_exit_2(workspace: Path, flags: tuple, fragment: str) -> None:
+    r = cli("search", "--json", "--embedder", "none", "--workspace", str(workspace), *flags, "x")
+    assert r.returncode == 2
+    assert fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    validate(json.loads(r.stdout), "failure")

@@ -154,9 +154,13 @@ def test_concurrent_requests(server: Server) -> None:
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda q: server.search(query=q), queries))
     assert all(status == 200 for status, _ in answers)
+
+    def without_timings(doc: dict) -> dict:
+        return {k: v for k, v in doc.items() if k != "debug"}
+
     for (_, doc), q in zip(answers, queries, strict=True):
         validate(doc, "success")
-        assert doc == answers[queries.index(q)][1]
+        assert without_timings(doc) == without_timings(answers[queries.index(q)][1])
 
 
 def test_port_in_use_is_one_line(server: Server, workspace: Path) -> None:
@@ -170,3 +174,41 @@ def test_port_in_use_is_one_line(server: Server, workspace: Path) -> None:
     assert r.returncode == 2
     assert "cannot listen" in r.stderr and "Traceback" not in r.stderr
     validate(json.loads(r.stdout), "failure")
+
+
+def test_filters_and_openclaw_names_in_the_body(server: Server) -> None:
+    status, doc = server.search(query="Postgres", maxResults=1, since="2026-02-08")
+    assert status == 200
+    validate(doc, "success")
+    assert [r["path"] for r in doc["results"]] == ["memory/2026-02-08.md"]
+    status, doc = server.search(query="latency cache", path="memory/topics/**", kind=["topic"])
+    assert status == 200 and doc["results"]
+    assert {r["path"] for r in doc["results"]} == {"memory/topics/project-alpha.md"}
+    status, doc = server.search(query="Postgres", minScore=0.999)
+    assert status == 200 and doc["results"] == [] and doc["filtered"] > 0
+    status, doc = server.search(query="Postgres", until="2020-01-01")
+    assert status == 200 and doc["results"] == []
+    validate(doc, "success")
+    assert "no memory chunk matches the filter" in doc["warning"]
+    # A date filter with a date word in the query: yesterday (Feb 7) is outside since.
+    status, doc = server.search(
+        query="what did we review yesterday?", now="2026-02-08T10:00", since="2026-02-08"
+    )
+    assert status == 200 and all(r["path"] != "memory/2026-02-07.md" for r in doc["results"])
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"query": "x", "since": "once upon a time"}, '"since"'),
+        ({"query": "x", "kind": "journal"}, '"kind" must be core, daily or topic'),
+        ({"query": "x", "path": "../../etc"}, '"path"'),
+        ({"query": "x", "since": "2026-03-01", "until": "2026-01-01"}, "is after until"),
+        ({"query": "x", "corpus": "sessions"}, '"corpus"'),
+    ],
+)
+def test_malformed_filters_get_a_400(server: Server, body: dict, fragment: str) -> None:
+    status, doc = server.search(**body)
+    assert status == 400
+    validate(doc, "failure")
+    assert fragment in doc["error"] and "\n" not in doc["error"]

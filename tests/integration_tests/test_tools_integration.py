@@ -6,6 +6,7 @@ from langchain_tests.integration_tests import ToolsIntegrationTests
 
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.tools import (
+    MemoryAppendTool,
     MemoryCrossrefTool,
     MemoryGetTool,
     MemorySalienceTool,
@@ -28,7 +29,7 @@ class TestSearchTool(TempWorkspace, ToolsIntegrationTests):
 
     @property
     def tool_invoke_params_example(self):
-        return {"query": "postgres migration", "k": 3}
+        return {"query": "postgres migration", "k": 3, "since": "2026-02-01", "kind": ["daily"]}
 
 
 class TestGetTool(TempWorkspace, ToolsIntegrationTests):
@@ -71,3 +72,17 @@ class TestCrossrefTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_invoke_params_example(self):
         return {"path": "memory/2026-02-07.md"}
+
+
+class TestAppendTool(TempWorkspace, ToolsIntegrationTests):
+    @property
+    def tool_constructor(self):
+        return MemoryAppendTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": self.ws, "embeddings": WordEmbeddings(), "settings": LOOSE}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"text": "The standard suite was here.", "section": "Tests"}

@@ -32,6 +32,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 REQUIRED = {"get": ["x"], "skill": ["install"], "crossref": ["build"], "daemon": ["status"],
+            "remember": ["a note"],
             "eval": ["--root", ".", "--queries", "q"]}  # fmt: skip
 
 

@@ -607,3 +607,73 @@ def test_demo_queries_gold_lines_and_dates() -> None:
             assert dq, q["query"]
         if dq:  # a date in the query must point at the note that answers it
             assert any(dq.covers(day) for day in dated), q["query"]
+
+
+# Periods people say (issue 15), each against a fixed now: rolling windows end today.
+PERIODS = [
+    ("past three months", WED, [], [r("2026-09-02", "2026-12-02")]),
+    ("last 3 months", WED, [], [r("2026-09-02", "2026-12-02")]),
+    ("over the past 2 weeks", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("previous ten days", WED, [], [r("2026-11-22", "2026-12-02")]),
+    ("the last 2 days", WED, [], [r("2026-11-30", "2026-12-02")]),
+    ("past few days", WED, [], [r("2026-11-29", "2026-12-02")]),
+    ("last couple of weeks", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("in the past year", WED, [], [r("2025-12-02", "2026-12-02")]),
+    ("past month", WED, [], [r("2026-11-02", "2026-12-02")]),
+    ("the past week", WED, [], [r("2026-11-25", "2026-12-02")]),
+    ("past month", date(2026, 3, 31), [], [r("2026-02-28", "2026-03-31")]),  # clipped day
+    ("last 2 months", date(2026, 1, 15), [], [r("2025-11-15", "2026-01-15")]),
+    ("recently", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("what did we do lately", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("earlier this week", WED, [], [r("2026-11-30", "2026-12-02")]),
+    ("earlier this month", WED, [], [r("2026-12-01", "2026-12-02")]),
+    ("this morning", WED, ["2026-12-02"], []),
+    ("over the weekend", WED, [], [r("2026-11-28", "2026-11-29")]),
+    ("最近", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("最近的决定", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("近期", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("这几天", WED, [], [r("2026-11-26", "2026-12-02")]),
+    ("这两天", WED, [], [r("2026-11-30", "2026-12-02")]),
+    ("前几天", WED, [], [r("2026-11-25", "2026-11-30")]),
+    ("前阵子", WED, [], [r("2026-10-18", "2026-11-25")]),
+    ("过去三个月", WED, [], [r("2026-09-02", "2026-12-02")]),
+    ("最近两周", WED, [], [r("2026-11-18", "2026-12-02")]),
+    ("最近三天", WED, [], [r("2026-11-29", "2026-12-02")]),
+    ("近7天", WED, [], [r("2026-11-25", "2026-12-02")]),
+    ("过去一年", WED, [], [r("2025-12-02", "2026-12-02")]),
+    ("今年", WED, [], [r("2026-01-01", "2026-12-02")]),
+    ("去年", WED, [], [r("2025-01-01", "2025-12-31")]),
+    ("上半年", WED, [], [r("2026-01-01", "2026-06-30")]),
+    ("下半年", WED, [], [r("2026-07-01", "2026-12-02")]),
+    ("上半年", date(2026, 3, 10), [], [r("2026-01-01", "2026-03-10")]),  # clipped to now
+    ("去年下半年", WED, [], [r("2025-07-01", "2025-12-31")]),
+    ("2025年上半年", WED, [], [r("2025-01-01", "2025-06-30")]),
+]
+
+PERIODS_NOT_DATES = [
+    "next 3 days",
+    "next few weeks",
+    "下个月",
+    "下个月的计划",
+    "下周",
+    "下三天",
+    "附近",
+    "接近",
+    "之前几天",
+    "past due",
+    "the last day of school is a holiday",  # "last day" is no period
+]
+
+
+@pytest.mark.parametrize(("query", "now", "days", "ranges"), PERIODS)
+def test_periods(query: str, now: date, days: list[str], ranges: list[tuple[date, date]]) -> None:
+    assert found(query, now) == ([d(x) for x in sorted(days)], sorted(ranges))
+
+
+@pytest.mark.parametrize("query", PERIODS_NOT_DATES)
+def test_periods_not_dates(query: str) -> None:
+    assert not parse_dates(query, WED)
+
+
+def test_second_half_of_this_year_is_future_before_july() -> None:
+    assert not parse_dates("下半年", date(2026, 3, 10))

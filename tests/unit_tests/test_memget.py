@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory.openclaw.response import get_json
 from langchain_enhanced_memory.store.notes import MAX_GET_LINES, NoteError, get_lines
 
 
@@ -22,7 +23,10 @@ def test_reads_a_range(ws):
     got = get_lines(ws, "memory/2026-02-08.md", from_line=3, lines=3)
     assert (got.from_line, got.to_line, got.total_lines) == (3, 5, 9)
     assert got.text.splitlines()[0] == "## Decisions"
-    assert got.as_dict()["from"] == 3 and got.as_dict()["totalLines"] == 9
+    shape = get_json(got)
+    assert (shape["from"], shape["lines"], shape["totalLines"]) == (3, 3, 9)
+    assert shape["truncated"] is False
+    assert "nextFrom" not in shape
     whole = get_lines(ws, "./memory//2026-02-08.md")
     assert whole.path == "memory/2026-02-08.md" and whole.to_line == 9 and not whole.truncated
     assert get_lines(ws, "MEMORY.md").text.startswith("# Preferences")

@@ -16,6 +16,7 @@ EXPECTED_ALL = [
     "MemoryIndex",
     "MemorySearch",
     "MemorySettings",
+    "SearchFilter",
     "__version__",
     "create_memory_tools",
 ]

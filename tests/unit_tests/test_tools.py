@@ -9,6 +9,7 @@ from langchain_tests.unit_tests import ToolsUnitTests
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import logs
 from langchain_enhanced_memory.tools import (
+    MemoryAppendTool,
     MemoryCrossrefTool,
     MemoryGetTool,
     MemorySalienceTool,
@@ -33,7 +34,21 @@ class TestSearchToolStandard(TempWorkspace, ToolsUnitTests):
 
     @property
     def tool_invoke_params_example(self):
-        return {"query": "postgres migration", "k": 3}
+        return {"query": "postgres migration", "k": 3, "since": "2026-02-01", "kind": ["daily"]}
+
+
+class TestAppendToolStandard(TempWorkspace, ToolsUnitTests):
+    @property
+    def tool_constructor(self):
+        return MemoryAppendTool
+
+    @property
+    def tool_constructor_params(self):
+        return {"workspace": self.ws, "embedder": "none", "now": NOW}
+
+    @property
+    def tool_invoke_params_example(self):
+        return {"text": "The standard suite was here.", "section": "Tests"}
 
 
 class TestGetToolStandard(TempWorkspace, ToolsUnitTests):
@@ -101,7 +116,7 @@ def test_search_tool_cites_and_returns_json(tools, workspace):
     assert first.startswith("[1] memory/2026-02-08.md:")
     assert "Decisions" in first
     art = msg.artifact
-    assert set(art) == {"results", "provider", "model", "fallback"}
+    assert set(art) == {"results", "provider", "model", "fallback", "citations", "mode", "debug"}
     row = art["results"][0]
     assert row["path"] == "memory/2026-02-08.md" and row["source"] == "memory"
     assert {"startLine", "endLine", "score", "snippet", "header", "related"} <= set(row)
@@ -128,7 +143,13 @@ def test_get_tool_numbers_lines_and_counts_access(tools, workspace):
 def test_get_tool_refusal_is_a_message_not_an_exception(tools):
     msg = _call(tools["memory_get"], {"path": "../../etc/passwd"})
     assert msg.content.startswith("Error: refused:")
-    assert msg.artifact == {"error": msg.content.removeprefix("Error: ")}
+    # OpenClaw's memory_get refusal shape, the same `get --json` prints.
+    assert msg.artifact == {
+        "path": "../../etc/passwd",
+        "text": "",
+        "disabled": True,
+        "error": msg.content.removeprefix("Error: "),
+    }
 
 
 def test_salience_tool(tools):

@@ -71,13 +71,17 @@ def run(argv: list[str]) -> None:
         message = "the langchain-enhanced-memory package is not installed"
         print(f"enhanced-memory: error: {message} ({INSTALL_HINT})", file=sys.stderr)
         if "--json" in argv:
+            # openclaw.response.failure_json's shape (the package is not importable here).
             failure = {
                 "results": [],
                 "disabled": True,
                 "unavailable": True,
                 "error": message,
+                "warning": message,
                 "action": INSTALL_HINT,
-            }
+                "debug": {"backend": "enhanced-memory", "effectiveMode": "unavailable",
+                          "fallback": None},
+            }  # fmt: skip
             print(json.dumps(failure))
         sys.exit(2)
     sys.exit(main(argv))

@@ -1,0 +1,150 @@
+"""What each memory tool answers, as JSON: one builder for the LangChain tools and the MCP server.
+
+``memory_search`` and ``memory_get`` are OpenClaw's shapes
+(:mod:`..openclaw.response`, the same the command line prints);
+``memory_salience`` is ``salience --json``; ``memory_related`` is ``crossref
+show --json`` (or the graph overview without a path); ``memory_status`` the
+index's state; ``memory_append`` where the new bullet landed. Refusals raise
+:class:`~..core.errors.EnhancedMemoryError` except where OpenClaw answers a
+shape instead (a missing or refused ``memory_get``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import CrossrefError, MissingNoteError, NoteError
+from ..core.request import SearchRequest
+from ..graph import queries, storage
+from ..openclaw.response import citation, get_failure_json, get_json, response_json
+from ..store import logs, notes
+from ..store.append import append_memory
+from . import salience as salience_mod
+
+if TYPE_CHECKING:
+    from ..core.results import SearchResponse
+    from ..engine import MemorySearch
+
+__all__ = ["append", "get", "related", "salience", "search", "status"]
+
+
+def search(engine: MemorySearch, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
+    """Run a search: the response and its ``memory_search`` JSON (each row with ``related``)."""
+    response = engine.run(request)
+    doc = response_json(response, engine.settings.snippet_chars)
+    for hit, row in zip(response.hits, doc["results"], strict=True):
+        row["related"] = hit.related
+    return response, doc
+
+
+def get(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+    """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``)."""
+    ws = engine.index.workspace
+    try:
+        got = notes.get_lines(ws, path, from_line, lines, engine.settings)
+    except MissingNoteError as exc:
+        return get_failure_json(exc.path, str(exc), missing=True)
+    except NoteError as exc:
+        return get_failure_json(str(path), str(exc))
+    logs.record_access(ws, engine.settings, [got.path])
+    return get_json(got)
+
+
+def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) -> dict[str, Any]:
+    """Which memory files need attention (``salience --json``)."""
+    return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
+
+
+def related(
+    engine: MemorySearch,
+    path: str | None = None,
+    *,
+    line: int | None = None,
+    build: bool = True,
+) -> dict[str, Any]:
+    """Cross-references of ``path`` (``crossref show``), of one result, or the graph overview.
+
+    Args:
+        engine: The engine whose index holds the graph.
+        path: A memory file; None for the most connected files.
+        line: A line of ``path`` (a result's ``startLine``): only the refs of its chunk.
+        build: Build the graph first when there is none (needs an embedder).
+
+    Raises:
+        CrossrefError: No graph and it cannot be built.
+        NoteError: A refused path.
+    """
+    index = engine.index
+    try:
+        summary = queries.graph_summary(index)
+    except CrossrefError:
+        if not build:
+            raise
+        engine.update_index()
+        storage.build(index, engine.model_id, engine.settings)
+        summary = queries.graph_summary(index)
+    if path is None:
+        return summary
+    shown = queries.show(index, notes.normalize_path(path))
+    if line is not None:
+        shown["outgoing"] = [
+            c for c in shown["outgoing"] if _chunk_start(c["chunk"]) <= line <= c["endLine"]
+        ]
+        starts = {c["chunk"] for c in shown["outgoing"]}
+        shown["incoming"] = [r for r in shown["incoming"] if r["target"] in starts]
+        shown["line"] = line
+    return shown
+
+
+def _chunk_start(ref: str) -> int:
+    return int(ref.rsplit(":", 1)[1])
+
+
+def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]:
+    """The index's state: files, chunks, vectors, staleness, the embedder, the graph."""
+    index = engine.index
+    stats = index.stats()
+    choice = engine.choice
+    model_id = engine.model_id
+    vectors = 0
+    if model_id is not None:
+        has = index.snapshot(model_id).has_vector
+        vectors = int(has.sum()) if has is not None else 0
+    with index.connect() as conn:
+        graph = storage.has_tables(conn)
+    return {
+        "workspace": str(index.workspace),
+        "index": str(index.path),
+        "files": stats["files"],
+        "chunks": stats["chunks"],
+        "generation": stats["generation"],
+        "stale": index.is_stale(),
+        "provider": choice.provider,
+        "model": choice.model,
+        "fallback": choice.fallback,
+        "reason": choice.reason,
+        "vectors": vectors,
+        "graph": graph,
+        "profile": engine.settings.profile,
+        "write": allow_write,
+    }
+
+
+def append(
+    engine: MemorySearch,
+    text: str,
+    *,
+    section: str | None = None,
+    file: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Append a bullet (``memory_append``): ``{path, line, created, section, text, citation}``.
+
+    Raises:
+        WriteError: A refused or failed write.
+    """
+    done = append_memory(engine.index.workspace, text, section=section, file=file, now=now)
+    out = done.as_dict()
+    out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
+    return out

@@ -1,0 +1,56 @@
+"""``enhanced-memory mcp``: the memory as an MCP server (stdio, or streamable HTTP on loopback)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.errors import EmbeddingError
+from .common import CliError, add_common_arguments, engine_from_args, parse_now
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``enhanced-memory mcp``."""
+    add_common_arguments(p)
+    p.add_argument(
+        "--http", action="store_true", help="serve streamable HTTP instead of stdio (at /mcp)"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    p.add_argument(
+        "--allow-write", action="store_true", help="offer memory_append (off: read-only memory)"
+    )
+    p.add_argument("--now", help="fixed clock for searches and 'today', ISO (default: now)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client closes stdio, or until interrupted (HTTP)."""
+    if not 1 <= args.port <= 65535:
+        raise CliError(f"--port must be 1..65535, got {args.port}")
+    now = parse_now(args.now)
+    try:
+        from ..servers.mcp import build_server
+    except ImportError:
+        raise CliError(
+            "the MCP server needs the official MCP SDK",
+            "pip install 'langchain-enhanced-memory[mcp]'",
+        ) from None
+    # Long-lived, like serve: follow file events, embed off the answering path.
+    engine = engine_from_args(args, watch=True, background_embedding=True)
+    try:
+        engine.update_index()
+    except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
+        print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
+    server = build_server(
+        engine, allow_write=args.allow_write, now=now, host=args.host, port=args.port
+    )
+    if not args.http:
+        server.run("stdio")
+        return 0
+    print(
+        f"enhanced-memory: MCP on http://{args.host}:{args.port}/mcp for {engine.index.workspace}",
+        file=sys.stderr,
+        flush=True,
+    )
+    server.run("streamable-http")
+    return 0

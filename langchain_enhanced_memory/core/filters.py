@@ -1,0 +1,186 @@
+"""Search filters: which chunks a search may return, as a mask over a snapshot.
+
+A :class:`SearchFilter` narrows a search to a period (``since``/``until``), a
+part of the workspace (``path``) and kinds of files (``kind``). It is applied
+before ranking picks its ``k`` (a boolean mask over the snapshot's rows), so a
+filtered search returns ``k`` results whenever ``k`` matching chunks exist.
+
+``since`` and ``until`` take an ISO date or datetime (``2026-02-01``) or the
+date words the query router understands (``last week``, ``past 3 months``,
+``上个月``), resolved against the search's ``now``: ``since`` is the first day
+they name, ``until`` the last. A date filter keeps only dated chunks (daily
+notes, whose name starts with a date), since an undated file is from no period.
+``path`` is a glob (``memory/topics/**``) when it holds ``*``, ``?`` or
+``[``, else a prefix (``memory/topics`` keeps that folder and what is in it).
+``kind`` is one or more of ``core``, ``daily`` and ``topic``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from .dates import DateQuery, parse_dates
+from .errors import RequestError
+from .globs import glob_match
+from .snapshot import Snapshot
+
+__all__ = ["KINDS", "SearchFilter", "filter_mask", "resolve_day", "why_empty"]
+
+Kind = Literal["core", "daily", "topic"]
+KINDS: tuple[str, ...] = ("core", "daily", "topic")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_GLOB_CHARS = frozenset("*?[")
+
+
+class SearchFilter(BaseModel):
+    """Which chunks a search may return (every field optional; all given must hold).
+
+    Attributes:
+        since: First day (inclusive): an ISO date or date words (``last week``).
+        until: Last day (inclusive): an ISO date or date words.
+        path: A glob (``memory/topics/**``) or a path prefix (``memory/topics``).
+        kind: Kinds of file: ``core``, ``daily``, ``topic``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    since: str | None = None
+    until: str | None = None
+    path: str | None = None
+    kind: tuple[Kind, ...] | None = None
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _when(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime | date):
+            return value.isoformat()
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be an ISO date or date words such as 'last week'")
+        return value.strip()
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _path(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be a glob or a path prefix such as memory/topics/**")
+        raw = value.strip().replace("\\", "/")
+        if raw.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", raw):
+            raise ValueError(f"must be relative to the workspace, got {raw[:60]!r}")
+        if ".." in raw.split("/"):
+            raise ValueError("must not contain '..'")
+        return raw.removeprefix("./")
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        items = value.replace(",", " ").split() if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not items:
+            raise ValueError("must be core, daily or topic (or several of them)")
+        bad = [k for k in items if k not in KINDS]
+        if bad:
+            raise ValueError(f"must be core, daily or topic, got {str(bad[0])[:40]!r}")
+        return tuple(dict.fromkeys(items))
+
+    def __bool__(self) -> bool:
+        """True when any field is set."""
+        return any(v is not None for v in (self.since, self.until, self.path, self.kind))
+
+    def days(self, now: datetime | date) -> tuple[date | None, date | None]:
+        """``(since, until)`` as days, resolved against ``now``.
+
+        Raises:
+            RequestError: ``since`` or ``until`` is neither a date nor date words,
+                or ``since`` is after ``until``.
+        """
+        found: dict[str, date | None] = {}
+        for name, value in (("since", self.since), ("until", self.until)):
+            try:
+                found[name] = resolve_day(value, now, last=name == "until") if value else None
+            except ValueError as exc:
+                raise RequestError(str(exc), name) from None
+        lo, hi = found["since"], found["until"]
+        if lo is not None and hi is not None and lo > hi:
+            raise RequestError(f"{lo} is after until ({hi})", "since")
+        return lo, hi
+
+    def describe(self) -> str:
+        """The filter in words, for an empty answer's explanation."""
+        parts = [f"{name}={value!r}" for name, value in self.model_dump().items() if value]
+        return ", ".join(parts)
+
+
+def resolve_day(value: str, now: datetime | date, *, last: bool) -> date:
+    """The first (or ``last``) day an ISO date or date words name.
+
+    Raises:
+        ValueError: Neither an ISO date nor date words the router understands.
+    """
+    if _ISO_DAY.match(value):
+        try:
+            return datetime.fromisoformat(value).date()
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not a valid date") from None
+    found: DateQuery = parse_dates(value, now)
+    if not found:
+        raise ValueError(
+            f"{value[:40]!r} is not an ISO date or date words (e.g. 2026-02-01, 'last week')"
+        )
+    days = list(found.days) + [d for r in found.ranges for d in r]
+    return max(days) if last else min(days)
+
+
+def filter_mask(snap: Snapshot, flt: SearchFilter, now: datetime | date) -> np.ndarray | None:
+    """Rows of ``snap`` the filter keeps (None when the filter is empty).
+
+    Raises:
+        RequestError: A ``since``/``until`` that is not a date (see :func:`resolve_day`).
+    """
+    if not flt:
+        return None
+    keep = np.ones(len(snap), dtype=bool)
+    lo, hi = flt.days(now)
+    if lo is not None or hi is not None:
+        keep &= snap.day >= 0  # an undated file is from no period
+        if lo is not None:
+            keep &= snap.day >= lo.toordinal()
+        if hi is not None:
+            keep &= snap.day <= hi.toordinal()
+    if flt.kind is not None:
+        keep &= np.fromiter((k in flt.kind for k in snap.kinds), bool, len(snap))
+    if flt.path is not None:
+        match = _path_matcher(flt.path)
+        keep &= np.fromiter((match(p) for p in snap.paths), bool, len(snap))
+    return keep
+
+
+def why_empty(flt: SearchFilter, kept: int, found: int) -> str | None:
+    """Why a filtered search came back empty (None when it did not).
+
+    Args:
+        flt: The filter.
+        kept: How many chunks the filter kept.
+        found: How many results the search returned.
+    """
+    if found:
+        return None
+    if not kept:
+        return f"no memory chunk matches the filter ({flt.describe()})"
+    return f"{kept} chunks match the filter ({flt.describe()}) but none matches the query"
+
+
+def _path_matcher(pattern: str) -> Any:
+    if _GLOB_CHARS & set(pattern):
+        return lambda p: glob_match(p, pattern)
+    prefix = pattern.rstrip("/")
+    return lambda p: p == prefix or p.startswith(prefix + "/")

@@ -1,0 +1,164 @@
+"""The memory as an MCP server (``enhanced-memory mcp``), on the official SDK's FastMCP.
+
+Tools, each answering the JSON the command line prints (built by
+:mod:`..analysis.answers`, the builder the LangChain tools use):
+
+- ``memory_search``: OpenClaw's arguments (``query``, ``maxResults``,
+  ``minScore``, ``corpus``) plus the filters ``since``, ``until``, ``path``,
+  ``kind``; answers ``search --json``.
+- ``memory_get``: OpenClaw's ``path``, ``from``, ``lines``; answers ``get --json``.
+- ``memory_salience``: ``salience --json``.
+- ``memory_related``: cross-references of a file, or of one result
+  (``path`` and ``startLine``), or the graph overview.
+- ``memory_status``: index state, embedder, counts, staleness.
+- ``memory_append``: only with ``allow_write`` (``--allow-write``).
+
+All but ``memory_append`` carry ``readOnlyHint``. A bad argument (a malformed
+filter, a refused path) is a tool error with a one-line message. Transports:
+stdio (the default) or streamable HTTP bound to 127.0.0.1. Calls run one at a
+time on the server's event loop (the engine keeps per-process caches).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ..analysis import answers
+from ..core.errors import EnhancedMemoryError
+from ..core.request import SearchRequest
+
+if TYPE_CHECKING:
+    from ..engine import MemorySearch
+
+__all__ = ["SERVER_NAME", "build_server"]
+
+SERVER_NAME = "enhanced-memory"
+_READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+_WRITE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+
+# Filters and corpus are checked by SearchRequest, not by the schema, so that a bad
+# value is a one-line tool error in our words (as on the command line and in serve).
+Corpus = Annotated[str, Field(description="'memory' (or 'all': the same, the only corpus).")]
+
+
+def build_server(
+    engine: MemorySearch,
+    *,
+    allow_write: bool = False,
+    now: datetime | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+) -> FastMCP:
+    """An MCP server over one engine.
+
+    Args:
+        engine: The workspace's engine (the lead's resident engine can be passed here).
+        allow_write: Offer ``memory_append``.
+        now: Fixed clock for searches and "today" (replays, tests); default the real one.
+        host: Where streamable HTTP binds (loopback unless told otherwise).
+        port: Its port.
+    """
+    server = FastMCP(
+        SERVER_NAME,
+        instructions=(
+            "Long-term memory of this agent: markdown notes (MEMORY.md, memory/YYYY-MM-DD.md, "
+            "topic files). Call memory_search before answering about prior work, decisions, "
+            "dates, people or preferences; cite results as path#Lx-Ly; read more with memory_get."
+        ),
+        host=host,
+        port=port,
+        log_level="WARNING",
+    )
+
+    def guarded(call: Any) -> Any:
+        try:
+            return call()
+        except EnhancedMemoryError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=_READ)
+    def memory_search(
+        query: Annotated[str, Field(description="What to look for; dates allowed ('last week').")],
+        maxResults: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 6,  # noqa: N803
+        minScore: Annotated[  # noqa: N803
+            float | None, Field(ge=0, le=1, description="Drop results scoring below (0..1).")
+        ] = None,
+        corpus: Corpus = "memory",
+        since: Annotated[str | None, Field(description="First day: ISO date or words.")] = None,
+        until: Annotated[str | None, Field(description="Last day: ISO date or words.")] = None,
+        path: Annotated[str | None, Field(description="Glob or prefix: memory/topics/**")] = None,
+        kind: Annotated[
+            list[str] | None, Field(description="Kinds of file: core, daily, topic.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Search the agent's memory (hybrid keywords + vectors, date-aware).
+
+        Returns OpenClaw's memory_search JSON: results with path, startLine, endLine,
+        score (0..1, the chance of answering), snippet and citation.
+        """
+        body = {"query": query, "maxResults": maxResults, "minScore": minScore, "corpus": corpus}
+        body |= {"since": since, "until": until, "path": path, "kind": kind}
+        return guarded(lambda: answers.search(engine, SearchRequest.from_body(body, now=now))[1])
+
+    @server.tool(annotations=_READ)
+    def memory_get(
+        path: Annotated[str, Field(description="A memory file, e.g. memory/2026-02-08.md")],
+        from_line: Annotated[
+            int, Field(validation_alias="from", ge=1, description="First line (1-based).")
+        ] = 1,
+        lines: Annotated[int | None, Field(ge=1, description="How many lines.")] = None,
+        corpus: Corpus = "memory",
+    ) -> dict[str, Any]:
+        """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""
+        if corpus not in ("memory", "all"):
+            raise ToolError(f"corpus: must be memory or all, got {corpus[:40]!r}")
+        return guarded(lambda: answers.get(engine, path, from_line, lines))
+
+    @server.tool(annotations=_READ)
+    def memory_salience(
+        top: Annotated[int, Field(ge=1, le=50, description="How many files to list.")] = 3,
+    ) -> dict[str, Any]:
+        """Which memory files need attention: stale topics, unreviewed daily notes, gaps."""
+        return guarded(lambda: answers.salience(engine, top, now))
+
+    @server.tool(annotations=_READ)
+    def memory_related(
+        path: Annotated[str | None, Field(description="A memory file; omit for overview.")] = None,
+        startLine: Annotated[  # noqa: N803
+            int | None, Field(ge=1, description="A result's startLine: only its chunk's refs.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Cross-references: files and sections related to a file or one search result."""
+        return guarded(lambda: answers.related(engine, path, line=startLine))
+
+    @server.tool(annotations=_READ)
+    def memory_status() -> dict[str, Any]:
+        """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
+        return guarded(lambda: answers.status(engine, allow_write=allow_write))
+
+    if allow_write:
+
+        @server.tool(annotations=_WRITE)
+        def memory_append(
+            text: Annotated[str, Field(description="What to remember, in plain words.")],
+            section: Annotated[
+                str | None, Field(description="A header to file it under, e.g. Decisions.")
+            ] = None,
+            file: Annotated[
+                str | None, Field(description="MEMORY.md or memory/...md instead of today's.")
+            ] = None,
+        ) -> dict[str, Any]:
+            """Remember: append a bullet to today's daily note or a memory file (atomic)."""
+            return guarded(
+                lambda: answers.append(engine, text, section=section, file=file, now=now)
+            )
+
+    return server

@@ -1,0 +1,261 @@
+"""``enhanced-memory mcp`` as a real subprocess, driven by the MCP SDK's own clients.
+
+Over stdio and over streamable HTTP on 127.0.0.1: list the tools, call each one,
+check every answer against the JSON schemas (memory_search, memory_get) and
+against what the command line prints; filters, malformed arguments and the
+write tool (off by default, then on: the next search finds the new line).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import jsonschema
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.cli_run import CLI, cli_env, run_cli, stop
+from tests.fake_ollama import FakeOllama, unused_port
+
+NOW = "2026-02-09T10:00:00"
+READ_TOOLS = {"memory_search", "memory_get", "memory_salience", "memory_related", "memory_status"}
+
+
+def schema(name: str) -> dict[str, Any]:
+    return json.loads(
+        resources.files("langchain_enhanced_memory")
+        .joinpath(f"openclaw/schema/{name}.schema.json")
+        .read_text(encoding="utf-8")
+    )
+
+
+def validate(doc: Any, name: str, shape: str) -> None:
+    full = schema(name)
+    jsonschema.validate(doc, full, cls=jsonschema.Draft202012Validator)
+    sub = {"$defs": full["$defs"], "$ref": f"#/$defs/{shape}"}
+    jsonschema.validate(doc, sub, cls=jsonschema.Draft202012Validator)
+
+
+def server_args(ws: Path, ollama: FakeOllama, *extra: str) -> list[str]:
+    return [
+        "mcp", "--workspace", str(ws), "--embedder", "ollama", "--ollama-url", ollama.url,
+        "--now", NOW, *extra,
+    ]  # fmt: skip
+
+
+@asynccontextmanager
+async def stdio_session(args: list[str]) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], *args], env=cli_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(name, arguments)
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+async def error_of(session: ClientSession, name: str, **arguments: Any) -> str:
+    result = await session.call_tool(name, arguments)
+    assert result.isError
+    return result.content[0].text
+
+
+async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
+    """Every read tool, checked against the schemas and the CLI."""
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == READ_TOOLS  # no write tool unless --allow-write
+    assert all(t.annotations and t.annotations.readOnlyHint for t in tools.values())
+    props = tools["memory_search"].inputSchema["properties"]
+    assert {"query", "maxResults", "minScore", "corpus", "since", "until", "path", "kind"} <= set(
+        props
+    )
+    assert "from" in tools["memory_get"].inputSchema["properties"]
+
+    doc = await call(session, "memory_search", query="billing database Postgres", maxResults=3)
+    validate(doc, "memory_search", "success")
+    assert doc["results"][0]["path"] == "memory/2026-02-08.md" and len(doc["results"]) <= 3
+    assert doc["mode"] == "hybrid" and "vectorScore" in doc["results"][0]
+    assert doc["results"][0]["citation"].startswith("Source: memory/2026-02-08.md#L")
+    # The same JSON the CLI prints (timings aside).
+    cli = run_cli(
+        "search", "--json", "--workspace", str(ws), "--embedder", "ollama", "--ollama-url",
+        ollama_url, "--now", NOW, "--max-results", "3", "billing database Postgres",
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    printed = json.loads(cli.stdout)
+    assert [r["path"] for r in printed["results"]] == [r["path"] for r in doc["results"]]
+    assert [r["score"] for r in printed["results"]] == [r["score"] for r in doc["results"]]
+
+    # Filters: a period, a path, a kind; an empty one says why; a malformed one is an error.
+    doc = await call(session, "memory_search", query="Postgres", since="2026-02-08")
+    validate(doc, "memory_search", "success")
+    assert {r["path"] for r in doc["results"]} == {"memory/2026-02-08.md"}
+    doc = await call(session, "memory_search", query="latency", path="memory/topics/**")
+    assert doc["results"] and {r["path"] for r in doc["results"]} == {
+        "memory/topics/project-alpha.md"
+    }
+    doc = await call(session, "memory_search", query="coffee", kind=["core"])
+    assert {r["path"] for r in doc["results"]} == {"MEMORY.md"}
+    # A date word in the query ("yesterday" = Feb 8) and a filter that ends before it.
+    doc = await call(
+        session, "memory_search", query="Postgres plans yesterday?", until="2026-02-07"
+    )
+    validate(doc, "memory_search", "success")
+    assert doc["results"] and {r["path"] for r in doc["results"]} == {"memory/2026-02-07.md"}
+    doc = await call(session, "memory_search", query="Postgres", since="2030-01-01")
+    validate(doc, "memory_search", "success")
+    assert doc["results"] == [] and "no memory chunk matches the filter" in doc["warning"]
+    assert "not an ISO date" in await error_of(
+        session, "memory_search", query="Postgres", since="someday soon"
+    )
+    assert "must be memory or all" in await error_of(
+        session, "memory_search", query="Postgres", corpus="sessions"
+    )
+
+    got = await call(session, "memory_get", path="memory/2026-02-08.md", **{"from": 3}, lines=2)
+    validate(got, "memory_get", "lines")
+    assert got["from"] == 3 and got["lines"] == 2 and got["text"].startswith("## Decisions")
+    assert got["truncated"] is False
+    missing = await call(session, "memory_get", path="memory/2020-01-01.md")
+    validate(missing, "memory_get", "missing")
+    refused = await call(session, "memory_get", path="../../etc/passwd.md")
+    validate(refused, "memory_get", "failure")
+
+    sal = await call(session, "memory_salience", top=2)
+    assert len(sal["items"]) <= 2 and {"path", "salience"} <= set(sal["items"][0])
+    status = await call(session, "memory_status")
+    assert status["files"] == 4 and status["provider"] == "ollama" and status["write"] is False
+    assert status["stale"] is False and status["vectors"] == status["chunks"]
+    overview = await call(session, "memory_related")
+    assert overview["files"] >= 1
+    shown = await call(session, "memory_related", path="memory/2026-02-08.md")
+    assert shown["path"] == "memory/2026-02-08.md" and "linked_files" in shown
+    one = await call(session, "memory_related", path="memory/2026-02-08.md", startLine=3)
+    assert all(int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one["outgoing"])
+
+
+@pytest.fixture
+def ws(workspace: Path) -> Path:
+    return workspace
+
+
+@pytest.mark.timeout(240)
+def test_stdio_server_answers_every_tool(ws: Path, fake_ollama: FakeOllama) -> None:
+    async def main() -> None:
+        async with stdio_session(server_args(ws, fake_ollama)) as session:
+            await exercise(session, ws, fake_ollama.url)
+
+    anyio.run(main)
+
+
+@pytest.mark.timeout(240)
+def test_stdio_write_tool_only_when_enabled(ws: Path, fake_ollama: FakeOllama) -> None:
+    async def main() -> None:
+        async with stdio_session(server_args(ws, fake_ollama, "--allow-write")) as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == READ_TOOLS | {"memory_append"}
+            assert tools["memory_append"].annotations.readOnlyHint is False
+            done = await call(
+                session, "memory_append", text="The kayak trip is on the 21st.", section="Plans"
+            )
+            assert done["path"] == "memory/2026-02-09.md" and done["created"] is True
+            doc = await call(session, "memory_search", query="kayak trip")
+            validate(doc, "memory_search", "success")
+            top = doc["results"][0]
+            assert top["path"] == "memory/2026-02-09.md"
+            assert top["startLine"] <= done["line"] <= top["endLine"]
+            assert "leaves the workspace" in await error_of(
+                session, "memory_append", text="x", file="memory/../../escape.md"
+            )
+            status = await call(session, "memory_status")
+            assert status["write"] is True
+            # The same day again: appended under the existing section, not created.
+            again = await call(
+                session, "memory_append", text="Bring the dry bags.", section="Plans"
+            )
+            assert again["created"] is False and again["line"] == done["line"] + 1
+            # A second writer (another process) at the same time as this one.
+            other = subprocess.Popen(
+                [*CLI, "remember", "--workspace", str(ws), "--now", NOW, "--section", "Plans",
+                 "Written by the other process."],
+                env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            await call(session, "memory_append", text="Written over MCP.", section="Plans")
+            assert other.wait(timeout=120) == 0
+            # A read-only workspace: a one-line tool error, nothing written.
+            (ws / "memory").chmod(0o555)
+            try:
+                assert "read-only" in await error_of(session, "memory_append", text="nope")
+            finally:
+                (ws / "memory").chmod(0o755)
+
+    anyio.run(main)
+    text = (ws / "memory/2026-02-09.md").read_text(encoding="utf-8")
+    assert text.startswith(
+        "# 2026-02-09\n\n## Plans\n\n- The kayak trip is on the 21st.\n- Bring the dry bags.\n"
+    )
+    assert sorted(text.splitlines()[6:]) == [
+        "- Written by the other process.",
+        "- Written over MCP.",
+    ]
+    assert "nope" not in text
+
+
+def wait_for_http(url: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read() if proc.stderr else "server exited")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    raise AssertionError("MCP HTTP server did not start")
+
+
+def with_http_server(ws: Path, ollama: FakeOllama, body: Callable[[str], Any]) -> None:
+    port = unused_port()
+    proc = subprocess.Popen(
+        [*CLI, *server_args(ws, ollama, "--http", "--port", str(port))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        wait_for_http(url, proc)
+        anyio.run(body, url)
+    finally:
+        stop(proc, timeout=20)
+    assert proc.returncode is not None
+
+
+@pytest.mark.timeout(240)
+def test_streamable_http_on_loopback(ws: Path, fake_ollama: FakeOllama) -> None:
+    async def main(url: str) -> None:
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await exercise(session, ws, fake_ollama.url)
+
+    with_http_server(ws, fake_ollama, main)
+
+
+def test_bad_port_is_one_line_exit_2(ws: Path) -> None:
+    r = run_cli("mcp", "--workspace", str(ws), "--embedder", "none", "--http", "--port", "0")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--port" in r.stderr
