@@ -59,7 +59,7 @@ GRAPH = _graph()
 
 def test_the_graph_is_read() -> None:
     assert f"{NAME}.engine" in GRAPH[f"{NAME}.commands.common"]
-    assert f"{NAME}.core.settings" in GRAPH[f"{NAME}.engine"]
+    assert f"{NAME}.core.settings" in GRAPH[f"{NAME}.engine.config"]
 
 
 def test_no_import_cycles() -> None:

@@ -1,144 +1,43 @@
-"""The search engine of one workspace: its configuration, index upkeep and searches.
+"""The search engine of one workspace: keeps its index fresh, embeds, ranks, logs.
 
-:class:`EngineConfig` is the one description of an engine (workspace,
-settings, embedder, index file); the retriever, the tools, the command line
-and the servers all build one and get a :class:`MemorySearch` from it.
-:meth:`EngineConfig.from_env` applies the command line's order: a flag, then
-the environment, then the default.
-
-This module imports no LangChain and no embedder until one is needed, so a
-keyword-only query in a fresh process starts fast.
+:class:`MemorySearch` is built from an :class:`~.config.EngineConfig`. It imports
+no LangChain and no embedder until one is needed, so a keyword-only query in
+a fresh process starts fast.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 import weakref
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .core import scoring
-from .core.calibration import calibrate, features
-from .core.errors import RequestError
-from .core.filters import filter_mask, why_empty
-from .core.ranking import rank
-from .core.request import SearchRequest
-from .core.results import Hit, Ranking, SearchResponse
-from .core.settings import PROFILE_NAMES, MemorySettings
-from .core.snapshot import Snapshot
-from .store.freshness import Freshness
-from .store.index import MemoryIndex, SyncReport
-from .store.locations import resolve_workspace
-from .store.logs import record_search
-from .store.upkeep import EmbedJob, ProgressFactory, embed_missing
+from ..core import scoring
+from ..core.calibration import calibrate, features
+from ..core.filters import filter_mask, why_empty
+from ..core.ranking import rank
+from ..core.request import SearchRequest
+from ..core.results import Hit, Ranking, SearchResponse
+from ..core.settings import MemorySettings
+from ..core.snapshot import Snapshot
+from ..store.freshness import Freshness
+from ..store.index import MemoryIndex, SyncReport
+from ..store.logs import record_search
+from ..store.upkeep import EmbedJob, ProgressFactory, embed_missing
+from .config import Embedder, EngineConfig
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from .embeddings.choice import EmbedderChoice
+    from ..embeddings.choice import EmbedderChoice
 
-__all__ = ["EMBEDDERS", "EngineConfig", "EnginePool", "MemorySearch", "resolve_workspace"]
+__all__ = ["MemorySearch"]
 
 log = logging.getLogger("langchain_enhanced_memory")
-
-EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
-Embedder = Literal["auto", "ollama", "local", "none"]
-
-
-class EngineConfig(BaseModel):
-    """Everything that makes an engine: which workspace, recipe, embedder and index file.
-
-    Attributes:
-        workspace: The workspace folder.
-        settings: Scoring and indexing settings.
-        embedder: ``auto`` (Ollama, then the local model, then keyword-only),
-            ``ollama``, ``local`` or ``none``.
-        model: Ollama embedding model (default ``nomic-embed-text``).
-        ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
-        embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
-        index_path: Where the SQLite index lives (default: inside the workspace).
-        auto_index: Bring a stale index up to date before searching.
-        watch: Learn of edits from file-system events (for a long-lived engine);
-            off, or where events are unavailable, a cheap scan runs instead.
-        check_interval_s: Without a watcher, scan for edits at most this often
-            (0: before every search, so an edit is in the very next answer).
-        background_embedding: Embed what lacks a vector on a thread and answer
-            keyword-only meanwhile; off, a search embeds up to
-            ``settings.embed_inline_max`` texts itself and otherwise leaves the
-            rest to ``enhanced-memory index`` or the resident engine.
-    """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    workspace: Path
-    settings: MemorySettings = Field(default_factory=MemorySettings)
-    embedder: Embedder = "auto"
-    model: str | None = None
-    ollama_url: str | None = None
-    embeddings: Any = None
-    index_path: Path | None = None
-    auto_index: bool = True
-    watch: bool = False
-    check_interval_s: float = Field(default=0.0, ge=0.0)
-    background_embedding: bool = False
-
-    @field_validator("embeddings")
-    @classmethod
-    def _embeddings(cls, value: Any) -> Any:
-        if value is not None and not (
-            callable(getattr(value, "embed_documents", None))
-            and callable(getattr(value, "embed_query", None))
-        ):
-            raise ValueError("must be a LangChain Embeddings (embed_documents, embed_query)")
-        return value
-
-    @classmethod
-    def from_env(
-        cls,
-        *,
-        workspace: str | Path | None = None,
-        profile: str | None = None,
-        embedder: str | None = None,
-        model: str | None = None,
-        ollama_url: str | None = None,
-        index_path: str | Path | None = None,
-        **fields: Any,
-    ) -> EngineConfig:
-        """A config from explicit values, then the environment, then the defaults.
-
-        ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
-        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL`` and
-        ``$ENHANCED_MEMORY_INDEX`` fill what is not given.
-
-        Raises:
-            RequestError: An unknown profile or embedder.
-            EnhancedMemoryError: The workspace does not exist.
-        """
-        env = os.environ
-        profile = profile or env.get("ENHANCED_MEMORY_PROFILE") or "default"
-        if profile not in PROFILE_NAMES:
-            raise RequestError(f"unknown profile {profile!r}", "profile")
-        embedder = embedder or env.get("ENHANCED_MEMORY_EMBEDDER") or "auto"
-        if embedder not in EMBEDDERS:
-            raise RequestError(
-                f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
-            )
-        settings = fields.pop("settings", None) or MemorySettings(profile=profile)
-        return cls(
-            workspace=resolve_workspace(workspace),
-            settings=settings,
-            embedder=embedder,
-            model=model or env.get("EMBED_MODEL") or None,
-            ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
-            index_path=index_path or env.get("ENHANCED_MEMORY_INDEX") or None,
-            **fields,
-        )
 
 
 class MemorySearch:
@@ -234,14 +133,14 @@ class MemorySearch:
     def choice(self) -> EmbedderChoice:
         """The resolved :class:`~.embeddings.resolve.EmbedderChoice` (resolved once, lazily)."""
         if self._choice is None:
-            from .embeddings.choice import EmbedderChoice
+            from ..embeddings.choice import EmbedderChoice
 
             c = self.config
             if c.embedder == "none" and c.embeddings is None:
                 # Keyword-only must start fast: no embedder module (nor LangChain) is loaded.
                 self._choice = EmbedderChoice(None, "none", None)
             else:
-                from .embeddings.resolve import resolve_embedder
+                from ..embeddings.resolve import resolve_embedder
 
                 self._choice = resolve_embedder(
                     c.embedder,
@@ -263,7 +162,7 @@ class MemorySearch:
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed documents with retries and validation (raises ``EmbeddingError``)."""
-        from .embeddings.policy import embed_with_retry
+        from ..embeddings.policy import embed_with_retry
 
         emb = self.choice.embeddings
         return embed_with_retry(
@@ -281,7 +180,7 @@ class MemorySearch:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (raises ``EmbeddingError``)."""
-        from .embeddings.policy import embed_with_retry
+        from ..embeddings.policy import embed_with_retry
 
         emb = self.choice.embeddings
         return embed_with_retry(
@@ -371,7 +270,7 @@ class MemorySearch:
         embed_q = self.embed_query if qvec is not None else None
         ranking = rank(snap, request.query, now, self.settings, qvec, embed_q, mask)
         if self.settings.graph_neighbors:
-            from .graph.related import add_graph_neighbors
+            from ..graph.related import add_graph_neighbors
 
             add_graph_neighbors(self.index, snap, ranking.scores, self.settings)
             if mask is not None:
@@ -385,7 +284,7 @@ class MemorySearch:
         ):
             hit.signals["fused"], hit.score = hit.score, score
         if self.settings.related_per_hit and hits:
-            from .graph.related import attach_related
+            from ..graph.related import attach_related
 
             attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
         response = SearchResponse(
@@ -439,68 +338,6 @@ class MemorySearch:
                 if job.due():
                     job.start()
         return float(has.mean())
-
-
-class EnginePool:
-    """Engines kept warm between requests, one per configuration (the resident engine).
-
-    Args:
-        overrides: Config fields every pooled engine gets (``watch=True``, ...).
-    """
-
-    max_engines = 16
-
-    def __init__(self, **overrides: Any) -> None:
-        self.overrides = overrides
-        self.engines: dict[str, MemorySearch] = {}
-
-    def get(self, config: EngineConfig) -> MemorySearch:
-        """The warm engine of ``config`` (built on first use)."""
-        # Absolute paths: the pool serves callers from any folder, and its threads
-        # (watcher, background embedding) outlive the request's folder.
-        update = {"workspace": config.workspace.absolute(), **self.overrides}
-        if config.index_path is not None:
-            update["index_path"] = config.index_path.absolute()
-        config = config.model_copy(update=update)
-        key = config.model_dump_json(exclude={"embeddings"})
-        engine = self.engines.pop(key, None)
-        if engine is None:
-            engine = MemorySearch.from_config(config)
-            if len(self.engines) >= self.max_engines:  # an eval over many workspaces
-                oldest = next(iter(self.engines))
-                self.engines.pop(oldest).close()
-        self.engines[key] = engine  # most recently used last
-        return engine
-
-    def busy(self) -> bool:
-        """Whether an engine is still embedding in the background."""
-        return any(
-            e.embedding_job is not None and e.embedding_job.running for e in self.engines.values()
-        )
-
-    def status(self) -> list[dict[str, Any]]:
-        """One line per engine: index, embedder (when resolved), freshness, embedding."""
-        out = []
-        for e in self.engines.values():
-            job = e.embedding_job
-            out.append(
-                {
-                    "index": str(e.index.path),
-                    "profile": e.settings.profile,
-                    "provider": e.choice.provider,
-                    "freshness": e.freshness.mode,
-                    "embedding": None
-                    if job is None
-                    else {"running": job.running, "done": job.done, "total": job.total},
-                }
-            )
-        return out
-
-    def close(self) -> None:
-        """Close every engine."""
-        for engine in self.engines.values():
-            engine.close()
-        self.engines.clear()
 
 
 def _ms_since(started: float) -> float:

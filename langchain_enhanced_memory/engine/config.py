@@ -1,0 +1,114 @@
+"""The one description of an engine: workspace, recipe, embedder, index file.
+
+The retriever, the tools, the command line and the servers all build an
+:class:`EngineConfig` and get a :class:`~.search.MemorySearch` from it.
+:meth:`EngineConfig.from_env` applies the command line's order: a flag, then
+the environment, then the default.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..core.errors import RequestError
+from ..core.settings import PROFILE_NAMES, MemorySettings
+from ..store.locations import resolve_workspace
+
+__all__ = ["EMBEDDERS", "Embedder", "EngineConfig"]
+
+EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
+Embedder = Literal["auto", "ollama", "local", "none"]
+
+
+class EngineConfig(BaseModel):
+    """Everything that makes an engine: which workspace, recipe, embedder and index file.
+
+    Attributes:
+        workspace: The workspace folder.
+        settings: Scoring and indexing settings.
+        embedder: ``auto`` (Ollama, then the local model, then keyword-only),
+            ``ollama``, ``local`` or ``none``.
+        model: Ollama embedding model (default ``nomic-embed-text``).
+        ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
+        embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        index_path: Where the SQLite index lives (default: inside the workspace).
+        auto_index: Bring a stale index up to date before searching.
+        watch: Learn of edits from file-system events (for a long-lived engine);
+            off, or where events are unavailable, a cheap scan runs instead.
+        check_interval_s: Without a watcher, scan for edits at most this often
+            (0: before every search, so an edit is in the very next answer).
+        background_embedding: Embed what lacks a vector on a thread and answer
+            keyword-only meanwhile; off, a search embeds up to
+            ``settings.embed_inline_max`` texts itself and otherwise leaves the
+            rest to ``enhanced-memory index`` or the resident engine.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    workspace: Path
+    settings: MemorySettings = Field(default_factory=MemorySettings)
+    embedder: Embedder = "auto"
+    model: str | None = None
+    ollama_url: str | None = None
+    embeddings: Any = None
+    index_path: Path | None = None
+    auto_index: bool = True
+    watch: bool = False
+    check_interval_s: float = Field(default=0.0, ge=0.0)
+    background_embedding: bool = False
+
+    @field_validator("embeddings")
+    @classmethod
+    def _embeddings(cls, value: Any) -> Any:
+        if value is not None and not (
+            callable(getattr(value, "embed_documents", None))
+            and callable(getattr(value, "embed_query", None))
+        ):
+            raise ValueError("must be a LangChain Embeddings (embed_documents, embed_query)")
+        return value
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        workspace: str | Path | None = None,
+        profile: str | None = None,
+        embedder: str | None = None,
+        model: str | None = None,
+        ollama_url: str | None = None,
+        index_path: str | Path | None = None,
+        **fields: Any,
+    ) -> EngineConfig:
+        """A config from explicit values, then the environment, then the defaults.
+
+        ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
+        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL`` and
+        ``$ENHANCED_MEMORY_INDEX`` fill what is not given.
+
+        Raises:
+            RequestError: An unknown profile or embedder.
+            EnhancedMemoryError: The workspace does not exist.
+        """
+        env = os.environ
+        profile = profile or env.get("ENHANCED_MEMORY_PROFILE") or "default"
+        if profile not in PROFILE_NAMES:
+            raise RequestError(f"unknown profile {profile!r}", "profile")
+        embedder = embedder or env.get("ENHANCED_MEMORY_EMBEDDER") or "auto"
+        if embedder not in EMBEDDERS:
+            raise RequestError(
+                f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
+            )
+        settings = fields.pop("settings", None) or MemorySettings(profile=profile)
+        return cls(
+            workspace=resolve_workspace(workspace),
+            settings=settings,
+            embedder=embedder,
+            model=model or env.get("EMBED_MODEL") or None,
+            ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
+            index_path=index_path or env.get("ENHANCED_MEMORY_INDEX") or None,
+            **fields,
+        )
