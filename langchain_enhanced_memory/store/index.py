@@ -1,12 +1,15 @@
 """The persistent, incremental index of one workspace: one SQLite file.
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
-terms), ``embed_cache`` (vectors keyed by model and text hash) and ``derived``
-(the postings and the vector matrices as ready-to-load numpy blobs). The work
-is split by concern: :mod:`.db` opens the file and holds the writer lock,
-:mod:`.sync` brings the text state up to date, :mod:`.vectors` keeps the
-embedding cache and :mod:`.snapshots` loads a generation for scoring.
-:class:`MemoryIndex` is the one public face of the four.
+terms, line hashes), ``embed_cache`` (vectors keyed by model and text hash, as
+int8 blobs until a side file holds them) and ``derived`` (the postings as a
+ready-to-load numpy blob, and the name of each model's side file). Beside it,
+``index.vectors/`` holds one side file per model: the current generation's
+vectors, mapped read-only by searchers. The work is split by concern: :mod:`.db`
+opens the file and holds the writer lock, :mod:`.sync` brings the text state up
+to date, :mod:`.vectors` keeps the embedding cache, :mod:`.matrices` and
+:mod:`.folding` the side files, and :mod:`.snapshots` loads a generation for
+scoring. :class:`MemoryIndex` is the one public face of them.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous
 state; readers use WAL and see a consistent snapshot while a writer runs; an
@@ -35,6 +38,8 @@ from .db import (
     generation_of,
     get_meta,
 )
+from .folding import kept_files
+from .matrices import side_folder, sweep
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
 
@@ -138,12 +143,17 @@ class MemoryIndex:
 
     @contextlib.contextmanager
     def embedding_writer(self, model: str) -> Iterator[vectors.CacheWriter]:
-        """One connection for a run of :meth:`store_embeddings` (a commit per batch)."""
+        """One connection for a run of :meth:`store_embeddings` (a commit per batch).
+
+        The caller holds the writer lock; when the run ends complete, the
+        generation's vectors are written to their side file before it lets go.
+        """
         try:
             with self.db.open() as conn:
                 yield vectors.CacheWriter(conn, model)
         finally:
             self.forget_vectors(model)
+        self._snapshots.seal(model)
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
@@ -158,6 +168,28 @@ class MemoryIndex:
     def snapshot(self, model: str | None = None) -> Snapshot:
         """The current generation as arrays (cached until the generation changes)."""
         return self._snapshots.get(model)
+
+    def disk_bytes(self) -> int:
+        """Bytes the index takes on disk: the SQLite file, its WAL and the side files."""
+        files = [Path(str(self.path) + s) for s in ("", "-wal", "-shm")]
+        folder = side_folder(self.path)
+        files += list(folder.iterdir()) if folder.is_dir() else []
+        return sum(p.stat().st_size for p in files if p.is_file())
+
+    def compact(self) -> tuple[int, int]:
+        """Reclaim the space of deleted rows and unused side files (``VACUUM``).
+
+        Waits for the writer lock; searchers keep reading meanwhile (WAL).
+
+        Returns:
+            Bytes on disk before and after.
+        """
+        before = self.disk_bytes()
+        with self.db.writer_lock(), self.db.open() as conn:
+            sweep(side_folder(self.path), kept_files(conn))
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return before, self.disk_bytes()
 
     def stats(self) -> dict[str, int]:
         """Counts of files, chunks and cached vectors."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.chunking import Chunk
+from ..core.chunking import Chunk, line_texts
 from ..core.recipe import recipe
 from ..core.scoring import Postings
 from ..core.settings import MemorySettings
@@ -35,6 +35,7 @@ __all__ = [
     "embed_text",
     "is_stale",
     "keyword_text",
+    "line_digests",
     "sha",
     "sync_text",
     "unpack_postings",
@@ -180,6 +181,8 @@ def sync_text(
 
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if get_meta(conn, "line-hashes") == "missing":
+            _fill_line_digests(conn, settings)
         conn.executemany(
             "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
             [(size, mtime, path) for path, size, mtime in touched],
@@ -217,8 +220,8 @@ def _insert_file(
         (f.path, st.st_size, st.st_mtime_ns, digest, f.kind, f.date and f.date.isoformat()),
     )
     conn.executemany(
-        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms)"
-        " VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms,"
+        " line_hashes) VALUES (?,?,?,?,?,?,?,?,?)",
         [
             (
                 f.path,
@@ -229,10 +232,33 @@ def _insert_file(
                 c.text,
                 sha(embed_text(c, settings)),
                 " ".join(tokenize(keyword_text(c))),
+                line_digests(c.text, settings),
             )
             for c in chunks
         ],
     )
+
+
+def line_digests(text: str, settings: MemorySettings) -> bytes:
+    """The SHA-256 digests of a chunk's embedded lines, concatenated (32 bytes each).
+
+    Stored with the chunk, so finding which lines lack a vector reads them
+    instead of hashing every line of the workspace again.
+    """
+    return b"".join(
+        hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest()
+        for line in line_texts(text, settings.embed_max_chars)
+    )
+
+
+def _fill_line_digests(conn: sqlite3.Connection, settings: MemorySettings) -> None:
+    """Line digests of chunks written before they were stored (once, after the migration)."""
+    rows = conn.execute("SELECT id, text FROM chunks WHERE line_hashes IS NULL").fetchall()
+    conn.executemany(
+        "UPDATE chunks SET line_hashes=? WHERE id=?",
+        [(line_digests(text, settings), i) for i, text in rows],
+    )
+    conn.execute("DELETE FROM meta WHERE key='line-hashes'")
 
 
 def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:

@@ -1,9 +1,11 @@
-"""The embedding cache: vectors keyed by model and text hash.
+"""The embedding cache: vectors keyed by model and text hash, each stored once.
 
 A changed file re-embeds only its changed chunks, and switching models
 re-embeds once. Line vectors need no table of their own: a chunk's lines are
-derived from its text (:func:`..core.chunking.line_texts`) and cached by their
-hash like chunks.
+derived from its text (:func:`..core.chunking.line_texts`), their hashes are
+stored with the chunk, and they are cached by hash like chunks. A cache row's
+vector is an int8 blob until a generation's side file holds it (NULL then,
+see :mod:`.matrices`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import numpy as np
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from .db import generation_of
-from .sync import embed_text, sha
+from .matrices import Layout, encode
+from .sync import embed_text, line_digests, sha
 
 __all__ = [
     "CacheWriter",
+    "current_layout",
     "is_complete",
     "line_hashes",
     "missing_embeddings",
@@ -43,59 +47,81 @@ def missing_embeddings(
         for i, h in conn.execute("SELECT id, embed_hash FROM chunks ORDER BY id")
         if h not in cached
     ]
-    rows = []
-    for lo in range(0, len(ids), 500):
-        part = ids[lo : lo + 500]
-        rows += conn.execute(
-            "SELECT embed_hash, header, headers, text FROM chunks"
-            f" WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
-            part,
-        ).fetchall()
-    lines = line_hashes(conn, settings) if settings.line_vector_share else []
     out: dict[str, str] = {}
-    for h, header, headers, text in rows:
+    for h, header, headers, text in _chunk_rows(conn, ids, "embed_hash, header, headers, text"):
         chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
         out.setdefault(h, embed_text(chunk, settings))
-    for _, h, line in lines:
-        if h not in cached:
-            out.setdefault(h, line)
+    if settings.line_vector_share:
+        # The texts of lines are cut again only for chunks with a line missing.
+        lacking = [
+            i for i, hashes in line_hashes(conn, settings, with_ids=True) if set(hashes) - cached
+        ]
+        for (text,) in _chunk_rows(conn, lacking, "text"):
+            for line in line_texts(text, settings.embed_max_chars):
+                h = sha(line)
+                if h not in cached:
+                    out.setdefault(h, line)
     return list(out.items())
 
 
-def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
-    """Whether this generation's matrices were stored, which happens only when complete.
+def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:
+    rows: list[tuple] = []
+    for lo in range(0, len(ids), 500):
+        part = ids[lo : lo + 500]
+        rows += conn.execute(
+            f"SELECT {columns} FROM chunks WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
+            part,
+        ).fetchall()
+    return rows
 
-    Saves a re-index with nothing to do from hashing every line and scanning
-    the whole embedding cache.
-    """
-    names = [f"matrix:{model}"]
-    if settings.line_vector_share:
-        names.append(f"line-owner:{model}")
-    (stored,) = conn.execute(
-        "SELECT count(*) FROM derived WHERE generation=?"
-        f" AND name IN ({','.join('?' * len(names))})",
-        (generation_of(conn), *names),
+
+def current_layout(conn: sqlite3.Connection, model: str) -> tuple[int, Layout] | None:
+    """The generation and layout of ``model``'s side file (None when it has none)."""
+    row = conn.execute(
+        "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
     ).fetchone()
-    return bool(stored == len(names))
+    layout = Layout.from_json(row[1]) if row else None
+    return (int(row[0]), layout) if row and layout else None
 
 
-def line_hashes(conn: sqlite3.Connection, settings: MemorySettings) -> list[tuple[int, str, str]]:
-    """``(chunk row, hash, text)`` of every chunk's lines, in chunk order."""
-    max_chars = settings.embed_max_chars
-    return [
-        (row, sha(line), line)
-        for row, (text,) in enumerate(conn.execute("SELECT text FROM chunks ORDER BY id"))
-        for line in line_texts(text, max_chars)
-    ]
+def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
+    """Whether this generation's side file was written with every vector it needs.
+
+    Saves a re-index with nothing to do from reading every line hash and
+    scanning the whole embedding cache.
+    """
+    current = current_layout(conn, model)
+    if current is None or current[0] != generation_of(conn):
+        return False
+    return current[1].lines_complete or not settings.line_vector_share
+
+
+def line_hashes(
+    conn: sqlite3.Connection, settings: MemorySettings, *, with_ids: bool = False
+) -> list[tuple[int, list[str]]]:
+    """``(chunk row, [line hash, ...])`` of every chunk in row order (``with_ids``: chunk id).
+
+    Read from the stored digests; a chunk stored before they were (an index
+    just migrated, not synced since) has its lines hashed here.
+    """
+    out = []
+    query = "SELECT id, line_hashes, CASE WHEN line_hashes IS NULL THEN text END FROM chunks"
+    for row, (i, blob, text) in enumerate(conn.execute(query + " ORDER BY id")):
+        digests = blob if blob is not None else line_digests(text, settings)
+        hashes = [digests[k : k + 32].hex() for k in range(0, len(digests), 32)]
+        out.append((i if with_ids else row, hashes))
+    return out
 
 
 def store_vectors(
     conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
 ) -> None:
     """Add vectors to the cache in one transaction (survives a later failure)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.asarray(vectors, dtype=np.float32)
     conn.execute("BEGIN IMMEDIATE")
-    rows = [(model, h, v.shape[0], v.tobytes()) for h, v in zip(hashes, vectors, strict=False)]
+    rows = [
+        (model, h, vectors.shape[1], blob) for h, blob in zip(hashes, encode(vectors), strict=False)
+    ]
     conn.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)", rows)
     conn.execute("COMMIT")
 
