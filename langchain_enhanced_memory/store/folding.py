@@ -14,14 +14,15 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..core.settings import MemorySettings
 from .db import IndexDB, generation_of
-from .matrices import Layout, VectorFile, decode, hash_keys, key_prefix, sweep, write
+from .matrices import Layout, VectorFile, decode, key_prefix, sweep, write
 from .sync import sha
-from .vectors import current_layout, line_hashes
+from .vectors import current_layout, generation_keys, pending_keys, vector_dim
 
 __all__ = ["Vectors", "assemble", "drop_lost", "fold"]
 
@@ -39,7 +40,7 @@ class Vectors:
     owner: np.ndarray  # the chunk row of each line row
     lines_complete: bool
     source: str | None = None  # the side file it came from or was gathered with
-    hashes: list[str] = field(default_factory=list)  # of each row (when assembled)
+    keys: np.ndarray | None = None  # text-hash key of each row (when assembled)
     folded: list[str] = field(default_factory=list)  # cache blobs it holds
     unused: list[str] = field(default_factory=list)  # cache blobs of no chunk or line
 
@@ -62,47 +63,61 @@ def assemble(
     conn: sqlite3.Connection, model: str, settings: MemorySettings, old: VectorFile | None
 ) -> Vectors:
     """Gather the current generation's vectors from the cache's blobs and ``old``."""
-    chunk_hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks ORDER BY id")]
-    lines = line_hashes(conn, settings)
-    owner_all = np.asarray([row for row, hs in lines for _ in hs], dtype=np.int32)
-    wanted = chunk_hashes + [h for _, hs in lines for h in hs]
-    n = len(chunk_hashes)
-    pending = conn.execute(
-        "SELECT text_hash, dim, vector FROM embed_cache WHERE model=? AND vector IS NOT NULL",
-        (model,),
-    ).fetchall()
-    dim = old.layout.dim if old else (pending[0][1] if pending else 0)
-    pending = [p for p in pending if p[1] == dim and len(p[2]) == dim + 4]
-    p_rows, p_scale = decode([p[2] for p in pending], dim) if pending else (None, None)
-    at = {h: i for i, (h, _, _) in enumerate(pending)}
-    pos_p = np.fromiter((at.get(h, -1) for h in wanted), dtype=np.int64, count=len(wanted))
-    pos_f = old.lookup(hash_keys(wanted)) if old else np.full(len(wanted), -1, np.int64)
-    found = (pos_p >= 0) | (pos_f >= 0)
-    keep = np.concatenate([np.ones(n, dtype=bool), found[n:]])
-    rows = np.flatnonzero(keep)
+    keys = generation_keys(conn, settings)
+    n = keys.chunks.size
+    wanted = np.concatenate([keys.chunks, keys.lines])
+    hashes, p_keys = pending_keys(conn, model)
+    dim = old.layout.dim if old else (vector_dim(conn, model) or 0)
+    used = np.isin(p_keys, wanted)
+    blobs = _blobs(conn, model, [h for h, u in zip(hashes, used, strict=True) if u])
+    # Rows of a damaged blob (another size) are left out, so they get embedded again.
+    blobs = {k: b for k, b in blobs.items() if len(b) == dim + 4}
+    b_keys = np.asarray(sorted(blobs), dtype=np.uint64)
+    b_rows, b_scale = decode([blobs[k] for k in b_keys.tolist()], dim)
+    # Where each wanted key is: (row positions or -1, rows, scales); the cache's
+    # blob comes last and so wins over the file's copy: it is the newer.
+    sources = []
+    if old:
+        sources.append((old.lookup(wanted), old.matrix, old.scale))
+    if b_keys.size:
+        at = np.minimum(np.searchsorted(b_keys, wanted), b_keys.size - 1)
+        sources.append((np.where(b_keys[at] == wanted, at, -1), b_rows, b_scale))
+    found = np.zeros(wanted.size, dtype=bool)
+    for pos, _, _ in sources:
+        found |= pos >= 0
+    rows = np.concatenate([np.arange(n), n + np.flatnonzero(found[n:])])
     matrix = np.zeros((rows.size, dim), dtype=np.int8)
     scale = np.zeros(rows.size, dtype=np.float32)
-    sources = [(pos_p, p_rows, p_scale)]  # the cache's blob wins: it is the newer
-    if old:
-        sources.insert(0, (pos_f, old.matrix, old.scale))
-    for pos, src_rows, src_scale in sources:
+    for pos, src, src_scale in sources:
         sel = np.flatnonzero(pos[rows] >= 0)
-        if sel.size and src_rows is not None and src_scale is not None:
-            matrix[sel] = src_rows[pos[rows[sel]]]
-            scale[sel] = src_scale[pos[rows[sel]]]
-    used = set(wanted)
+        matrix[sel] = src[pos[rows[sel]]]
+        scale[sel] = src_scale[pos[rows[sel]]]
     return Vectors(
         matrix=matrix,
         scale=scale,
         chunks=n,
         has_vector=found[:n],
-        owner=owner_all[found[n:]],
+        owner=keys.owner[found[n:]],
         lines_complete=bool(found[n:].all()),
         source=old.layout.file if old else None,
-        hashes=[wanted[i] for i in rows],
-        folded=[h for h, _, _ in pending if h in used],
-        unused=[h for h, _, _ in pending if h not in used],
+        keys=wanted[rows],
+        folded=[h for h, u in zip(hashes, used, strict=True) if u],
+        unused=[h for h, u in zip(hashes, used, strict=True) if not u],
     )
+
+
+def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int, bytes]:
+    """Key -> blob of the given pending hashes."""
+    out: dict[int, bytes] = {}
+    for lo in range(0, len(hashes), 500):
+        part = hashes[lo : lo + 500]
+        for h, blob in conn.execute(
+            "SELECT text_hash, vector FROM embed_cache WHERE model=? AND vector IS NOT NULL"
+            f" AND text_hash IN ({','.join('?' * len(part))})",
+            (model, *part),
+        ):
+            out[int(h[:16], 16)] = blob
+    return out
 
 
 def fold(
@@ -120,7 +135,7 @@ def fold(
         vec.matrix,
         vec.scale,
         vec.owner,
-        vec.hashes,
+        vec.keys if vec.keys is not None else np.zeros(0, np.uint64),
         chunks=vec.chunks,
         lines_complete=vec.lines_complete,
     )
@@ -144,7 +159,7 @@ def fold(
                 "DELETE FROM embed_cache WHERE model=? AND text_hash=? AND vector IS NOT NULL",
                 [(model, h) for h in vec.unused],
             )
-            gone = np.setdiff1d(old.keys, hash_keys(vec.hashes)) if old else np.zeros(0, np.uint64)
+            gone: Any = np.setdiff1d(old.keys, vec.keys) if old and vec.keys is not None else []
             conn.executemany(
                 "DELETE FROM embed_cache WHERE model=? AND vector IS NULL"
                 " AND text_hash >= ? AND text_hash < ?",

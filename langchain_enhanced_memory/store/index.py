@@ -133,7 +133,7 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
         with self.db.open() as conn:
-            return vectors.missing_embeddings(conn, model, self.settings)
+            return vectors.missing_embeddings(conn, model, self.settings, side_folder(self.path))
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""

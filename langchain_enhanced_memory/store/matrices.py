@@ -161,7 +161,7 @@ def write(
     matrix: np.ndarray,
     scale: np.ndarray,
     owner: np.ndarray,
-    hashes: list[str],
+    row_keys: np.ndarray,
     *,
     chunks: int,
     lines_complete: bool,
@@ -174,13 +174,12 @@ def write(
         matrix: int8 rows, chunks then lines.
         scale: Their scales.
         owner: The chunk row of each line row.
-        hashes: The text hash of each row.
+        row_keys: The text-hash key of each row (:func:`hash_keys`).
         chunks: How many of the rows are chunks.
         lines_complete: Whether every line of the generation has a row.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    keys_all = hash_keys(hashes)
-    keys, first = np.unique(keys_all, return_index=True)
+    keys, first = np.unique(row_keys, return_index=True)
     layout = Layout(
         file=f"{stem}-{secrets.token_hex(4)}.vec",
         dim=int(matrix.shape[1]),

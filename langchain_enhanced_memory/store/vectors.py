@@ -11,55 +11,106 @@ see :mod:`.matrices`).
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from .db import generation_of
-from .matrices import Layout, encode
+from .matrices import Layout, VectorFile, encode, hash_keys
 from .sync import embed_text, line_digests, sha
 
 __all__ = [
     "CacheWriter",
     "current_layout",
+    "RowKeys",
+    "generation_keys",
     "is_complete",
-    "line_hashes",
     "missing_embeddings",
+    "pending_keys",
     "store_vectors",
     "vector_dim",
 ]
 
 
+@dataclass
+class RowKeys:
+    """The text-hash keys (:func:`.matrices.hash_keys`) of one generation's chunks and lines."""
+
+    chunk_ids: np.ndarray  # chunk id of each row
+    chunks: np.ndarray  # key of each chunk row
+    lines: np.ndarray  # key of each line, chunk by chunk
+    owner: np.ndarray  # the chunk row of each line
+
+
+def generation_keys(conn: sqlite3.Connection, settings: MemorySettings) -> RowKeys:
+    """Keys of every chunk and line, read from the stored hashes (no line is hashed).
+
+    A chunk stored before line hashes were (an index just migrated, not synced
+    since) has its lines hashed here.
+    """
+    query = (
+        "SELECT id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
+        " FROM chunks ORDER BY id"
+    )
+    rows = conn.execute(query).fetchall()
+    digests = [b if b is not None else line_digests(t, settings) for _, _, b, t in rows]
+    counts = np.fromiter((len(d) // 32 for d in digests), dtype=np.int64, count=len(rows))
+    # A key is a hash's first 8 bytes, big-endian (its first 16 hex digits).
+    lines = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 4)[:, 0]
+    return RowKeys(
+        chunk_ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+        chunks=hash_keys([r[1] for r in rows]),
+        lines=lines.astype(np.uint64),
+        owner=np.repeat(np.arange(len(rows), dtype=np.int32), counts),
+    )
+
+
+def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.ndarray]:
+    """Hashes and keys of ``model``'s vectors that are cache blobs (in no side file yet)."""
+    hashes = [
+        h
+        for (h,) in conn.execute(
+            "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NOT NULL", (model,)
+        )
+    ]
+    return hashes, hash_keys(hashes)
+
+
 def missing_embeddings(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings
+    conn: sqlite3.Connection, model: str, settings: MemorySettings, folder: Path
 ) -> list[tuple[str, str]]:
-    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
+    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique).
+
+    A vector is there when it is a cache blob or in the model's side file.
+    """
     if is_complete(conn, model, settings):
         return []
-    # One scan of the cached hashes beats a primary-key probe per chunk: the
-    # cache's B-tree holds the vectors inline, so each probe reads a few pages.
-    cached = {
-        h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))
-    }
-    ids = [
-        i
-        for i, h in conn.execute("SELECT id, embed_hash FROM chunks ORDER BY id")
-        if h not in cached
-    ]
+    keys = generation_keys(conn, settings)
+    _, pending = pending_keys(conn, model)
+    current = current_layout(conn, model)
+    old = VectorFile.open(folder, current[1]) if current else None
+
+    def lacking(k: np.ndarray) -> np.ndarray:
+        found = np.isin(k, pending)
+        return ~(found | (old.lookup(k) >= 0)) if old else ~found
+
     out: dict[str, str] = {}
+    ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
     for h, header, headers, text in _chunk_rows(conn, ids, "embed_hash, header, headers, text"):
         chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
         out.setdefault(h, embed_text(chunk, settings))
-    if settings.line_vector_share:
-        # The texts of lines are cut again only for chunks with a line missing.
-        lacking = [
-            i for i, hashes in line_hashes(conn, settings, with_ids=True) if set(hashes) - cached
-        ]
-        for (text,) in _chunk_rows(conn, lacking, "text"):
+    if settings.line_vector_share and keys.lines.size:
+        # Lines are cut and hashed again only in chunks with a line missing.
+        gone = lacking(keys.lines)
+        wanted = set(keys.lines[gone].tolist())
+        ids = keys.chunk_ids[np.unique(keys.owner[gone])].tolist()
+        for (text,) in _chunk_rows(conn, ids, "text"):
             for line in line_texts(text, settings.embed_max_chars):
                 h = sha(line)
-                if h not in cached:
+                if int(h[:16], 16) in wanted:
                     out.setdefault(h, line)
     return list(out.items())
 
@@ -87,30 +138,12 @@ def current_layout(conn: sqlite3.Connection, model: str) -> tuple[int, Layout] |
 def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
     """Whether this generation's side file was written with every vector it needs.
 
-    Saves a re-index with nothing to do from reading every line hash and
-    scanning the whole embedding cache.
+    Saves a re-index with nothing to do from reading every line hash.
     """
     current = current_layout(conn, model)
     if current is None or current[0] != generation_of(conn):
         return False
     return current[1].lines_complete or not settings.line_vector_share
-
-
-def line_hashes(
-    conn: sqlite3.Connection, settings: MemorySettings, *, with_ids: bool = False
-) -> list[tuple[int, list[str]]]:
-    """``(chunk row, [line hash, ...])`` of every chunk in row order (``with_ids``: chunk id).
-
-    Read from the stored digests; a chunk stored before they were (an index
-    just migrated, not synced since) has its lines hashed here.
-    """
-    out = []
-    query = "SELECT id, line_hashes, CASE WHEN line_hashes IS NULL THEN text END FROM chunks"
-    for row, (i, blob, text) in enumerate(conn.execute(query + " ORDER BY id")):
-        digests = blob if blob is not None else line_digests(text, settings)
-        hashes = [digests[k : k + 32].hex() for k in range(0, len(digests), 32)]
-        out.append((i if with_ids else row, hashes))
-    return out
 
 
 def store_vectors(

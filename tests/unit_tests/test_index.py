@@ -320,7 +320,7 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
     def no_hashing(*_a: object, **_k: object) -> None:
         raise AssertionError("lines hashed on a no-change re-index")
 
-    monkeypatch.setattr(vectors, "line_hashes", no_hashing)
+    monkeypatch.setattr(vectors, "generation_keys", no_hashing)
     assert idx.missing_embeddings("fake/m") == []
     # A change makes a new generation: the lines are looked at again.
     (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")
