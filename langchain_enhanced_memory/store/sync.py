@@ -189,12 +189,13 @@ def sync_text(
         )
         if report.changed_anything or rechunk_all:
             gone = set(deleted) | set(report.changed)
+            before = None if rechunk_all else _rows_before(conn, gone)
             conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in gone])
             conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
             for f, st, digest, chunks in fresh:
                 _insert_file(conn, f, st, digest, chunks, settings)
             generation = generation_of(conn) + 1
-            write_postings(conn, generation)
+            write_postings(conn, generation, before)
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?)",
                 (str(generation), signature),
@@ -272,19 +273,55 @@ def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
     return lines, after
 
 
-def write_postings(conn: sqlite3.Connection, generation: int) -> None:
-    """Build the four posting lists from every chunk's stored terms."""
-    rows = conn.execute("SELECT terms, headers, path FROM chunks ORDER BY id").fetchall()
+def _rows_before(conn: sqlite3.Connection, gone: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk ids in row order, and which of them stay, before ``gone``'s chunks are deleted."""
+    ids = np.fromiter((i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")), np.int64)
+    removed = [i for p in gone for (i,) in conn.execute("SELECT id FROM chunks WHERE path=?", (p,))]
+    return ids, ~np.isin(ids, np.asarray(removed, dtype=np.int64))
+
+
+def write_postings(
+    conn: sqlite3.Connection,
+    generation: int,
+    before: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Store the four posting lists of ``generation``.
+
+    Args:
+        conn: The connection, inside the sync's transaction.
+        generation: The generation being written.
+        before: The previous generation's chunk ids in row order and which of
+            them stay; its stored postings then get the new chunks merged in
+            (they have the highest ids, so their rows come last) instead of
+            being rebuilt from every chunk.
+    """
+    prev = conn.execute("SELECT generation, data FROM derived WHERE name='postings'").fetchone()
+    posts = None
+    if before is not None and prev is not None and prev[0] == generation - 1:
+        ids, keep = before
+        old = unpack_postings(prev[1])
+        if set(old) == set(POSTINGS_FIELDS) and all(p.n_docs == ids.size for p in old.values()):
+            last = int(ids[keep].max()) if keep.any() else -1
+            added = _build_postings(conn, "WHERE id > ?", (last,))
+            posts = {name: old[name].merged(keep, added[name]) for name in POSTINGS_FIELDS}
+    if posts is None:
+        posts = _build_postings(conn, "", ())
+    conn.execute(
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
+        (generation, pack_postings(posts)),
+    )
+
+
+def _build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
+    """The four posting lists of the chunks ``where`` selects, from their stored terms."""
+    query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
+    rows = conn.execute(query, args).fetchall()
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
     path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
-    posts = {
+    return {
         "text": Postings.build(r[0].split() for r in rows),
         "phrase": Postings.build(phrases(r[0].split()) for r in rows),
         "header": Postings.build(header_terms[r[1]] for r in rows),
         "path": Postings.build(path_terms[r[2]] for r in rows),
     }
-    conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
-        (generation, pack_postings(posts)),
-    )
