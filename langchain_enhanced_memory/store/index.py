@@ -153,7 +153,11 @@ class MemoryIndex:
                 yield vectors.CacheWriter(conn, model)
         finally:
             self.forget_vectors(model)
-        self._snapshots.seal(model)
+        # A cold index (or a new model) leaves its blobs' pages empty once they are
+        # in the side file: give them back when that is over a quarter of the file.
+        freed = self._snapshots.seal(model)
+        if freed and freed * 4 > self.path.stat().st_size:
+            self._vacuum()
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
@@ -185,11 +189,16 @@ class MemoryIndex:
             Bytes on disk before and after.
         """
         before = self.disk_bytes()
-        with self.db.writer_lock(), self.db.open() as conn:
+        with self.db.writer_lock():
+            self._vacuum()
+        return before, self.disk_bytes()
+
+    def _vacuum(self) -> None:
+        """Remove unused side files, rewrite the SQLite file compactly (writer lock held)."""
+        with self.db.open() as conn:
             sweep(side_folder(self.path), kept_files(conn))
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return before, self.disk_bytes()
 
     def stats(self) -> dict[str, int]:
         """Counts of files, chunks and cached vectors."""

@@ -42,6 +42,7 @@ class SnapshotCache:
         self.folder = side_folder(db.path)
         self._snapshot: Snapshot | None = None
         self._vector_cache: dict[str, tuple[int, Vectors]] = {}
+        self.folded_bytes = 0  # cache blobs this process moved into side files
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
@@ -78,18 +79,23 @@ class SnapshotCache:
                 conn.execute("COMMIT")
         return snap
 
-    def seal(self, model: str) -> None:
+    def seal(self, model: str) -> int:
         """Write the current generation's side file for ``model`` when complete (lock held).
 
         An index run calls it last, so the run ends with the vectors in their
         one place and the rows no generation uses collected.
+
+        Returns:
+            Bytes of cache blobs moved into the file (their space is now free).
         """
+        before = self.folded_bytes
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
                 self._vectors(conn, model, generation_of(conn), locked=True)
             finally:
                 conn.execute("COMMIT")
+        return self.folded_bytes - before
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
@@ -145,6 +151,8 @@ class SnapshotCache:
         except (OSError, sqlite3.Error) as exc:  # read-only index: gather again next time
             log.debug("could not write the vector file: %s", exc)
             return vec
+        if layout:
+            self.folded_bytes += len(vec.folded) * (layout.dim + 4)
         mapped = VectorFile.open(self.folder, layout) if layout else None
         return Vectors.mapped(mapped) if mapped else vec
 

@@ -159,3 +159,19 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
     migrated.sync()
     with sqlite3.connect(idx.path) as conn:
         assert not conn.execute("SELECT 1 FROM chunks WHERE line_hashes IS NULL").fetchall()
+
+
+def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
+    files = {
+        f"memory/2026-01-{d:02d}.md": f"# Day {d}\n\n"
+        + "".join(f"## Part {i}\n\n- fact {d} {i} one\n- fact {d} {i} two\n\n" for i in range(20))
+        for d in range(1, 28)
+    }
+    idx = MemoryIndex(write_workspace(tmp_path / "ws", files))
+    idx.sync()
+    emb = WordEmbeddings(dim=256)
+    embed_missing(idx, MODEL, _embed(emb))
+    # The blobs were over a third of the file once moved to the side file: vacuumed
+    # already, so compacting again finds little to reclaim.
+    before, after = idx.compact()
+    assert after > 0.9 * before
