@@ -16,7 +16,6 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -46,6 +45,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 POSTINGS_FIELDS = ("text", "phrase", "header", "path")
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 _POSTINGS_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+_MAGIC = b"EMP2"  # raw arrays after a JSON layout; older blobs are npz archives
 
 
 @dataclass
@@ -103,22 +103,39 @@ def chunker_signature(settings: MemorySettings) -> str:
 
 
 def pack_postings(posts: dict[str, Postings]) -> bytes:
-    """The four posting lists as one ``npz`` blob."""
-    arrays: dict[str, Any] = {}
+    """The four posting lists as one blob: a JSON layout, then each array 8-byte aligned.
+
+    :func:`unpack_postings` reads the arrays as views of the blob (no copy), so
+    a fresh process holds the postings once, not twice.
+    """
+    layout, chunks, offset = [], [], 0
     for name, p in posts.items():
         for part in _POSTINGS_PARTS:
-            arrays[f"{name}.{part}"] = getattr(p, part)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+            a = np.ascontiguousarray(getattr(p, part))
+            layout.append([f"{name}.{part}", a.dtype.str, a.size, offset])
+            chunks += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
+            offset += a.nbytes + len(chunks[-1])
+    head = json.dumps(layout).encode()
+    head += b" " * (-(len(head) + 8) % 8)
+    return _MAGIC + len(head).to_bytes(4, "little") + head + b"".join(chunks)
 
 
 def unpack_postings(blob: bytes) -> dict[str, Postings]:
-    """The posting lists of a :func:`pack_postings` blob."""
-    z = np.load(io.BytesIO(blob), allow_pickle=False)
-    names = {key.split(".", 1)[0] for key in z.files}
+    """The posting lists of a :func:`pack_postings` blob (read-only views of it)."""
+    if blob[:4] != _MAGIC:  # written by an older version: an npz archive
+        z = np.load(io.BytesIO(blob), allow_pickle=False)
+        arrays = {key: z[key] for key in z.files}
+    else:
+        size = int.from_bytes(blob[4:8], "little")
+        base = 8 + size
+        arrays = {
+            key: np.frombuffer(blob, dtype=np.dtype(dtype), count=count, offset=base + offset)
+            for key, dtype, count, offset in json.loads(blob[8:base])
+        }
+    names = {key.split(".", 1)[0] for key in arrays}
     return {
-        name: Postings(**{part: z[f"{name}.{part}"] for part in _POSTINGS_PARTS}) for name in names
+        name: Postings(**{part: arrays[f"{name}.{part}"] for part in _POSTINGS_PARTS})
+        for name in names
     }
 
 

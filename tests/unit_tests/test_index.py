@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import itertools
 import logging
 import os
@@ -22,6 +23,8 @@ from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
+
+PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 
 
 def _embed(emb: WordEmbeddings):
@@ -395,3 +398,18 @@ def test_postings_after_edits_equal_a_rebuild(
                 assert np.array_equal(getattr(stored[name], part), getattr(post, part)), name
         (workspace / "MEMORY.md").write_text("# Preferences\n\nTea, and emacs keybindings.\n")
     assert len(merges) == 8  # four lists, twice: merged, not rebuilt
+
+
+def test_postings_of_an_older_version_still_load(workspace: Path) -> None:
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    with idx.connect() as conn:
+        blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
+        want = sync.unpack_postings(blob)
+        assert not want["text"].docs.flags.writeable  # views of the blob, not copies
+        buf = io.BytesIO()  # the npz archive versions before this one wrote
+        np.savez(buf, **{f"{n}.{k}": getattr(p, k) for n, p in want.items() for k in PARTS})
+        conn.execute("UPDATE derived SET data=? WHERE name='postings'", (buf.getvalue(),))
+    snap = MemoryIndex(workspace).snapshot()
+    for part in PARTS:
+        assert np.array_equal(getattr(snap.text_post, part), getattr(want["text"], part))
