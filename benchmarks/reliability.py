@@ -58,6 +58,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
         return json.loads(p.read_text()) if p.exists() else {}
 
     kills, conc, ser = load("kills"), load("concurrency"), load("serialize")
+    vkills = load("vector_kills")
     rows = []
     if kills:
         ph = kills["phases"]
@@ -73,6 +74,18 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
         )
         rows.append(("`index` after the kills completes, every chunk has a vector", 1,
                      int(kills["final_ok"])))  # fmt: skip
+    if vkills:
+        ph = vkills["phases"]
+        rows.append(
+            (
+                f"SIGKILL around the vector side files ({ph['new vectors as blobs']} with new"
+                f" vectors as cache blobs, {ph['writing the vector file']} while a file was"
+                " written): named files whole, no cache row pointing at a missing vector,"
+                " vector search answers; one file left after the next run",
+                vkills["kills"],
+                vkills["survived"] if not vkills["problems"] and vkills["files_after"] == 1 else 0,
+            )
+        )
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
     rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
                  " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"

@@ -54,8 +54,10 @@ def _engine(ws: str, vectors: bool, cost_ms: float = 0.0) -> Any:
 
 
 def _index_bytes(ws: str) -> int:
+    """The SQLite file, its WAL and the vector side files."""
     folder = Path(ws) / ".enhanced-memory"
-    return sum(p.stat().st_size for p in folder.glob("index.sqlite*"))
+    files = [*folder.glob("index.sqlite*"), *folder.glob("index.vectors/*")]
+    return sum(p.stat().st_size for p in files if p.is_file())
 
 
 def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
@@ -150,7 +152,7 @@ def phase_original_prep(a: argparse.Namespace) -> dict[str, Any]:
             "text": snap.texts[i],
             "embedding": v,
         }
-        for i, v in enumerate(snap.vectors.tolist())
+        for i, v in enumerate(snap.dense_vectors().tolist())
     ]
     out = Path(a.vectors_json)
     with out.open("w", encoding="utf-8") as fh:

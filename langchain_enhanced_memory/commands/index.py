@@ -19,6 +19,11 @@ from .common import (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory index``."""
     add_common_arguments(p)
+    p.add_argument(
+        "--compact",
+        action="store_true",
+        help="then reclaim the space of deleted rows and old vector files (VACUUM)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
             f"embedding stopped: {exc} (text index updated; embedded chunks kept, rerun to resume)",
             exc.action,
         ) from None
+    compacted = engine.index.compact() if args.compact else None
     stats = engine.index.stats()
     choice = engine.choice
     out = {
@@ -46,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         "model": choice.model,
         "fallback": choice.fallback,
     }
+    if compacted:
+        out["compacted"] = {"before_bytes": compacted[0], "after_bytes": compacted[1]}
     if args.json:
         dump(out)
         return 0
@@ -56,4 +64,7 @@ def run(args: argparse.Namespace) -> int:
         f" -> {out['index']}",
         file=sys.stdout,
     )
+    if compacted:
+        mb = 1 << 20
+        print(f"compacted {compacted[0] / mb:.1f} MB -> {compacted[1] / mb:.1f} MB")
     return 0

@@ -136,9 +136,7 @@ def rank(
 def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
     if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
         return np.zeros(len(snap), dtype=np.float32)
-    # einsum stays on one thread: `@` wakes OpenBLAS's pool, which costs more than
-    # the product itself on a busy 2-core machine (benchmarks/speed.py).
-    return np.einsum("ij,j->i", snap.vectors, qvec.astype(np.float32))
+    return scoring.cosines(snap.vectors, snap.vector_scale, qvec)
 
 
 def _line_cosines(
@@ -154,8 +152,8 @@ def _line_cosines(
     rows = scoring.group_rows(owner, np.sort(scoring.top_k(first_pass, settings.line_candidates)))
     if rows.size == 0:
         return None
-    vectors = lines[rows].astype(np.float32)  # stored as float16
-    return np.einsum("ij,j->i", vectors, qvec.astype(np.float32)), owner[rows]
+    scale = None if snap.line_scale is None else snap.line_scale[rows]
+    return scoring.cosines(lines[rows], scale, qvec), owner[rows]
 
 
 def _normalize(

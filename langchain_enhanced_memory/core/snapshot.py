@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .scoring import Postings
+from .scoring import Postings, dequantize
 
 __all__ = ["Snapshot"]
 
@@ -35,9 +35,13 @@ class Snapshot:
     phrase_post: Postings  # adjacent term pairs of the chunk text
     header_post: Postings
     path_post: Postings
+    # Vectors are int8 rows times a float32 scale each (scoring.quantize), often
+    # read-only maps of the generation's side file; a None scale means plain floats.
     vectors: np.ndarray | None = None
+    vector_scale: np.ndarray | None = None
     has_vector: np.ndarray | None = None
-    line_vectors: np.ndarray | None = None  # float16, a row per embedded line (line_vector_share)
+    line_vectors: np.ndarray | None = None  # a row per embedded line (line_vector_share)
+    line_scale: np.ndarray | None = None
     line_owner: np.ndarray | None = None  # the chunk (row) of each line vector, ascending
     model: str | None = None
     # Views a scoring strategy derives once per generation (e.g. lowercased texts).
@@ -45,3 +49,7 @@ class Snapshot:
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def dense_vectors(self) -> np.ndarray | None:
+        """The chunk vectors as float32 rows (for exports; scoring reads them quantized)."""
+        return None if self.vectors is None else dequantize(self.vectors, self.vector_scale)

@@ -49,9 +49,10 @@ def vectors_json(engine: MemorySearch) -> list[dict[str, Any]]:
             f"embedding stopped: {exc}", "start Ollama or use --embedder local"
         ) from None
     snap = engine.index.snapshot(engine.model_id)
-    if snap.vectors is None or snap.has_vector is None or not snap.has_vector.all():
+    dense = snap.dense_vectors()
+    if dense is None or snap.has_vector is None or not snap.has_vector.all():
         raise ExportError("some chunks have no vector yet", "run `enhanced-memory index` again")
-    rounded = np.round(snap.vectors.astype(np.float64), 7)
+    rounded = np.round(dense.astype(np.float64), 7)
     return [
         {
             "file": snap.paths[i],

@@ -17,11 +17,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import numpy as np
 
 from ..core.errors import IndexUnavailableError
 from .locations import INDEX_DIRNAME, writable
+from .matrices import encode
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -34,7 +37,10 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-SCHEMA_VERSION = 2  # 2: chunks.chunk_id dropped (written, never read)
+# 2: chunks.chunk_id dropped (written, never read)
+# 3: vectors stored once, as int8 + scale (NULL when in the generation's side
+#    file, see .matrices); chunks.line_hashes stored
+SCHEMA_VERSION = 3
 INDEX_FILENAME = "index.sqlite"
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
@@ -47,11 +53,11 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, header TEXT NOT NULL, headers TEXT NOT NULL,
-    text TEXT NOT NULL, embed_hash TEXT NOT NULL, terms TEXT NOT NULL
+    text TEXT NOT NULL, embed_hash TEXT NOT NULL, terms TEXT NOT NULL, line_hashes BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS embed_cache (
-    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL,
+    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB,
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS derived (
@@ -59,9 +65,43 @@ CREATE TABLE IF NOT EXISTS derived (
 );
 """
 
-# version -> statements that bring an index of that version to the next one.
-_MIGRATIONS: dict[int, str] = {
-    1: "ALTER TABLE chunks DROP COLUMN chunk_id;",
+
+def _to_v3(conn: sqlite3.Connection) -> None:
+    """float32 cache rows to int8 + scale in place (same keys: nothing is re-embedded).
+
+    The float32 matrix copies in ``derived`` go; line hashes are filled in by
+    the next sync (which knows the settings that cut lines).
+    """
+    conn.execute("ALTER TABLE chunks ADD COLUMN line_hashes BLOB")
+    conn.execute(
+        "CREATE TABLE embed_cache_v3 (model TEXT NOT NULL, text_hash TEXT NOT NULL,"
+        " dim INTEGER NOT NULL, vector BLOB, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+    )
+    rows = conn.execute("SELECT model, text_hash, dim, vector FROM embed_cache")
+    while batch := rows.fetchmany(4096):
+        by_dim: dict[int, list[tuple[str, str, bytes]]] = {}
+        for model, text_hash, dim, blob in batch:
+            if blob is not None and len(blob) == dim * 4:  # anything else is damage: re-embed
+                by_dim.setdefault(dim, []).append((model, text_hash, blob))
+        for dim, group in by_dim.items():
+            floats = np.frombuffer(b"".join(b for *_, b in group), np.float32).reshape(-1, dim)
+            conn.executemany(
+                "INSERT INTO embed_cache_v3 VALUES (?,?,?,?)",
+                [(m, h, dim, v) for (m, h, _), v in zip(group, encode(floats), strict=True)],
+            )
+    conn.execute("DROP TABLE embed_cache")
+    conn.execute("ALTER TABLE embed_cache_v3 RENAME TO embed_cache")
+    conn.execute(
+        "DELETE FROM derived WHERE name LIKE 'matrix:%' OR name LIKE 'lines:%'"
+        " OR name LIKE 'line-owner:%'"
+    )
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('line-hashes', 'missing')")
+
+
+# version -> the step that brings an index of that version to the next one.
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
+    1: lambda conn: conn.execute("ALTER TABLE chunks DROP COLUMN chunk_id"),
+    2: _to_v3,
 }
 
 
@@ -188,7 +228,7 @@ class IndexDB:
                         conn.execute(statement)
             else:
                 for step in range(again, SCHEMA_VERSION):
-                    conn.execute(_MIGRATIONS[step])
+                    _MIGRATIONS[step](conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:

@@ -1,12 +1,15 @@
 """The persistent, incremental index of one workspace: one SQLite file.
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
-terms), ``embed_cache`` (vectors keyed by model and text hash) and ``derived``
-(the postings and the vector matrices as ready-to-load numpy blobs). The work
-is split by concern: :mod:`.db` opens the file and holds the writer lock,
-:mod:`.sync` brings the text state up to date, :mod:`.vectors` keeps the
-embedding cache and :mod:`.snapshots` loads a generation for scoring.
-:class:`MemoryIndex` is the one public face of the four.
+terms, line hashes), ``embed_cache`` (vectors keyed by model and text hash, as
+int8 blobs until a side file holds them) and ``derived`` (the postings as a
+ready-to-load numpy blob, and the name of each model's side file). Beside it,
+``index.vectors/`` holds one side file per model: the current generation's
+vectors, mapped read-only by searchers. The work is split by concern: :mod:`.db`
+opens the file and holds the writer lock, :mod:`.sync` brings the text state up
+to date, :mod:`.vectors` keeps the embedding cache, :mod:`.matrices` and
+:mod:`.folding` the side files, and :mod:`.snapshots` loads a generation for
+scoring. :class:`MemoryIndex` is the one public face of them.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous
 state; readers use WAL and see a consistent snapshot while a writer runs; an
@@ -35,6 +38,8 @@ from .db import (
     generation_of,
     get_meta,
 )
+from .folding import kept_files
+from .matrices import side_folder, sweep
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
 
@@ -136,7 +141,7 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
         with self.db.open() as conn:
-            return vectors.missing_embeddings(conn, model, self.settings)
+            return vectors.missing_embeddings(conn, model, self.settings, side_folder(self.path))
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
@@ -146,12 +151,23 @@ class MemoryIndex:
 
     @contextlib.contextmanager
     def embedding_writer(self, model: str) -> Iterator[vectors.CacheWriter]:
-        """One connection for a run of :meth:`store_embeddings` (a commit per batch)."""
+        """One connection for a run of :meth:`store_embeddings` (a commit per batch).
+
+        The caller holds the embedding lock; when the run ends complete, the
+        generation's vectors are written to their side file, under the writer
+        lock (a text sync must not change the generation while it is sealed).
+        """
         try:
             with self.db.open() as conn:
                 yield vectors.CacheWriter(conn, model)
         finally:
             self.forget_vectors(model)
+        with self.db.writer_lock():
+            freed = self._snapshots.seal(model)
+            # A cold index (or a new model) leaves its blobs' pages empty once they are
+            # in the side file: give them back when that is over a quarter of the file.
+            if freed and freed * 4 > self.path.stat().st_size:
+                self._vacuum()
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
@@ -166,6 +182,33 @@ class MemoryIndex:
     def snapshot(self, model: str | None = None) -> Snapshot:
         """The current generation as arrays (cached until the generation changes)."""
         return self._snapshots.get(model)
+
+    def disk_bytes(self) -> int:
+        """Bytes the index takes on disk: the SQLite file, its WAL and the side files."""
+        files = [Path(str(self.path) + s) for s in ("", "-wal", "-shm")]
+        folder = side_folder(self.path)
+        files += list(folder.iterdir()) if folder.is_dir() else []
+        return sum(p.stat().st_size for p in files if p.is_file())
+
+    def compact(self) -> tuple[int, int]:
+        """Reclaim the space of deleted rows and unused side files (``VACUUM``).
+
+        Waits for the writer lock; searchers keep reading meanwhile (WAL).
+
+        Returns:
+            Bytes on disk before and after.
+        """
+        before = self.disk_bytes()
+        with self.db.writer_lock():
+            self._vacuum()
+        return before, self.disk_bytes()
+
+    def _vacuum(self) -> None:
+        """Remove unused side files, rewrite the SQLite file compactly (writer lock held)."""
+        with self.db.open() as conn:
+            sweep(side_folder(self.path), kept_files(conn))
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def stats(self) -> dict[str, int]:
         """Counts of files, chunks and cached vectors."""

@@ -1,9 +1,10 @@
 """Loading a generation as a :class:`..core.snapshot.Snapshot`: texts, postings and matrices.
 
-The postings and, once every chunk has a vector, the chunk and line-vector
-matrices are stored in ``derived`` as ready-to-load numpy blobs, so a fresh
-process searches without re-tokenizing or re-assembling anything. A loaded
-snapshot is kept until the generation changes.
+The postings are stored in ``derived`` as a ready-to-load numpy blob; once
+every chunk has a vector, the chunk and line-vector matrices are the
+generation's side file (:mod:`.matrices`), mapped read-only, so a fresh process
+searches without re-tokenizing or re-assembling anything and holds no private
+copy of the vectors. A loaded snapshot is kept until the generation changes.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from ..core.scoring import Postings
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
 from .db import IndexDB, generation_of
+from .folding import Vectors, assemble, drop_lost, fold
+from .matrices import Layout, VectorFile, side_folder
 from .sync import POSTINGS_FIELDS, unpack_postings
-from .vectors import line_hashes
+from .vectors import current_layout
 
 __all__ = ["SnapshotCache"]
 
 log = logging.getLogger("langchain_enhanced_memory")
+
+
+class _Moved(Exception):
+    """The side file named in our read transaction went away: read again."""
 
 
 class SnapshotCache:
@@ -32,12 +39,21 @@ class SnapshotCache:
     def __init__(self, db: IndexDB, settings: MemorySettings) -> None:
         self.db = db
         self.settings = settings
+        self.folder = side_folder(db.path)
         self._snapshot: Snapshot | None = None
-        self._vector_cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
-        self._line_cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._vector_cache: dict[str, tuple[int, Vectors]] = {}
+        self.folded_bytes = 0  # cache blobs this process moved into side files
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
+        for _ in range(3):
+            try:
+                return self._get(model)
+            except _Moved:  # a writer switched files between our read and our open
+                continue
+        return self._get(model)
+
+    def _get(self, model: str | None) -> Snapshot:
         with self.db.reader() as conn:
             conn.execute("BEGIN")
             try:
@@ -47,19 +63,39 @@ class SnapshotCache:
                     snap = _load_text(conn, generation)
                     self._snapshot = snap
                 if model is not None and snap.model != model:
-                    snap.vectors, snap.has_vector = self._vectors(conn, model, generation)
-                    snap.line_vectors = snap.line_owner = None
+                    vec = self._vectors(conn, model, generation)
+                    n = vec.chunks
+                    snap.vectors, snap.vector_scale = vec.matrix[:n], vec.scale[:n]
+                    snap.has_vector = vec.has_vector
+                    snap.line_vectors = snap.line_scale = snap.line_owner = None
                     if self.settings.line_vector_share:
-                        snap.line_vectors, snap.line_owner = self._lines(
-                            conn, model, generation, snap.vectors.shape[1]
-                        )
+                        snap.line_vectors, snap.line_scale = vec.matrix[n:], vec.scale[n:]
+                        snap.line_owner = vec.owner
                     snap.model = model
                 elif model is None:
-                    snap.vectors = snap.has_vector = snap.model = None
-                    snap.line_vectors = snap.line_owner = None
+                    snap.vectors = snap.vector_scale = snap.has_vector = snap.model = None
+                    snap.line_vectors = snap.line_scale = snap.line_owner = None
             finally:
                 conn.execute("COMMIT")
         return snap
+
+    def seal(self, model: str) -> int:
+        """Write the current generation's side file for ``model`` when complete (lock held).
+
+        An index run calls it last, so the run ends with the vectors in their
+        one place and the rows no generation uses collected.
+
+        Returns:
+            Bytes of cache blobs moved into the file (their space is now free).
+        """
+        before = self.folded_bytes
+        with self.db.open() as conn:
+            conn.execute("BEGIN")
+            try:
+                self._vectors(conn, model, generation_of(conn), locked=True)
+            finally:
+                conn.execute("COMMIT")
+        return self.folded_bytes - before
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
@@ -68,67 +104,68 @@ class SnapshotCache:
     def forget_vectors(self, model: str) -> None:
         """Drop ``model``'s matrices: new vectors were stored."""
         self._vector_cache.pop(model, None)
-        self._line_cache.pop(model, None)
         if self._snapshot is not None and self._snapshot.model == model:
             self._snapshot.model = None
 
     def _vectors(
-        self, conn: sqlite3.Connection, model: str, generation: int
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, conn: sqlite3.Connection, model: str, generation: int, locked: bool = False
+    ) -> Vectors:
         cached = self._vector_cache.get(model)
         if cached and cached[0] == generation:
-            return cached[1], cached[2]
-        # Raw float32 rows, read without a copy (the matrix is the biggest thing in memory).
-        name = f"matrix:{model}"
-        row = conn.execute("SELECT generation, data FROM derived WHERE name=?", (name,)).fetchone()
-        if row and row[0] == generation:
-            n = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            flat = np.frombuffer(row[1], dtype=np.float32)
-            vectors = flat.reshape(n, -1) if n else np.zeros((0, 0), np.float32)
-            mask = np.ones(n, dtype=bool)
+            return cached[1]
+        current = current_layout(conn, model)
+        old = VectorFile.open(self.folder, current[1]) if current else None
+        if current and old is None:
+            self._lost(model, current[1])
+        wants_lines = bool(self.settings.line_vector_share)
+        if (
+            old
+            and current
+            and current[0] == generation
+            and (old.layout.lines_complete or not wants_lines)
+        ):
+            vec = Vectors.mapped(old)
         else:
-            vectors, mask = _assemble_vectors(conn, model)
-        if mask.all() and not (row and row[0] == generation):
-            self._save(name, generation, vectors)
-        self._vector_cache[model] = (generation, vectors, mask)
-        return vectors, mask
+            vec = assemble(conn, model, self.settings, old)
+            if (
+                vec.matrix.shape[1]
+                and vec.has_vector.all()
+                and (vec.lines_complete or not wants_lines)
+            ):
+                vec = self._fold(model, generation, vec, old, locked)
+        self._vector_cache[model] = (generation, vec)
+        return vec
 
-    def _lines(
-        self, conn: sqlite3.Connection, model: str, generation: int, dim: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Line vectors and the chunk row of each; lines not embedded yet are left out."""
-        cached = self._line_cache.get(model)
-        if cached and cached[0] == generation:
-            return cached[1], cached[2]
-        names = (f"lines:{model}", f"line-owner:{model}")
-        stored = dict(
-            conn.execute(
-                "SELECT name, data FROM derived WHERE name IN (?, ?) AND generation=?",
-                (*names, generation),
-            ).fetchall()
-        )
-        owner = np.frombuffer(stored.get(names[1], b""), dtype=np.int32)
-        flat = np.frombuffer(stored.get(names[0], b""), dtype=np.float16)
-        if len(stored) == 2 and flat.size == owner.size * dim:
-            vectors = flat.reshape(owner.size, dim)
-        else:  # not stored yet for this generation (or by an older version)
-            vectors, owner, complete = _assemble_lines(conn, model, self.settings)
-            if complete:
-                self._save(names[0], generation, vectors)
-                self._save(names[1], generation, owner)
-        self._line_cache[model] = (generation, vectors, owner)
-        return vectors, owner
-
-    def _save(self, name: str, generation: int, array: np.ndarray) -> None:
-        """Persist a complete array (kept in its dtype) so the next process loads it in one read."""
+    def _fold(
+        self, model: str, generation: int, vec: Vectors, old: VectorFile | None, locked: bool
+    ) -> Vectors:
+        """Write the generation's side file when no other writer runs, and map it."""
         try:
-            with self.db.open() as conn:
-                conn.execute(
-                    "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
-                    (name, generation, np.ascontiguousarray(array).tobytes()),
-                )
-        except sqlite3.Error as exc:  # read-only index: fine, we assemble again next time
-            log.debug("could not cache the vector matrix: %s", exc)
+            if locked:
+                layout = fold(self.db, self.folder, model, generation, vec, old)
+            else:
+                with self.db.writer_lock(wait=False) as got:
+                    layout = (
+                        fold(self.db, self.folder, model, generation, vec, old) if got else None
+                    )
+        except (OSError, sqlite3.Error) as exc:  # read-only index: gather again next time
+            log.debug("could not write the vector file: %s", exc)
+            return vec
+        if layout:
+            self.folded_bytes += len(vec.folded) * (layout.dim + 4)
+        mapped = VectorFile.open(self.folder, layout) if layout else None
+        return Vectors.mapped(mapped) if mapped else vec
+
+    def _lost(self, model: str, layout: Layout) -> None:
+        """The named side file cannot be read: moved on (read again) or lost (forget it)."""
+        with self.db.open() as fresh:
+            now = current_layout(fresh, model)
+        if now is None or now[1] != layout:
+            raise _Moved
+        with self.db.writer_lock(wait=False) as locked:
+            if locked:
+                drop_lost(self.db, model, layout)
+        raise _Moved
 
 
 def _load_text(conn: sqlite3.Connection, generation: int) -> Snapshot:
@@ -163,45 +200,3 @@ def _load_text(conn: sqlite3.Connection, generation: int) -> Snapshot:
         header_post=posts["header"],
         path_post=posts["path"],
     )
-
-
-def _assemble_vectors(conn: sqlite3.Connection, model: str) -> tuple[np.ndarray, np.ndarray]:
-    rows = conn.execute(
-        "SELECT e.vector FROM chunks c LEFT JOIN embed_cache e"
-        " ON e.model=? AND e.text_hash=c.embed_hash ORDER BY c.id",
-        (model,),
-    ).fetchall()
-    dim = next((len(r[0]) // 4 for r in rows if r[0] is not None), 0)
-    vectors = np.zeros((len(rows), dim), dtype=np.float32)
-    mask = np.zeros(len(rows), dtype=bool)
-    for i, (blob,) in enumerate(rows):
-        if blob is not None and len(blob) == dim * 4:
-            vectors[i] = np.frombuffer(blob, dtype=np.float32)
-            mask[i] = True
-    return vectors, mask
-
-
-def _assemble_lines(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    lines = line_hashes(conn, settings)
-    found: dict[str, bytes] = {}
-    wanted = sorted({h for _, h, _ in lines})
-    for lo in range(0, len(wanted), 500):
-        part = wanted[lo : lo + 500]
-        found.update(
-            conn.execute(
-                "SELECT text_hash, vector FROM embed_cache WHERE model=?"
-                f" AND text_hash IN ({','.join('?' * len(part))})",
-                (model, *part),
-            ).fetchall()
-        )
-    dim = next((len(b) // 4 for b in found.values()), 0)
-    kept = [(row, found[h]) for row, h, _ in lines if len(found.get(h, b"")) == dim * 4 > 0]
-    # Half precision: lines outnumber chunks several times over, and a cosine
-    # needs no more than three digits to rank.
-    vectors = np.zeros((len(kept), dim), dtype=np.float16)
-    for i, (_, blob) in enumerate(kept):
-        vectors[i] = np.frombuffer(blob, dtype=np.float32)
-    owner = np.asarray([row for row, _ in kept], dtype=np.int32)
-    return vectors, owner, len(kept) == len(lines)

@@ -16,11 +16,10 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from ..core.chunking import Chunk
+from ..core.chunking import Chunk, line_texts
 from ..core.recipe import recipe
 from ..core.scoring import Postings
 from ..core.settings import MemorySettings
@@ -35,6 +34,7 @@ __all__ = [
     "embed_text",
     "is_stale",
     "keyword_text",
+    "line_digests",
     "sha",
     "sync_text",
     "unpack_postings",
@@ -45,6 +45,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 POSTINGS_FIELDS = ("text", "phrase", "header", "path")
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 _POSTINGS_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+_MAGIC = b"EMP2"  # raw arrays after a JSON layout; older blobs are npz archives
 
 
 @dataclass
@@ -102,22 +103,39 @@ def chunker_signature(settings: MemorySettings) -> str:
 
 
 def pack_postings(posts: dict[str, Postings]) -> bytes:
-    """The four posting lists as one ``npz`` blob."""
-    arrays: dict[str, Any] = {}
+    """The four posting lists as one blob: a JSON layout, then each array 8-byte aligned.
+
+    :func:`unpack_postings` reads the arrays as views of the blob (no copy), so
+    a fresh process holds the postings once, not twice.
+    """
+    layout, chunks, offset = [], [], 0
     for name, p in posts.items():
         for part in _POSTINGS_PARTS:
-            arrays[f"{name}.{part}"] = getattr(p, part)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+            a = np.ascontiguousarray(getattr(p, part))
+            layout.append([f"{name}.{part}", a.dtype.str, a.size, offset])
+            chunks += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
+            offset += a.nbytes + len(chunks[-1])
+    head = json.dumps(layout).encode()
+    head += b" " * (-(len(head) + 8) % 8)
+    return _MAGIC + len(head).to_bytes(4, "little") + head + b"".join(chunks)
 
 
 def unpack_postings(blob: bytes) -> dict[str, Postings]:
-    """The posting lists of a :func:`pack_postings` blob."""
-    z = np.load(io.BytesIO(blob), allow_pickle=False)
-    names = {key.split(".", 1)[0] for key in z.files}
+    """The posting lists of a :func:`pack_postings` blob (read-only views of it)."""
+    if blob[:4] != _MAGIC:  # written by an older version: an npz archive
+        z = np.load(io.BytesIO(blob), allow_pickle=False)
+        arrays = {key: z[key] for key in z.files}
+    else:
+        size = int.from_bytes(blob[4:8], "little")
+        base = 8 + size
+        arrays = {
+            key: np.frombuffer(blob, dtype=np.dtype(dtype), count=count, offset=base + offset)
+            for key, dtype, count, offset in json.loads(blob[8:base])
+        }
+    names = {key.split(".", 1)[0] for key in arrays}
     return {
-        name: Postings(**{part: z[f"{name}.{part}"] for part in _POSTINGS_PARTS}) for name in names
+        name: Postings(**{part: arrays[f"{name}.{part}"] for part in _POSTINGS_PARTS})
+        for name in names
     }
 
 
@@ -170,18 +188,21 @@ def sync_text(
 
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if get_meta(conn, "line-hashes") == "missing":
+            _fill_line_digests(conn, settings)
         conn.executemany(
             "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
             [(size, mtime, path) for path, size, mtime in touched],
         )
         if report.changed_anything or rechunk_all:
             gone = set(deleted) | set(report.changed)
+            before = None if rechunk_all else _rows_before(conn, gone)
             conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in gone])
             conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
             for f, st, digest, chunks in fresh:
                 _insert_file(conn, f, st, digest, chunks, settings)
             generation = generation_of(conn) + 1
-            write_postings(conn, generation)
+            write_postings(conn, generation, before)
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?)",
                 (str(generation), signature),
@@ -207,8 +228,8 @@ def _insert_file(
         (f.path, st.st_size, st.st_mtime_ns, digest, f.kind, f.date and f.date.isoformat()),
     )
     conn.executemany(
-        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms)"
-        " VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms,"
+        " line_hashes) VALUES (?,?,?,?,?,?,?,?,?)",
         [
             (
                 f.path,
@@ -219,10 +240,33 @@ def _insert_file(
                 c.text,
                 sha(embed_text(c, settings)),
                 " ".join(tokenize(keyword_text(c))),
+                line_digests(c.text, settings),
             )
             for c in chunks
         ],
     )
+
+
+def line_digests(text: str, settings: MemorySettings) -> bytes:
+    """The SHA-256 digests of a chunk's embedded lines, concatenated (32 bytes each).
+
+    Stored with the chunk, so finding which lines lack a vector reads them
+    instead of hashing every line of the workspace again.
+    """
+    return b"".join(
+        hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest()
+        for line in line_texts(text, settings.embed_max_chars)
+    )
+
+
+def _fill_line_digests(conn: sqlite3.Connection, settings: MemorySettings) -> None:
+    """Line digests of chunks written before they were stored (once, after the migration)."""
+    rows = conn.execute("SELECT id, text FROM chunks WHERE line_hashes IS NULL").fetchall()
+    conn.executemany(
+        "UPDATE chunks SET line_hashes=? WHERE id=?",
+        [(line_digests(text, settings), i) for i, text in rows],
+    )
+    conn.execute("DELETE FROM meta WHERE key='line-hashes'")
 
 
 def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
@@ -236,19 +280,55 @@ def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
     return lines, after
 
 
-def write_postings(conn: sqlite3.Connection, generation: int) -> None:
-    """Build the four posting lists from every chunk's stored terms."""
-    rows = conn.execute("SELECT terms, headers, path FROM chunks ORDER BY id").fetchall()
+def _rows_before(conn: sqlite3.Connection, gone: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk ids in row order, and which of them stay, before ``gone``'s chunks are deleted."""
+    ids = np.fromiter((i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")), np.int64)
+    removed = [i for p in gone for (i,) in conn.execute("SELECT id FROM chunks WHERE path=?", (p,))]
+    return ids, ~np.isin(ids, np.asarray(removed, dtype=np.int64))
+
+
+def write_postings(
+    conn: sqlite3.Connection,
+    generation: int,
+    before: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Store the four posting lists of ``generation``.
+
+    Args:
+        conn: The connection, inside the sync's transaction.
+        generation: The generation being written.
+        before: The previous generation's chunk ids in row order and which of
+            them stay; its stored postings then get the new chunks merged in
+            (they have the highest ids, so their rows come last) instead of
+            being rebuilt from every chunk.
+    """
+    prev = conn.execute("SELECT generation, data FROM derived WHERE name='postings'").fetchone()
+    posts = None
+    if before is not None and prev is not None and prev[0] == generation - 1:
+        ids, keep = before
+        old = unpack_postings(prev[1])
+        if set(old) == set(POSTINGS_FIELDS) and all(p.n_docs == ids.size for p in old.values()):
+            last = int(ids[keep].max()) if keep.any() else -1
+            added = _build_postings(conn, "WHERE id > ?", (last,))
+            posts = {name: old[name].merged(keep, added[name]) for name in POSTINGS_FIELDS}
+    if posts is None:
+        posts = _build_postings(conn, "", ())
+    conn.execute(
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
+        (generation, pack_postings(posts)),
+    )
+
+
+def _build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
+    """The four posting lists of the chunks ``where`` selects, from their stored terms."""
+    query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
+    rows = conn.execute(query, args).fetchall()
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
     path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
-    posts = {
+    return {
         "text": Postings.build(r[0].split() for r in rows),
         "phrase": Postings.build(phrases(r[0].split()) for r in rows),
         "header": Postings.build(header_terms[r[1]] for r in rows),
         "path": Postings.build(path_terms[r[2]] for r in rows),
     }
-    conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
-        (generation, pack_postings(posts)),
-    )

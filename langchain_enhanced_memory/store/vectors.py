@@ -1,101 +1,160 @@
-"""The embedding cache: vectors keyed by model and text hash.
+"""The embedding cache: vectors keyed by model and text hash, each stored once.
 
 A changed file re-embeds only its changed chunks, and switching models
 re-embeds once. Line vectors need no table of their own: a chunk's lines are
-derived from its text (:func:`..core.chunking.line_texts`) and cached by their
-hash like chunks.
+derived from its text (:func:`..core.chunking.line_texts`), their hashes are
+stored with the chunk, and they are cached by hash like chunks. A cache row's
+vector is an int8 blob until a generation's side file holds it (NULL then,
+see :mod:`.matrices`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from .db import generation_of
-from .sync import embed_text, sha
+from .matrices import Layout, VectorFile, encode, hash_keys
+from .sync import embed_text, line_digests, sha
 
 __all__ = [
     "CacheWriter",
+    "current_layout",
+    "RowKeys",
+    "generation_keys",
     "is_complete",
-    "line_hashes",
     "missing_embeddings",
+    "pending_keys",
     "store_vectors",
     "vector_dim",
 ]
 
 
+@dataclass
+class RowKeys:
+    """The text-hash keys (:func:`.matrices.hash_keys`) of one generation's chunks and lines."""
+
+    chunk_ids: np.ndarray  # chunk id of each row
+    chunks: np.ndarray  # key of each chunk row
+    lines: np.ndarray  # key of each line, chunk by chunk
+    owner: np.ndarray  # the chunk row of each line
+
+
+def generation_keys(conn: sqlite3.Connection, settings: MemorySettings) -> RowKeys:
+    """Keys of every chunk and line, read from the stored hashes (no line is hashed).
+
+    A chunk stored before line hashes were (an index just migrated, not synced
+    since) has its lines hashed here.
+    """
+    query = (
+        "SELECT id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
+        " FROM chunks ORDER BY id"
+    )
+    rows = conn.execute(query).fetchall()
+    digests = [b if b is not None else line_digests(t, settings) for _, _, b, t in rows]
+    counts = np.fromiter((len(d) // 32 for d in digests), dtype=np.int64, count=len(rows))
+    # A key is a hash's first 8 bytes, big-endian (its first 16 hex digits).
+    lines = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 4)[:, 0]
+    return RowKeys(
+        chunk_ids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+        chunks=hash_keys([r[1] for r in rows]),
+        lines=lines.astype(np.uint64),
+        owner=np.repeat(np.arange(len(rows), dtype=np.int32), counts),
+    )
+
+
+def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.ndarray]:
+    """Hashes and keys of ``model``'s vectors that are cache blobs (in no side file yet)."""
+    hashes = [
+        h
+        for (h,) in conn.execute(
+            "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NOT NULL", (model,)
+        )
+    ]
+    return hashes, hash_keys(hashes)
+
+
 def missing_embeddings(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings
+    conn: sqlite3.Connection, model: str, settings: MemorySettings, folder: Path
 ) -> list[tuple[str, str]]:
-    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
+    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique).
+
+    A vector is there when it is a cache blob or in the model's side file.
+    """
     if is_complete(conn, model, settings):
         return []
-    # One scan of the cached hashes beats a primary-key probe per chunk: the
-    # cache's B-tree holds the vectors inline, so each probe reads a few pages.
-    cached = {
-        h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))
-    }
-    ids = [
-        i
-        for i, h in conn.execute("SELECT id, embed_hash FROM chunks ORDER BY id")
-        if h not in cached
-    ]
-    rows = []
-    for lo in range(0, len(ids), 500):
-        part = ids[lo : lo + 500]
-        rows += conn.execute(
-            "SELECT embed_hash, header, headers, text FROM chunks"
-            f" WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
-            part,
-        ).fetchall()
-    lines = line_hashes(conn, settings) if settings.line_vector_share else []
+    keys = generation_keys(conn, settings)
+    _, pending = pending_keys(conn, model)
+    current = current_layout(conn, model)
+    old = VectorFile.open(folder, current[1]) if current else None
+
+    def lacking(k: np.ndarray) -> np.ndarray:
+        found = np.isin(k, pending)
+        return ~(found | (old.lookup(k) >= 0)) if old else ~found
+
     out: dict[str, str] = {}
-    for h, header, headers, text in rows:
+    ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
+    for h, header, headers, text in _chunk_rows(conn, ids, "embed_hash, header, headers, text"):
         chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
         out.setdefault(h, embed_text(chunk, settings))
-    for _, h, line in lines:
-        if h not in cached:
-            out.setdefault(h, line)
+    if settings.line_vector_share and keys.lines.size:
+        # Lines are cut and hashed again only in chunks with a line missing.
+        gone = lacking(keys.lines)
+        wanted = set(keys.lines[gone].tolist())
+        ids = keys.chunk_ids[np.unique(keys.owner[gone])].tolist()
+        for (text,) in _chunk_rows(conn, ids, "text"):
+            for line in line_texts(text, settings.embed_max_chars):
+                h = sha(line)
+                if int(h[:16], 16) in wanted:
+                    out.setdefault(h, line)
     return list(out.items())
 
 
-def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
-    """Whether this generation's matrices were stored, which happens only when complete.
+def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:
+    rows: list[tuple] = []
+    for lo in range(0, len(ids), 500):
+        part = ids[lo : lo + 500]
+        rows += conn.execute(
+            f"SELECT {columns} FROM chunks WHERE id IN ({','.join('?' * len(part))}) ORDER BY id",
+            part,
+        ).fetchall()
+    return rows
 
-    Saves a re-index with nothing to do from hashing every line and scanning
-    the whole embedding cache.
-    """
-    names = [f"matrix:{model}"]
-    if settings.line_vector_share:
-        names.append(f"line-owner:{model}")
-    (stored,) = conn.execute(
-        "SELECT count(*) FROM derived WHERE generation=?"
-        f" AND name IN ({','.join('?' * len(names))})",
-        (generation_of(conn), *names),
+
+def current_layout(conn: sqlite3.Connection, model: str) -> tuple[int, Layout] | None:
+    """The generation and layout of ``model``'s side file (None when it has none)."""
+    row = conn.execute(
+        "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
     ).fetchone()
-    return bool(stored == len(names))
+    layout = Layout.from_json(row[1]) if row else None
+    return (int(row[0]), layout) if row and layout else None
 
 
-def line_hashes(conn: sqlite3.Connection, settings: MemorySettings) -> list[tuple[int, str, str]]:
-    """``(chunk row, hash, text)`` of every chunk's lines, in chunk order."""
-    max_chars = settings.embed_max_chars
-    return [
-        (row, sha(line), line)
-        for row, (text,) in enumerate(conn.execute("SELECT text FROM chunks ORDER BY id"))
-        for line in line_texts(text, max_chars)
-    ]
+def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
+    """Whether this generation's side file was written with every vector it needs.
+
+    Saves a re-index with nothing to do from reading every line hash.
+    """
+    current = current_layout(conn, model)
+    if current is None or current[0] != generation_of(conn):
+        return False
+    return current[1].lines_complete or not settings.line_vector_share
 
 
 def store_vectors(
     conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
 ) -> None:
     """Add vectors to the cache in one transaction (survives a later failure)."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.asarray(vectors, dtype=np.float32)
     conn.execute("BEGIN IMMEDIATE")
-    rows = [(model, h, v.shape[0], v.tobytes()) for h, v in zip(hashes, vectors, strict=False)]
+    rows = [
+        (model, h, vectors.shape[1], blob) for h, blob in zip(hashes, encode(vectors), strict=False)
+    ]
     conn.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)", rows)
     conn.execute("COMMIT")
 

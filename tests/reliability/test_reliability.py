@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
+from tests.reliability.vector_kills import vector_kill_campaign
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -49,3 +50,14 @@ def test_two_index_runs_at_once_serialize(tmp_path: Path) -> None:
     assert report.problems == []
     assert report.ok == 2 and sorted(report.embedded) == [0, report.texts]
     assert report.texts > report.chunks  # the chunks and their lines
+
+
+def test_sigkill_around_the_vector_files_leaves_them_whole(tmp_path: Path) -> None:
+    report = vector_kill_campaign(tmp_path / "ws", kills=10)
+    _save("vector_kills", report)
+    assert report.problems == []
+    assert report.survived == report.kills
+    # Killing inside a file write needs the poll to see it: most rounds do, all need not.
+    assert report.phases["new vectors as blobs"] == 5
+    assert report.phases["writing the vector file"] >= 2
+    assert report.files_after == 1

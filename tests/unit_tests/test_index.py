@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import itertools
 import logging
 import os
@@ -13,14 +14,17 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import rrf
+from langchain_enhanced_memory.core.scoring import Postings, dequantize, quantize, rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
+
+PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 
 
 def _embed(emb: WordEmbeddings):
@@ -226,22 +230,35 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert snap.line_owner is not None and snap.line_vectors is not None
     assert snap.line_owner.tolist() == [row] * 3
     want = np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32)
-    assert snap.line_vectors.dtype == np.float16  # lines outnumber chunks: half the memory
-    assert np.allclose(snap.line_vectors, want, atol=1e-3)
-    # A fresh process reads the stored matrix instead of assembling it again.
+    assert snap.line_vectors.dtype == np.int8  # stored and searched as int8 + a scale per row
+    assert snap.line_scale is not None
+    step = float(snap.line_scale.max())  # int8: within half a step of each value
+    assert np.allclose(dequantize(snap.line_vectors, snap.line_scale), want, atol=step / 2 + 1e-6)
+    # Once complete, the generation's vectors are one side file, mapped read-only, and
+    # the cache rows it holds are emptied: each vector is stored once.
+    assert isinstance(snap.vectors, np.memmap) and isinstance(snap.line_vectors, np.memmap)
+    assert not snap.line_vectors.flags.writeable
+    files = list(side_folder(idx.path).glob("*.vec"))
+    assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM derived")}
-    assert {"lines:fake/m", "line-owner:fake/m"} <= names
+        blobs = conn.execute("SELECT count(*) FROM embed_cache WHERE vector IS NOT NULL")
+        assert blobs.fetchone()[0] == 0
+    assert "vectors:fake/m" in names
     again = MemoryIndex(ws).snapshot("fake/m")
     assert again.line_owner is not None and again.line_vectors is not None
     assert again.line_owner.tolist() == [row] * 3
     assert np.array_equal(again.line_vectors, snap.line_vectors)
-    # A stored matrix of the wrong size (here float32) is assembled again, not misread.
-    with sqlite3.connect(idx.path) as conn:
-        conn.execute("UPDATE derived SET data=? WHERE name='lines:fake/m'", (want.tobytes(),))
-    third = MemoryIndex(ws).snapshot("fake/m")
-    assert third.line_vectors is not None
-    assert np.array_equal(third.line_vectors, snap.line_vectors)
+    # A damaged side file is not misread: its vectors are forgotten and embedded again.
+    files[0].write_bytes(files[0].read_bytes()[:-8])
+    third = MemoryIndex(ws)
+    assert third.snapshot("fake/m").vectors is None or not third.snapshot("fake/m").has_vector.all()
+    emb.texts.clear()
+    embed_missing(third, "fake/m", _embed(emb))
+    assert len(emb.texts) == len(third.snapshot()) + 3
+    fourth = third.snapshot("fake/m")
+    assert fourth.line_vectors is not None
+    assert np.array_equal(fourth.line_vectors, snap.line_vectors)
 
 
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
@@ -271,9 +288,9 @@ def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: 
     snap = idx.snapshot("fake/m")
     q = np.asarray(emb.embed_query("puppy dog shelter"), dtype=np.float32)
     ranking = rank(snap, "puppy dog shelter", datetime(2026, 3, 2), settings, q)
-    chunk_cos = snap.vectors @ q
+    chunk_cos = snap.dense_vectors() @ q
     row = snap.paths.index("memory/2026-03-01.md")
-    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float16) @ q)
+    best_line = max(dequantize(*quantize(emb.embed_documents(NOTE_LINES))) @ q)
     want = chunk_cos.copy()
     want[row] = share * best_line + (1 - share) * chunk_cos[row]
     assert np.allclose(ranking.signals["vector"], want, atol=1e-3)
@@ -288,11 +305,11 @@ def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -
     q = np.asarray(emb.embed_query(query), dtype=np.float32)
     # The one candidate is MEMORY.md (three of four words): the notes chunk keeps its cosine.
     ranking = rank(snap, query, datetime(2026, 3, 2), settings, q)
-    assert np.isclose(ranking.signals["vector"][row], snap.vectors[row] @ q, atol=1e-6)
+    assert np.isclose(ranking.signals["vector"][row], snap.dense_vectors()[row] @ q, atol=1e-6)
     wide = settings.model_copy(update={"line_candidates": 2})
     ranking = rank(snap, query, datetime(2026, 3, 2), wide, q)
-    best_line = max(np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float16) @ q)
-    assert best_line > snap.vectors[row] @ q + 0.05
+    best_line = max(dequantize(*quantize(emb.embed_documents(NOTE_LINES))) @ q)
+    assert best_line > snap.dense_vectors()[row] @ q + 0.05
     assert np.isclose(ranking.signals["vector"][row], best_line, atol=1e-3)
 
 
@@ -303,10 +320,10 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
     ws = idx.workspace
     idx.snapshot("fake/m")  # stores this generation's complete matrices
 
-    def no_hashing(*_a: object) -> None:
+    def no_hashing(*_a: object, **_k: object) -> None:
         raise AssertionError("lines hashed on a no-change re-index")
 
-    monkeypatch.setattr(vectors, "line_hashes", no_hashing)
+    monkeypatch.setattr(vectors, "generation_keys", no_hashing)
     assert idx.missing_embeddings("fake/m") == []
     # A change makes a new generation: the lines are looked at again.
     (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")
@@ -355,3 +372,44 @@ def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
     assert sorted(start for start, _ in spans)[1] >= first_end
     rest = sorted(spans)[1:]
     assert any(b[0] < a[1] for a, b in itertools.pairwise(rest)), "the rest ran in parallel"
+
+
+def test_postings_after_edits_equal_a_rebuild(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    merges = []
+    merged = Postings.merged
+    monkeypatch.setattr(Postings, "merged", lambda *a: merges.append(1) or merged(*a))
+    notes = workspace / "memory"
+    (notes / "2026-02-08.md").write_text("# 2026-02-08\n\n## Decisions\n\nPostgres 17 now.\n")
+    (notes / "2026-02-07.md").unlink()
+    (notes / "2026-02-10.md").write_text("# 2026-02-10\n\n## Retro\n\nKeep the rollback script.\n")
+    for _ in range(2):  # the second sync merges into postings that were merged themselves
+        idx.sync()
+        with idx.connect() as conn:
+            stored = sync.unpack_postings(
+                conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
+            )
+            rebuilt = sync._build_postings(conn, "", ())
+        for name, post in rebuilt.items():
+            for part in ("keys", "indptr", "docs", "tf", "doc_len"):
+                assert np.array_equal(getattr(stored[name], part), getattr(post, part)), name
+        (workspace / "MEMORY.md").write_text("# Preferences\n\nTea, and emacs keybindings.\n")
+    assert len(merges) == 8  # four lists, twice: merged, not rebuilt
+
+
+def test_postings_of_an_older_version_still_load(workspace: Path) -> None:
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    with idx.connect() as conn:
+        blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
+        want = sync.unpack_postings(blob)
+        assert not want["text"].docs.flags.writeable  # views of the blob, not copies
+        buf = io.BytesIO()  # the npz archive versions before this one wrote
+        np.savez(buf, **{f"{n}.{k}": getattr(p, k) for n, p in want.items() for k in PARTS})
+        conn.execute("UPDATE derived SET data=? WHERE name='postings'", (buf.getvalue(),))
+    snap = MemoryIndex(workspace).snapshot()
+    for part in PARTS:
+        assert np.array_equal(getattr(snap.text_post, part), getattr(want["text"], part))

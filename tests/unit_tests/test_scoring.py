@@ -60,6 +60,19 @@ def test_postings_build_matches_counts(seed: int) -> None:
         assert got_tf.tolist() == [c for _, c in expected]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_postings_equal_a_rebuild(seed: int) -> None:
+    rng = random.Random(seed)
+    docs = random_corpus(seed, n_docs=rng.randint(0, 30), vocab=rng.randint(1, 30))
+    keep = np.asarray([rng.random() < 0.7 for _ in docs], dtype=bool)
+    added = random_corpus(seed + 1000, n_docs=rng.randint(0, 6), vocab=rng.randint(1, 40))
+    got = Postings.build(docs).merged(keep, Postings.build(added))
+    want = Postings.build([d for d, k in zip(docs, keep, strict=True) if k] + added)
+    for part in ("keys", "indptr", "docs", "tf", "doc_len"):
+        a, b = getattr(got, part), getattr(want, part)
+        assert a.dtype == b.dtype and np.array_equal(a, b), part
+
+
 def test_postings_column_of_unknown_term_and_empty_corpus() -> None:
     post = Postings.build([["a", "b"], []])
     docs, tf = post.column("zzz")

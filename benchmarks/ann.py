@@ -1,0 +1,111 @@
+"""Where exact vector scoring stops: exact int8 scoring vs an HNSW index (usearch), by size.
+
+For each size it makes that many 384-d synthetic chunk vectors (sentences of the
+speed benchmark's word model through its fixed random projection,
+``synthetic.py``), quantizes them as the index stores them (int8 + a scale per
+row) and times, per query, the exact product the search runs
+(:func:`langchain_enhanced_memory.core.scoring.cosines`) and its top 10. Then it
+builds a usearch HNSW index over the same vectors (int8, inner product), times
+its top-10 search and prints its recall@10 against the exact top 10.
+
+Needs ``pip install usearch`` (not a dependency of the package: the search does
+not use it). Run ``python benchmarks/ann.py --sizes 100000,1000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import synthetic  # noqa: E402
+
+from langchain_enhanced_memory.core.scoring import cosines, quantize, top_k  # noqa: E402
+
+
+def vectors(n: int, seed: int = 0) -> np.ndarray:
+    """``n`` unit vectors of synthetic sections (the speed benchmark's embedder)."""
+    rng = np.random.default_rng(seed)
+    words = synthetic._Words(rng)
+    out = np.empty((n, 384), dtype=np.float32)
+    for lo in range(0, n, 20000):
+        texts = [synthetic._section(words, rng, "Notes") for _ in range(min(20000, n - lo))]
+        out[lo : lo + len(texts)] = synthetic.project(texts)
+    return out
+
+
+def bench(
+    n: int, queries: list[str], k: int, expansion: int, dtype: str, connectivity: int
+) -> dict[str, float]:
+    """Exact and HNSW top-``k`` at ``n`` vectors."""
+    from usearch.index import Index
+
+    t0 = time.perf_counter()
+    q, scale = quantize(vectors(n))
+    qvecs = synthetic.project(queries)
+    made = time.perf_counter() - t0
+    exact, exact_s = [], []
+    for v in qvecs:
+        t = time.perf_counter()
+        exact.append(set(top_k(cosines(q, scale, v), k).tolist()))
+        exact_s.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    index = Index(
+        ndim=q.shape[1],
+        metric="ip",
+        dtype=dtype,
+        connectivity=connectivity,
+        expansion_search=expansion,
+    )
+    index.add(np.arange(n), q.astype(np.float32) * scale[:, None])
+    build_s = time.perf_counter() - t
+    ann_s, hits = [], 0
+    for v, want in zip(qvecs, exact, strict=True):
+        t = time.perf_counter()
+        got = index.search(v, k).keys
+        ann_s.append(time.perf_counter() - t)
+        hits += len(want & set(got.tolist()))
+    return {
+        "n": n,
+        "make_s": made,
+        "exact_p50_ms": float(np.percentile(exact_s, 50) * 1000),
+        "build_s": build_s,
+        "ann_p50_ms": float(np.percentile(ann_s, 50) * 1000),
+        "recall": hits / (k * len(queries)),
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    """Parse arguments, run each size, print a markdown table."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="100000,1000000")
+    p.add_argument("--queries", type=int, default=50)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--expansion", type=int, default=64, help="HNSW search breadth (ef)")
+    p.add_argument("--connectivity", type=int, default=16, help="HNSW links per node (M)")
+    p.add_argument("--dtype", default="i8", help="usearch's storage type: i8, f16, f32")
+    a = p.parse_args()
+    qs = synthetic.queries(a.queries)
+    print("| vectors | exact int8 top-10 p50 ms | HNSW build s | HNSW top-10 p50 ms |"
+          " recall@10 vs exact | peak RSS MB |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for n in (int(s) for s in a.sizes.split(",")):
+        r = bench(n, qs, a.k, a.expansion, a.dtype, a.connectivity)
+        print(
+            f"| {n:,} | {r['exact_p50_ms']:.1f} | {r['build_s']:.0f} | {r['ann_p50_ms']:.2f} |"
+            f" {r['recall']:.3f} | {r['rss_mb']:.0f} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""Where vectors live: the int8 row codec and the per-generation side files searchers map.
+
+Each vector is stored once, as int8 with a float32 scale (:func:`..core.scoring.quantize`).
+A vector not yet in a side file is a blob in ``embed_cache``; once a generation
+has every chunk vector, its chunk rows then line rows are written to one side
+file next to the index (a temporary name, flushed, then renamed), and the
+``derived`` row ``vectors:MODEL`` naming it is committed with the cache rows
+emptied (their vector is the file's). The commit is the switch: a kill before
+it leaves the previous file named and searchable, and the new file is an orphan
+that :func:`sweep` removes. Searchers map the file read-only, so processes
+share the page cache and hold no private copy. The file carries the sorted keys
+of its rows' text hashes, which is how the next generation finds its old vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.scoring import quantize
+
+__all__ = [
+    "Layout",
+    "VectorFile",
+    "decode",
+    "encode",
+    "hash_keys",
+    "key_prefix",
+    "side_folder",
+    "sweep",
+    "write",
+]
+
+_ALIGN = 8
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a side file holds (stored as JSON in its ``derived`` row).
+
+    Attributes:
+        file: Its name in the side folder.
+        dim: Vector dimension.
+        chunks: Chunk rows (every chunk of the generation, in row order).
+        lines: Line rows after them.
+        keys: Distinct text-hash keys.
+        lines_complete: Whether every line of the generation has its row.
+    """
+
+    file: str
+    dim: int
+    chunks: int
+    lines: int
+    keys: int
+    lines_complete: bool
+
+    def to_json(self) -> str:
+        """The ``derived`` row's data."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Layout | None:
+        """Parse a ``derived`` row (None when it is not a layout, e.g. an older format)."""
+        try:
+            return cls(**json.loads(data))
+        except (TypeError, ValueError):
+            return None
+
+    def sections(self) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
+        """``(name, dtype, shape, offset)`` of each array, 8-byte aligned."""
+        rows = self.chunks + self.lines
+        specs: list[tuple[str, np.dtype, tuple[int, ...]]] = [
+            ("matrix", np.dtype(np.int8), (rows, self.dim)),
+            ("scale", np.dtype(np.float32), (rows,)),
+            ("owner", np.dtype(np.int32), (self.lines,)),
+            ("keys", np.dtype(np.uint64), (self.keys,)),
+            ("rows", np.dtype(np.int32), (self.keys,)),
+        ]
+        out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
+        offset = 0
+        for name, dtype, shape in specs:
+            out.append((name, dtype, shape, offset))
+            offset += -(-int(np.prod(shape)) * dtype.itemsize // _ALIGN) * _ALIGN
+        out.append(("end", np.dtype(np.uint8), (0,), offset))
+        return out
+
+
+@dataclass
+class VectorFile:
+    """A side file mapped read-only."""
+
+    layout: Layout
+    matrix: np.ndarray
+    scale: np.ndarray
+    owner: np.ndarray
+    keys: np.ndarray
+    rows: np.ndarray
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each key in this file, -1 when absent."""
+        if self.keys.size == 0:
+            return np.full(keys.shape, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
+
+    @classmethod
+    def open(cls, folder: Path, layout: Layout) -> VectorFile | None:
+        """Map ``layout``'s file; None when it is missing or not of the size it should be."""
+        path = folder / layout.file
+        sections = layout.sections()
+        try:
+            if path.stat().st_size != sections[-1][3]:
+                return None
+            arrays = {}
+            for name, dtype, shape, offset in sections[:-1]:
+                arrays[name] = (
+                    np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+                    if np.prod(shape)
+                    else np.zeros(shape, dtype=dtype)
+                )
+        except (OSError, ValueError):
+            return None
+        return cls(layout=layout, **arrays)
+
+
+def side_folder(index_path: Path) -> Path:
+    """``index.vectors/`` beside ``index.sqlite`` (one per index file)."""
+    return index_path.with_suffix(".vectors")
+
+
+def hash_keys(hashes: list[str]) -> np.ndarray:
+    """The 64-bit key of each hex text hash (its first 16 digits)."""
+    return np.fromiter((int(h[:16], 16) for h in hashes), dtype=np.uint64, count=len(hashes))
+
+
+def key_prefix(key: int) -> str:
+    """The hex digits a key was made of (to find its cache rows)."""
+    return f"{key:016x}"
+
+
+def encode(vectors: np.ndarray) -> list[bytes]:
+    """Each row as an ``embed_cache`` blob: int8 values, then the float32 scale."""
+    q, scale = quantize(vectors)
+    return [row.tobytes() + s.tobytes() for row, s in zip(q, scale, strict=True)]
+
+
+def decode(blobs: list[bytes], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and scales of :func:`encode` blobs (all of dimension ``dim``)."""
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dim + 4)
+    return raw[:, :dim].view(np.int8), raw[:, dim:].copy().view(np.float32).ravel()
+
+
+def write(
+    folder: Path,
+    stem: str,
+    matrix: np.ndarray,
+    scale: np.ndarray,
+    owner: np.ndarray,
+    row_keys: np.ndarray,
+    *,
+    chunks: int,
+    lines_complete: bool,
+) -> Layout:
+    """Write a side file (temporary name, flushed, renamed) and return its layout.
+
+    Args:
+        folder: The side folder.
+        stem: Start of the file name (model and generation, for people reading the folder).
+        matrix: int8 rows, chunks then lines.
+        scale: Their scales.
+        owner: The chunk row of each line row.
+        row_keys: The text-hash key of each row (:func:`hash_keys`).
+        chunks: How many of the rows are chunks.
+        lines_complete: Whether every line of the generation has a row.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    keys, first = np.unique(row_keys, return_index=True)
+    layout = Layout(
+        file=f"{stem}-{secrets.token_hex(4)}.vec",
+        dim=int(matrix.shape[1]),
+        chunks=chunks,
+        lines=int(matrix.shape[0]) - chunks,
+        keys=int(keys.size),
+        lines_complete=lines_complete,
+    )
+    arrays = {
+        "matrix": matrix,
+        "scale": scale,
+        "owner": owner,
+        "keys": keys,
+        "rows": first.astype(np.int32),
+    }
+    tmp = folder / f".tmp-{layout.file}"
+    with open(tmp, "wb") as fh:
+        for name, dtype, shape, offset in layout.sections()[:-1]:
+            fh.seek(offset)
+            fh.write(np.ascontiguousarray(arrays[name], dtype=dtype).reshape(shape).tobytes())
+        fh.truncate(layout.sections()[-1][3])
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / layout.file)
+    _fsync_dir(folder)
+    return layout
+
+
+def sweep(folder: Path, keep: set[str]) -> int:
+    """Remove side files no ``derived`` row names (and crashed writes); bytes freed.
+
+    Runs under the writer lock after a commit. A searcher still mapping a
+    removed file keeps reading it: the space returns when it unmaps.
+    """
+    freed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if entry.name in keep or not entry.name.endswith(".vec"):
+            continue
+        try:
+            size = entry.stat().st_size
+            os.unlink(entry.path)
+            freed += size
+        except OSError:
+            continue
+    return freed
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,159 @@
+"""SIGKILL around the vector side files: while new vectors are blobs, and while a file is written.
+
+One model throughout (so every run builds on the previous generation's side
+file), a few files rewritten before each run, and ``enhanced-memory index``
+killed either once some new vectors are committed as blobs or as soon as a
+side file no ``derived`` row names yet shows up (the write before its commit:
+temporary name, flush, rename). After each kill: every side file a row names
+is there and whole, every cache row whose vector is in a file finds it there,
+the text state is exact, and a vector search answers without falling back.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sqlite3
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tests.cli_run import CLI, cli_env, run_cli
+from tests.reliability.harness import (
+    Workspace,
+    _wait_for,
+    check_index_state,
+    fake_ollama_process,
+    index_path,
+    integrity,
+    set_aside_files,
+)
+
+MODEL = "embed-fixed"
+
+
+@dataclass
+class VectorKillReport:
+    """What the side-file kill campaign did and found."""
+
+    kills: int = 0
+    survived: int = 0
+    phases: dict[str, int] = field(
+        default_factory=lambda: {"new vectors as blobs": 0, "writing the vector file": 0}
+    )
+    files_after: int = 0  # side files once a last run completes (one: the old ones went)
+    problems: list[str] = field(default_factory=list)
+
+
+def _named(ws: Path) -> dict[str, str]:
+    """``derived`` rows naming a side file: model -> file name (read-only)."""
+    with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
+        rows = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
+        return {name: json.loads(data)["file"] for name, data in rows}
+
+
+def _blobs(ws: Path) -> int:
+    with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
+        q = "SELECT count(*) FROM embed_cache WHERE vector IS NOT NULL"
+        return int(conn.execute(q).fetchone()[0])
+
+
+def _side_files(ws: Path) -> set[str]:
+    return {p.name for p in index_path(ws).with_suffix(".vectors").glob("*.vec")}
+
+
+def _unnamed_file(ws: Path, known: set[str]) -> bool:
+    """A new side file (or its temporary) that no row names: a write before its commit."""
+    return bool(_side_files(ws) - known - set(_named(ws).values()))
+
+
+def check_vectors(ws: Path) -> list[str]:
+    """Every named side file opens whole and holds every cache row said to be in it."""
+    from langchain_enhanced_memory.store.matrices import Layout, VectorFile, hash_keys
+
+    problems = []
+    folder = index_path(ws).with_suffix(".vectors")
+    with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
+        named = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
+        for name, data in named.fetchall():
+            layout = Layout.from_json(data)
+            vf = VectorFile.open(folder, layout) if layout else None
+            if vf is None:
+                problems.append(f"{name}: side file missing or not whole")
+                continue
+            model = name.split(":", 1)[1]
+            held = [
+                h
+                for (h,) in conn.execute(
+                    "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
+                )
+            ]
+            lost = int((vf.lookup(hash_keys(held)) < 0).sum()) if held else 0
+            if lost:
+                problems.append(f"{name}: {lost} cache rows point at vectors the file lacks")
+    return problems
+
+
+def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> VectorKillReport:
+    """Kill ``index`` around the side files ``kills`` times, checking what each kill left."""
+    rng = random.Random(5)
+    wsp = Workspace(root, files=40, sections=48)
+    report = VectorKillReport()
+    with fake_ollama_process(delay=delay, models=(MODEL,)) as url:
+        base = ["--workspace", str(root), "--embedder", "ollama", "--ollama-url", url]
+        base += ["--model", MODEL]
+        r = run_cli("index", *base, "--json", timeout=600)
+        if r.returncode != 0:
+            report.problems.append(f"first index failed: {r.stderr.strip()}")
+            return report
+        for k in range(kills):
+            wsp.modify(rng, 8)
+            blobs = k % 2 == 0
+            known = _side_files(root)
+            proc = subprocess.Popen(
+                [*CLI, "index", *base, "--json"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=cli_env(),
+            )
+            if blobs:
+                reached = _wait_for(proc, lambda n=1 + 4 * k: _blobs(root) >= n)
+            else:
+                reached = _wait_for(proc, lambda seen=known: _unnamed_file(root, seen))
+            finished = proc.poll() is not None
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            if reached and not finished:
+                report.kills += 1
+                report.phases["new vectors as blobs" if blobs else "writing the vector file"] += 1
+            problems = check_index_state(wsp) + check_vectors(root)
+            problems += [f"set aside: {p.name}" for p in set_aside_files(root)]
+            if integrity(root) != "ok":
+                problems.append("integrity_check failed")
+            r = run_cli("search", "kestrel note", *base, "--json", "--k", "10")
+            if r.returncode != 0:
+                problems.append(f"search failed: {r.stderr.strip()}")
+            else:
+                out = json.loads(r.stdout)
+                if out["fallback"] is not None or not out["results"]:
+                    problems.append(f"vector search degraded: {out['fallback']}")
+            if problems:
+                report.problems += [f"kill {k}: {p}" for p in problems]
+            elif reached and not finished:
+                report.survived += 1
+        r = run_cli("index", *base, "--json", timeout=600)
+        if r.returncode != 0:
+            report.problems.append(f"final index failed: {r.stderr.strip()}")
+            return report
+        report.problems += check_vectors(root)
+        folder = index_path(root).with_suffix(".vectors")
+        report.files_after = len(list(folder.glob("*.vec")))
+        from langchain_enhanced_memory.store.index import MemoryIndex
+
+        snap = MemoryIndex(root).snapshot(f"ollama/{MODEL}")
+        if snap.has_vector is None or not bool(np.all(snap.has_vector)):
+            report.problems.append("after the last run some chunks lack a vector")
+    return report

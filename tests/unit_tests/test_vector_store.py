@@ -1,0 +1,177 @@
+"""Vectors stored once: int8 blobs, side files per generation, garbage collection, compaction.
+
+Real SQLite files and side files on disk (tmp_path); the embedder is a fake.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from langchain_enhanced_memory.core.chunking import line_texts
+from langchain_enhanced_memory.core.scoring import dequantize, quantize
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store.db import SCHEMA_VERSION
+from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.sync import sha
+from langchain_enhanced_memory.store.upkeep import embed_missing
+from tests.fakes import WordEmbeddings
+from tests.workspaces import SMALL_WORKSPACE, write_workspace
+
+MODEL = "fake/m"
+
+
+def _embed(emb: WordEmbeddings):
+    return lambda texts: np.asarray(emb.embed_documents(texts), dtype=np.float32)
+
+
+def test_vectors_stay_blobs_until_a_generation_is_complete(tmp_path: Path) -> None:
+    idx = MemoryIndex(write_workspace(tmp_path / "ws", SMALL_WORKSPACE))
+    idx.sync()
+    emb = WordEmbeddings()
+    todo = idx.missing_embeddings(MODEL)
+    idx.store_embeddings(MODEL, [h for h, _ in todo[:2]], _embed(emb)([t for _, t in todo[:2]]))
+    assert _rows(idx, "vector IS NOT NULL") == 2
+    snap = idx.snapshot(MODEL)  # searchable as far as it goes, nothing written
+    assert snap.has_vector is not None and snap.has_vector.sum() >= 1
+    assert not list(side_folder(idx.path).glob("*.vec"))
+    embed_missing(idx, MODEL, _embed(emb))
+    assert len(list(side_folder(idx.path).glob("*.vec"))) == 1
+    assert _rows(idx, "vector IS NOT NULL") == 0 and _rows(idx) == len(todo)
+
+
+def _indexed(tmp_path: Path) -> tuple[MemoryIndex, WordEmbeddings]:
+    files = dict(SMALL_WORKSPACE)
+    files["memory/2026-02-09.md"] = "# 2026-02-09\n\n- Paid the rent.\n- Booked the dentist.\n"
+    idx = MemoryIndex(write_workspace(tmp_path / "ws", files))
+    idx.sync()
+    emb = WordEmbeddings()
+    embed_missing(idx, MODEL, _embed(emb))
+    idx.snapshot(MODEL)  # complete: writes the generation's side file
+    return idx, emb
+
+
+def _rows(idx: MemoryIndex, where: str = "1") -> int:
+    with sqlite3.connect(idx.path) as conn:
+        return conn.execute(f"SELECT count(*) FROM embed_cache WHERE {where}").fetchone()[0]
+
+
+def test_quantize_round_trips_within_half_a_step() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 64)).astype(np.float32)
+    x[3] = 0  # a zero row stays zero
+    q, scale = quantize(x)
+    assert q.dtype == np.int8 and scale.dtype == np.float32
+    assert np.all(np.abs(dequantize(q, scale) - x) <= scale[:, None] / 2 + 1e-7)
+    assert not dequantize(q, scale)[3].any()
+
+
+def test_a_change_writes_a_new_side_file_and_collects_what_no_generation_uses(
+    tmp_path: Path,
+) -> None:
+    idx, emb = _indexed(tmp_path)
+    folder = side_folder(idx.path)
+    first = {p.name for p in folder.glob("*.vec")}
+    assert len(first) == 1 and _rows(idx, "vector IS NOT NULL") == 0
+    rows_before = _rows(idx)
+    note = idx.workspace / "memory/2026-02-09.md"
+    note.write_text("# 2026-02-09\n\n- Paid the rent.\n- Called the plumber.\n")
+    idx.sync()
+    emb.texts.clear()
+    embed_missing(idx, MODEL, _embed(emb))
+    assert len(emb.texts) == 2 and emb.texts[1] == "- Called the plumber."  # chunk, new line
+    # The run ended by writing the new generation's file: the old one is gone.
+    snap = idx.snapshot(MODEL)
+    assert snap.has_vector is not None and snap.has_vector.all()
+    (second,) = {p.name for p in folder.glob("*.vec")}
+    assert second not in first
+    # The edited chunk's old vector and its dropped line's are gone; the rest were moved.
+    assert _rows(idx, "vector IS NOT NULL") == 0 and _rows(idx) == rows_before
+    with sqlite3.connect(idx.path) as conn:
+        hashes = {h for (h,) in conn.execute("SELECT text_hash FROM embed_cache")}
+    assert sha("- Booked the dentist.") not in hashes and sha("- Called the plumber.") in hashes
+    # A fresh process maps the new file and needs nothing embedded.
+    again = MemoryIndex(idx.workspace)
+    assert again.missing_embeddings(MODEL) == []
+    fresh = again.snapshot(MODEL)
+    assert isinstance(fresh.vectors, np.memmap)
+    assert np.array_equal(fresh.vectors, snap.vectors)
+
+
+def test_compact_removes_orphans_and_reclaims_space(tmp_path: Path) -> None:
+    idx, _ = _indexed(tmp_path)
+    folder = side_folder(idx.path)
+    orphan = folder / "0123-g9-deadbeef.vec"  # a write killed before its commit
+    orphan.write_bytes(b"\0" * 100_000)
+    with sqlite3.connect(idx.path) as conn:  # deleted rows leave free pages
+        conn.execute("CREATE TABLE ballast(x)")
+        conn.executemany("INSERT INTO ballast VALUES (?)", [(b"\0" * 4000,)] * 200)
+        conn.commit()
+        conn.execute("DROP TABLE ballast")
+    before, after = idx.compact()
+    assert after < before - 100_000
+    assert not orphan.exists() and len(list(folder.glob("*.vec"))) == 1
+    assert idx.snapshot(MODEL).has_vector is not None
+
+
+def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    settings = MemorySettings()
+    idx = MemoryIndex(ws, settings)
+    idx.sync()
+    emb = WordEmbeddings()
+    with sqlite3.connect(idx.path) as conn:  # back to schema 2: float32 blobs, no line hashes
+        texts = {}
+        for h, text in conn.execute("SELECT embed_hash, text FROM chunks"):
+            texts[h] = text  # any vector per hash will do
+            for line in line_texts(text, settings.embed_max_chars):
+                texts[sha(line)] = line
+        conn.execute("ALTER TABLE chunks DROP COLUMN line_hashes")
+        conn.execute("DROP TABLE embed_cache")
+        conn.execute(
+            "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER"
+            " NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+        )
+        want = {h: np.asarray(emb.embed_query(t), np.float32) for h, t in texts.items()}
+        conn.executemany(
+            "INSERT INTO embed_cache VALUES (?,?,?,?)",
+            [(MODEL, h, v.size, v.tobytes()) for h, v in want.items()],
+        )
+        conn.execute("INSERT INTO derived VALUES ('matrix:fake/m', 1, x'00')")
+        conn.execute("PRAGMA user_version=2")
+    migrated = MemoryIndex(ws, settings)
+    assert migrated.missing_embeddings(MODEL) == []  # the keys were kept: nothing re-embedded
+    snap = migrated.snapshot(MODEL)
+    assert snap.has_vector is not None and snap.has_vector.all()
+    with sqlite3.connect(idx.path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert not conn.execute("SELECT 1 FROM derived WHERE name LIKE 'matrix:%'").fetchall()
+        hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks ORDER BY id")]
+    dense = snap.dense_vectors()
+    assert dense is not None
+    for row, h in enumerate(hashes):
+        assert np.allclose(dense[row], want[h], atol=float(snap.vector_scale[row]) / 2 + 1e-7)
+    # The next sync stores the line hashes the old version did not.
+    (ws / "MEMORY.md").write_text("# Preferences\n\nTea now.\n")
+    migrated.sync()
+    with sqlite3.connect(idx.path) as conn:
+        assert not conn.execute("SELECT 1 FROM chunks WHERE line_hashes IS NULL").fetchall()
+
+
+def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
+    files = {
+        f"memory/2026-01-{d:02d}.md": f"# Day {d}\n\n"
+        + "".join(f"## Part {i}\n\n- fact {d} {i} one\n- fact {d} {i} two\n\n" for i in range(20))
+        for d in range(1, 28)
+    }
+    idx = MemoryIndex(write_workspace(tmp_path / "ws", files))
+    idx.sync()
+    emb = WordEmbeddings(dim=256)
+    embed_missing(idx, MODEL, _embed(emb))
+    # The blobs were over a third of the file once moved to the side file: vacuumed
+    # already, so compacting again finds little to reclaim.
+    before, after = idx.compact()
+    assert after > 0.9 * before
