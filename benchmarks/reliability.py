@@ -81,7 +81,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 f"SIGKILL around the vector side files ({ph['new vectors as blobs']} with new"
                 f" vectors as cache blobs, {ph['writing the vector file']} while a file was"
                 " written): named files whole, no cache row pointing at a missing vector,"
-                " vector search answers; one file left after the next run",
+                " a search answers (hybrid after the next run); one file left after it",
                 vkills["kills"],
                 vkills["survived"] if not vkills["problems"] and vkills["files_after"] == 1 else 0,
             )

@@ -6,7 +6,8 @@ killed either once some new vectors are committed as blobs or as soon as a
 side file no ``derived`` row names yet shows up (the write before its commit:
 temporary name, flush, rename). After each kill: every side file a row names
 is there and whole, every cache row whose vector is in a file finds it there,
-the text state is exact, and a vector search answers without falling back.
+the text state is exact, and a search answers (keyword-only, saying how much is
+embedded, while the killed run's vectors are missing; hybrid after the last run).
 """
 
 from __future__ import annotations
@@ -133,13 +134,7 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
             problems += [f"set aside: {p.name}" for p in set_aside_files(root)]
             if integrity(root) != "ok":
                 problems.append("integrity_check failed")
-            r = run_cli("search", "kestrel note", *base, "--json", "--k", "10")
-            if r.returncode != 0:
-                problems.append(f"search failed: {r.stderr.strip()}")
-            else:
-                out = json.loads(r.stdout)
-                if out["fallback"] is not None or not out["results"]:
-                    problems.append(f"vector search degraded: {out['fallback']}")
+            problems += _search_problems(base)
             if problems:
                 report.problems += [f"kill {k}: {p}" for p in problems]
             elif reached and not finished:
@@ -156,4 +151,23 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
         snap = MemoryIndex(root).snapshot(f"ollama/{MODEL}")
         if snap.has_vector is None or not bool(np.all(snap.has_vector)):
             report.problems.append("after the last run some chunks lack a vector")
+        report.problems += _search_problems(base, complete=True)
     return report
+
+
+def _search_problems(base: list[str], complete: bool = False) -> list[str]:
+    """A search answers; hybrid once every vector is in, else keyword-only saying how far.
+
+    A kill mid-run leaves more missing vectors than a search embeds before it
+    answers (``embed_inline_max``), so it answers keyword-only with ``embedded``
+    (the share of chunks with a vector); a fallback without it is a failure.
+    """
+    r = run_cli("search", "kestrel note", *base, "--json", "--k", "10")
+    if r.returncode != 0:
+        return [f"search failed: {r.stderr.strip()}"]
+    out = json.loads(r.stdout)
+    if not out["results"]:
+        return ["search found nothing"]
+    if out["fallback"] is not None and (complete or "embedded" not in out):
+        return [f"vector search degraded: {out['fallback']}"]
+    return []
