@@ -44,6 +44,7 @@ __all__ = [
     "call_resident",
     "forwarded_env",
     "identity",
+    "is_forwarded",
     "opted_out",
     "request",
     "start_and_wait",
@@ -82,9 +83,7 @@ def opted_out(argv: list[str] | None = None) -> bool:
 
 def forwarded_env() -> dict[str, str]:
     """The environment a command reads, as the resident engine must see it."""
-    return {
-        k: v for k, v in os.environ.items() if k.startswith("ENHANCED_MEMORY_") or k in _ENV_NAMES
-    }
+    return {k: v for k, v in os.environ.items() if is_forwarded(k)}
 
 
 def is_forwarded(name: str) -> bool:
