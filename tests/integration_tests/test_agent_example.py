@@ -34,8 +34,8 @@ def _load_example():
     return module
 
 
-class ScriptedToolModel(GenericFakeChatModel):
-    """Search, then read the cited lines, then look at links and salience, then answer."""
+class _ScriptedModel(GenericFakeChatModel):
+    """A fake chat model that records the tools bound to it; subclasses script the turns."""
 
     messages: Any = iter(())
     bound: list[str] = []
@@ -43,6 +43,10 @@ class ScriptedToolModel(GenericFakeChatModel):
     def bind_tools(self, tools, **kwargs):
         self.bound = [t.name for t in tools]
         return self
+
+
+class ScriptedToolModel(_ScriptedModel):
+    """Search, then read the cited lines, then look at links and salience, then answer."""
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         tool_msgs = [m for m in messages if isinstance(m, ToolMessage)]
@@ -138,15 +142,8 @@ def test_example_missing_workspace(missing):
     assert proc.returncode == 2 and "workspace not found" in proc.stderr
 
 
-class RememberThenRecallModel(GenericFakeChatModel):
+class RememberThenRecallModel(_ScriptedModel):
     """Write the user's fact with memory_append, then search for it, then answer from it."""
-
-    messages: Any = iter(())
-    bound: list[str] = []
-
-    def bind_tools(self, tools, **kwargs):
-        self.bound = [t.name for t in tools]
-        return self
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         tool_msgs = [m for m in messages if isinstance(m, ToolMessage)]
