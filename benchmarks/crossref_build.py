@@ -32,6 +32,7 @@ from synthetic import project  # noqa: E402
 from langchain_enhanced_memory.core.settings import MemorySettings  # noqa: E402
 from langchain_enhanced_memory.graph import storage as crossref  # noqa: E402
 from langchain_enhanced_memory.store.index import MemoryIndex  # noqa: E402
+from langchain_enhanced_memory.store.upkeep import embed_missing  # noqa: E402
 
 MODEL = "synthetic/projection-384"
 COMMON = (
@@ -72,12 +73,8 @@ def write_workspace(root: Path, n_files: int, seed: int = 0) -> None:
 
 
 def seed_vectors(index: MemoryIndex) -> int:
-    """Store random-projection vectors for every chunk lacking one."""
-    todo = index.missing_embeddings(MODEL)
-    for lo in range(0, len(todo), 5000):
-        batch = todo[lo : lo + 5000]
-        index.store_embeddings(MODEL, [h for h, _ in batch], project([t for _, t in batch]))
-    return len(todo)
+    """Store random-projection vectors for every chunk and line lacking one."""
+    return embed_missing(index, MODEL, project)
 
 
 def main() -> None:

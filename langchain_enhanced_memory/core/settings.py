@@ -72,6 +72,13 @@ class MemorySettings(BaseModel):
         description="share of the vector signal taken by a chunk's best-matching line"
         " (each line is embedded too); 0 embeds chunks only, as the original did",
     )
+    chunk_vectors: Literal["lines", "embedded"] = Field(
+        "lines",
+        description="lines: a chunk with two or more embedded lines takes the mean of their"
+        " vectors instead of a second embedding of the same text (a third of the model time;"
+        ' README "The first query never waits"); embedded: chunk texts are embedded too.'
+        " Chunks always embed their own text when line_vector_share is 0",
+    )
     line_candidates: int = Field(
         200, ge=1, description="best chunks by the other signals whose lines are scored"
     )

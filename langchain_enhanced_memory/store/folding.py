@@ -22,7 +22,7 @@ from ..core.settings import MemorySettings
 from .db import IndexDB, generation_of
 from .matrices import Layout, VectorFile, decode, key_prefix, sweep, write
 from .sync import sha
-from .vectors import current_layout, generation_keys, pending_keys, vector_dim
+from .vectors import cache_blobs, current_layout, generation_keys, pending_keys, vector_dim
 
 __all__ = ["Vectors", "assemble", "drop_lost", "fold"]
 
@@ -110,16 +110,7 @@ def assemble(
 
 def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int, bytes]:
     """Key -> blob of the given pending hashes."""
-    out: dict[int, bytes] = {}
-    for lo in range(0, len(hashes), 500):
-        part = hashes[lo : lo + 500]
-        for h, blob in conn.execute(
-            "SELECT text_hash, vector FROM embed_cache WHERE model=? AND vector IS NOT NULL"
-            f" AND text_hash IN ({','.join('?' * len(part))})",
-            (model, *part),
-        ):
-            out[int(h[:16], 16)] = blob
-    return out
+    return {int(h[:16], 16): b for h, b in cache_blobs(conn, model, hashes).items()}
 
 
 def fold(

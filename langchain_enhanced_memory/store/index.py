@@ -138,10 +138,15 @@ class MemoryIndex:
         return report
 
     # -------------------------------------------------------------- embedding
-    def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
-        """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
+    def missing_embeddings(self, model: str) -> vectors.Missing:
+        """The texts to embed for ``model``, and the chunks whose vector is their lines' mean."""
         with self.db.open() as conn:
             return vectors.missing_embeddings(conn, model, self.settings, side_folder(self.path))
+
+    def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        """Hash -> float32 vector of those of ``hashes`` with a vector for ``model``."""
+        with self.db.open() as conn:
+            return vectors.cached_vectors(conn, model, side_folder(self.path), hashes)
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.original import OriginalChunker
+from .sync import mean_lines
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
@@ -277,8 +278,8 @@ def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: Migratio
     seen: set[str] = set()
     cut = OriginalChunker(index.settings)
     for embed_hash, path, text in rows:
-        if embed_hash in seen:
-            continue
+        if embed_hash in seen or mean_lines(text, index.settings):
+            continue  # a chunk whose vector is its lines' mean: the lines get embedded
         vec, exact = matcher.vector(path, text, cut)
         if vec is None:
             continue

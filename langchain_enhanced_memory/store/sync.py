@@ -35,9 +35,11 @@ __all__ = [
     "is_stale",
     "keyword_text",
     "line_digests",
+    "mean_lines",
     "sha",
     "sync_text",
     "unpack_postings",
+    "vector_hash",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -82,6 +84,26 @@ def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
     return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
 
 
+def mean_lines(text: str, settings: MemorySettings) -> list[str]:
+    """The lines whose mean vector is the chunk's vector; empty when its text is embedded.
+
+    With ``chunk_vectors="lines"`` a chunk with two or more embedded lines
+    (:func:`..core.chunking.line_texts`) is not embedded a second time as a
+    whole: the same words already went through the model line by line.
+    """
+    if settings.chunk_vectors != "lines" or not settings.line_vector_share:
+        return []
+    return line_texts(text, settings.embed_max_chars)
+
+
+def vector_hash(chunk: Chunk, settings: MemorySettings) -> str:
+    """The cache key of a chunk's vector: its embedded text's hash, or its lines' (a mean)."""
+    lines = mean_lines(chunk.text, settings)
+    if lines:  # NUL-prefixed: no embedded text hashes the same
+        return sha("\x00mean of lines\x00" + "\n".join(lines))
+    return sha(embed_text(chunk, settings))
+
+
 def chunker_signature(settings: MemorySettings) -> str:
     """Settings that change what the chunks are; a change forces a re-chunk."""
     s = settings
@@ -96,6 +118,7 @@ def chunker_signature(settings: MemorySettings) -> str:
             s.min_chunk_chars,
             s.max_chunk_chars,
             s.embed_max_chars,
+            s.chunk_vectors == "lines" and s.line_vector_share > 0,  # chunks' vector keys
             list(s.include),
             list(s.exclude),
         ]
@@ -238,7 +261,7 @@ def _insert_file(
                 c.header,
                 " > ".join(c.headers),
                 c.text,
-                sha(embed_text(c, settings)),
+                vector_hash(c, settings),
                 " ".join(tokenize(keyword_text(c))),
                 line_digests(c.text, settings),
             )

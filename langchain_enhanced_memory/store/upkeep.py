@@ -13,11 +13,13 @@ import itertools
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from ..core.errors import EmbeddingError
+from ..core.scoring import dequantize, quantize
 from .index import MemoryIndex
 from .migrate import seed_from_vectors_json
 
@@ -64,10 +66,12 @@ def _embed_locked(
     # Reuse the original skill's memory/vectors.json (read once per version).
     if todo and seed_from_vectors_json(index, model):
         todo = index.missing_embeddings(model)
-    tick = progress(len(todo)) if progress and todo else None
+    texts = todo.texts
+    tick = progress(len(texts)) if progress and texts else None
     settings = index.settings
     size = settings.embed_batch_size
-    batches = [todo[i : i + size] for i in range(0, len(todo), size)]
+    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    means = _Means(index, model, todo.means, [h for h, _ in texts])
     done = 0
     dim = index.vector_dim(model) if batches else None
     # With nothing cached yet, the first batch fixes the dimension on its own:
@@ -79,6 +83,9 @@ def _embed_locked(
         _in_flight(embed, batches[len(head) :], settings.embed_concurrency),
     )
     with index.embedding_writer(model) as writer:
+        ready = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
+        if ready[0]:  # chunks whose lines all have a vector already
+            writer.store(*ready)
         for batch, vectors in runs:
             # Batches in flight at once were not checked against each other: one size only.
             if dim is not None and vectors.shape[1] != dim:
@@ -88,11 +95,59 @@ def _embed_locked(
                     kind="invalid_output",
                 )
             dim = vectors.shape[1]
-            writer.store([h for h, _ in batch], vectors)
+            hashes, more = [h for h, _ in batch], means.feed([h for h, _ in batch], vectors)
+            writer.store(hashes + more[0], np.vstack([vectors, more[1]]))
             done += len(batch)
             if tick:
                 tick(len(batch))
     return done
+
+
+class _Means:
+    """Chunk vectors as the normalised mean of their lines' vectors, each once its lines are in.
+
+    Texts are embedded in order and a chunk's lines come together, so a chunk
+    is done once the last of its lines to embed is: its vector is stored in
+    the same commit as that line's, and only lines still awaited stay in memory.
+    The mean is taken over the lines as stored (int8), so it does not depend
+    on whether they were embedded in this run or an earlier one.
+    """
+
+    def __init__(
+        self, index: MemoryIndex, model: str, means: list[tuple[str, list[str]]], order: list[str]
+    ) -> None:
+        at = {h: n for n, h in enumerate(order)}
+        # A chunk waits for the last of its lines in the run; -1: all have a vector already.
+        self.waiting = sorted(means, key=lambda m: max((at.get(h, -1) for h in m[1]), default=-1))
+        self.last = [max((at.get(h, -1) for h in lines), default=-1) for _, lines in self.waiting]
+        self.needed = Counter(h for _, lines in means for h in set(lines))
+        others = [h for h in self.needed if h not in at]
+        self.known = index.cached_vectors(model, others) if others else {}
+        self.seen = self.next = 0
+
+    def feed(self, hashes: list[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Take a batch just embedded; the hashes and vectors of the chunks it completes."""
+        # As stored (int8): a mean is the same whether its lines were embedded now or before.
+        stored = dequantize(*quantize(vectors)) if len(hashes) else vectors
+        for h, v in zip(hashes, stored, strict=True):
+            if h in self.needed:
+                self.known[h] = v
+        self.seen += len(hashes)
+        done, rows = [], []
+        while self.next < len(self.waiting) and self.last[self.next] < self.seen:
+            chunk, lines = self.waiting[self.next]
+            self.next += 1
+            if all(h in self.known for h in lines):  # else left to the next run
+                total = np.sum([self.known[h] for h in lines], axis=0)
+                done.append(chunk)
+                rows.append(total / max(float(np.linalg.norm(total)), 1e-12))
+            for h in set(lines):
+                self.needed[h] -= 1
+                if not self.needed[h]:
+                    del self.needed[h]
+                    self.known.pop(h, None)
+        dim = vectors.shape[1] if vectors.ndim == 2 else 0
+        return done, np.asarray(rows, dtype=np.float32).reshape(len(rows), -1 if rows else dim)
 
 
 def _in_flight(

@@ -11,19 +11,23 @@ see :mod:`.matrices`).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..core.chunking import Chunk, line_texts
+from ..core.scoring import dequantize
 from ..core.settings import MemorySettings
 from .db import generation_of
-from .matrices import Layout, VectorFile, encode, hash_keys
-from .sync import embed_text, line_digests, sha
+from .matrices import Layout, VectorFile, decode, encode, hash_keys
+from .sync import embed_text, line_digests, mean_lines, sha
 
 __all__ = [
     "CacheWriter",
+    "Missing",
+    "cache_blobs",
+    "cached_vectors",
     "current_layout",
     "RowKeys",
     "generation_keys",
@@ -79,15 +83,36 @@ def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.nd
     return hashes, hash_keys(hashes)
 
 
+@dataclass
+class Missing:
+    """What lacks a vector for a model.
+
+    Attributes:
+        texts: ``(hash, text)`` to embed, unique: chunk texts, then lines chunk by chunk.
+        means: ``(chunk hash, its line hashes)`` of chunks whose vector is the
+            mean of their lines' (:func:`.sync.mean_lines`), once those are in.
+    """
+
+    texts: list[tuple[str, str]] = field(default_factory=list)
+    means: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        """How many texts the model has to embed."""
+        return len(self.texts)
+
+    def __bool__(self) -> bool:
+        return bool(self.texts or self.means)
+
+
 def missing_embeddings(
     conn: sqlite3.Connection, model: str, settings: MemorySettings, folder: Path
-) -> list[tuple[str, str]]:
-    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique).
+) -> Missing:
+    """The chunks and lines lacking a vector for ``model``.
 
     A vector is there when it is a cache blob or in the model's side file.
     """
     if is_complete(conn, model, settings):
-        return []
+        return Missing()
     keys = generation_keys(conn, settings)
     _, pending = pending_keys(conn, model)
     current = current_layout(conn, model)
@@ -98,10 +123,15 @@ def missing_embeddings(
         return ~(found | (old.lookup(k) >= 0)) if old else ~found
 
     out: dict[str, str] = {}
+    means: dict[str, list[str]] = {}
     ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
     for h, header, headers, text in _chunk_rows(conn, ids, "embed_hash, header, headers, text"):
-        chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
-        out.setdefault(h, embed_text(chunk, settings))
+        lines = mean_lines(text, settings)
+        if lines:
+            means.setdefault(h, [sha(line) for line in lines])
+        else:
+            chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
+            out.setdefault(h, embed_text(chunk, settings))
     if settings.line_vector_share and keys.lines.size:
         # Lines are cut and hashed again only in chunks with a line missing.
         gone = lacking(keys.lines)
@@ -112,7 +142,43 @@ def missing_embeddings(
                 h = sha(line)
                 if int(h[:16], 16) in wanted:
                     out.setdefault(h, line)
-    return list(out.items())
+    return Missing(list(out.items()), list(means.items()))
+
+
+def cache_blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[str, bytes]:
+    """Hash -> int8 blob of those of ``hashes`` that are cache blobs (in no side file yet)."""
+    out: dict[str, bytes] = {}
+    for lo in range(0, len(hashes), 500):
+        part = hashes[lo : lo + 500]
+        out.update(
+            conn.execute(
+                "SELECT text_hash, vector FROM embed_cache WHERE model=? AND vector IS NOT NULL"
+                f" AND text_hash IN ({','.join('?' * len(part))})",
+                (model, *part),
+            ).fetchall()
+        )
+    return out
+
+
+def cached_vectors(
+    conn: sqlite3.Connection, model: str, folder: Path, hashes: list[str]
+) -> dict[str, np.ndarray]:
+    """Hash -> float32 vector of those of ``hashes`` that have one (blob or side file)."""
+    out: dict[str, np.ndarray] = {}
+    current = current_layout(conn, model)
+    old = VectorFile.open(folder, current[1]) if current else None
+    if old is not None and hashes:
+        pos = old.lookup(hash_keys(hashes))
+        at = np.flatnonzero(pos >= 0)
+        rows = dequantize(old.matrix[pos[at]], old.scale[pos[at]])
+        out.update(zip([hashes[i] for i in at], rows, strict=True))
+    blobs = cache_blobs(conn, model, hashes)
+    dim = old.layout.dim if old else vector_dim(conn, model) or 0
+    fits = [h for h, b in blobs.items() if len(b) == dim + 4]  # a damaged blob is no vector
+    if fits:
+        rows, scale = decode([blobs[h] for h in fits], dim)
+        out.update(zip(fits, dequantize(rows, scale), strict=True))  # the newer copy wins
+    return out
 
 
 def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:

@@ -220,11 +220,44 @@ def _notes_index(
     return idx, emb
 
 
+def test_chunk_vectors_embedded_embeds_every_chunk_text_too(tmp_path: Path) -> None:
+    idx, emb = _notes_index(tmp_path, MemorySettings(chunk_vectors="embedded"))
+    assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
+    snap = idx.snapshot("fake/m")
+    row = snap.paths.index("memory/2026-03-01.md")
+    text = emb.texts[[t.endswith(NOTE_LINES[-1]) for t in emb.texts].index(True)]
+    want = np.asarray(emb.embed_documents([text]), dtype=np.float32)[0]
+    assert snap.vectors is not None and snap.vector_scale is not None
+    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
+    assert np.allclose(got, want, atol=float(snap.vector_scale[row]) / 2 + 1e-6)
+
+
+def test_a_chunk_whose_lines_all_have_vectors_gets_its_mean_without_embedding(
+    tmp_path: Path,
+) -> None:
+    idx, emb = _notes_index(tmp_path)
+    idx.snapshot("fake/m")  # complete: the lines' vectors are in the side file
+    note = idx.workspace / "memory/2026-03-01.md"
+    note.write_text("# 2026-03-01\n\n## Notes\n\n" + "\n".join(reversed(NOTE_LINES)) + "\n")
+    idx.sync()
+    emb.texts.clear()
+    assert embed_missing(idx, "fake/m", _embed(emb)) == 0 and emb.texts == []
+    snap = idx.snapshot("fake/m")
+    assert snap.has_vector is not None and snap.has_vector.all()
+    row = snap.paths.index("memory/2026-03-01.md")
+    assert snap.line_vectors is not None and snap.vectors is not None
+    want = dequantize(snap.line_vectors, snap.line_scale).sum(axis=0)  # the lines as stored
+    assert snap.vector_scale is not None
+    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
+    assert np.allclose(got, want / np.linalg.norm(want), atol=float(snap.vector_scale[row]) / 2)
+
+
 def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path)
     ws = idx.workspace
-    # Every chunk text, then the lines of the one chunk with more than one line.
-    assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
+    # The chunk without lines of its own, then the lines of the one with three; that
+    # chunk's text is not embedded: its vector is the mean of its lines'.
+    assert emb.texts[1:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) - 1 + 3
     snap = idx.snapshot("fake/m")
     row = snap.paths.index("memory/2026-03-01.md")
     assert snap.line_owner is not None and snap.line_vectors is not None
@@ -234,6 +267,11 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert snap.line_scale is not None
     step = float(snap.line_scale.max())  # int8: within half a step of each value
     assert np.allclose(dequantize(snap.line_vectors, snap.line_scale), want, atol=step / 2 + 1e-6)
+    total = dequantize(snap.line_vectors, snap.line_scale).sum(axis=0)  # as stored
+    mean = total / np.linalg.norm(total)
+    assert snap.vectors is not None and snap.vector_scale is not None
+    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
+    assert np.allclose(got, mean, atol=float(snap.vector_scale[row]) / 2 + 1e-6)
     # Once complete, the generation's vectors are one side file, mapped read-only, and
     # the cache rows it holds are emptied: each vector is stored once.
     assert isinstance(snap.vectors, np.memmap) and isinstance(snap.line_vectors, np.memmap)
@@ -255,7 +293,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert third.snapshot("fake/m").vectors is None or not third.snapshot("fake/m").has_vector.all()
     emb.texts.clear()
     embed_missing(third, "fake/m", _embed(emb))
-    assert len(emb.texts) == len(third.snapshot()) + 3
+    assert len(emb.texts) == len(third.snapshot()) - 1 + 3
     fourth = third.snapshot("fake/m")
     assert fourth.line_vectors is not None
     assert np.array_equal(fourth.line_vectors, snap.line_vectors)
@@ -269,8 +307,9 @@ def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     note.write_text(note.read_text() + "- Bob moved to Lisbon in May.\n")
     idx.sync()
     embed_missing(idx, "fake/m", _embed(emb))
-    # The grown chunk's text and its one new line; its old lines come from the cache.
-    assert len(emb.texts) == 2 and emb.texts[1] == "- Bob moved to Lisbon in May."
+    # Only the one new line: the grown chunk's vector is the mean of its lines, the
+    # old ones from the cache.
+    assert emb.texts == ["- Bob moved to Lisbon in May."]
     snap = idx.snapshot("fake/m")
     assert snap.line_vectors is not None and snap.line_vectors.shape[0] == 4
 
@@ -324,7 +363,7 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
         raise AssertionError("lines hashed on a no-change re-index")
 
     monkeypatch.setattr(vectors, "generation_keys", no_hashing)
-    assert idx.missing_embeddings("fake/m") == []
+    assert not idx.missing_embeddings("fake/m")
     # A change makes a new generation: the lines are looked at again.
     (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")
     idx.sync()

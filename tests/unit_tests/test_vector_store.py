@@ -33,14 +33,17 @@ def test_vectors_stay_blobs_until_a_generation_is_complete(tmp_path: Path) -> No
     idx.sync()
     emb = WordEmbeddings()
     todo = idx.missing_embeddings(MODEL)
-    idx.store_embeddings(MODEL, [h for h, _ in todo[:2]], _embed(emb)([t for _, t in todo[:2]]))
+    head = todo.texts[:2]
+    idx.store_embeddings(MODEL, [h for h, _ in head], _embed(emb)([t for _, t in head]))
     assert _rows(idx, "vector IS NOT NULL") == 2
     snap = idx.snapshot(MODEL)  # searchable as far as it goes, nothing written
     assert snap.has_vector is not None and snap.has_vector.sum() >= 1
     assert not list(side_folder(idx.path).glob("*.vec"))
     embed_missing(idx, MODEL, _embed(emb))
     assert len(list(side_folder(idx.path).glob("*.vec"))) == 1
-    assert _rows(idx, "vector IS NOT NULL") == 0 and _rows(idx) == len(todo)
+    # A row per text embedded, and one per chunk whose vector is its lines' mean.
+    assert _rows(idx, "vector IS NOT NULL") == 0
+    assert _rows(idx) == len(todo.texts) + len(todo.means)
 
 
 def _indexed(tmp_path: Path) -> tuple[MemoryIndex, WordEmbeddings]:
@@ -82,7 +85,7 @@ def test_a_change_writes_a_new_side_file_and_collects_what_no_generation_uses(
     idx.sync()
     emb.texts.clear()
     embed_missing(idx, MODEL, _embed(emb))
-    assert len(emb.texts) == 2 and emb.texts[1] == "- Called the plumber."  # chunk, new line
+    assert emb.texts == ["- Called the plumber."]  # the chunk's vector: its lines' mean
     # The run ended by writing the new generation's file: the old one is gone.
     snap = idx.snapshot(MODEL)
     assert snap.has_vector is not None and snap.has_vector.all()
@@ -95,7 +98,7 @@ def test_a_change_writes_a_new_side_file_and_collects_what_no_generation_uses(
     assert sha("- Booked the dentist.") not in hashes and sha("- Called the plumber.") in hashes
     # A fresh process maps the new file and needs nothing embedded.
     again = MemoryIndex(idx.workspace)
-    assert again.missing_embeddings(MODEL) == []
+    assert not again.missing_embeddings(MODEL)
     fresh = again.snapshot(MODEL)
     assert isinstance(fresh.vectors, np.memmap)
     assert np.array_equal(fresh.vectors, snap.vectors)
@@ -143,7 +146,7 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
         conn.execute("INSERT INTO derived VALUES ('matrix:fake/m', 1, x'00')")
         conn.execute("PRAGMA user_version=2")
     migrated = MemoryIndex(ws, settings)
-    assert migrated.missing_embeddings(MODEL) == []  # the keys were kept: nothing re-embedded
+    assert not migrated.missing_embeddings(MODEL)  # the keys were kept: nothing re-embedded
     snap = migrated.snapshot(MODEL)
     assert snap.has_vector is not None and snap.has_vector.all()
     with sqlite3.connect(idx.path) as conn:
