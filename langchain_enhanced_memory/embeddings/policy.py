@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 
 from ..core.errors import EmbeddingError
+from .e5 import LOCAL_MODEL
 from .failures import classify
-from .local import LOCAL_MODEL, LocalEmbeddings
+from .local import LocalEmbeddings
 from .ollama import DEFAULT_OLLAMA_URL
 
 if TYPE_CHECKING:

@@ -7,13 +7,15 @@ never raises.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from langchain_core.embeddings import Embeddings
-
-from ..core.errors import EmbeddingError, one_line
+from ..core.errors import one_line
+from . import e5
 from .choice import EmbedderChoice
-from .local import LOCAL_MODEL, LocalEmbeddings
 from .ollama import DEFAULT_OLLAMA_MODEL, normalize_ollama_url, ollama_embeddings, probe_ollama
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = ["EMBEDDER_KINDS", "KEYWORD_ONLY", "EmbedderChoice", "resolve_embedder"]
 
@@ -81,11 +83,11 @@ def resolve_embedder(
 
     ollama_model = model or DEFAULT_OLLAMA_MODEL
     picked = _resolve_ollama(ollama_model, ollama_url, timeout_s)
-    if choice == "ollama" or picked.embeddings is not None:
+    if choice == "ollama" or picked.available:
         return picked
     # auto, and Ollama is not usable
     local = _resolve_local(local_threads)
-    if local.embeddings is not None:
+    if local.available:
         logger.debug("auto embedder: using the local model (%s)", picked.reason)
         return local
     reason = f"{picked.reason}; {local.reason}"
@@ -109,8 +111,12 @@ def _resolve_ollama(model: str, url: str | None, timeout_s: float) -> EmbedderCh
 
 
 def _resolve_local(threads: int) -> EmbedderChoice:
-    try:
-        emb = LocalEmbeddings(threads)
-    except EmbeddingError as exc:
-        return EmbedderChoice(None, "local", LOCAL_MODEL, KEYWORD_ONLY, str(exc))
-    return EmbedderChoice(emb, "local", LOCAL_MODEL)
+    if not e5.local_available():
+        return EmbedderChoice(None, "local", e5.LOCAL_MODEL, KEYWORD_ONLY, e5.LOCAL_EXTRA_HINT)
+
+    def load() -> Embeddings:
+        from .local import LocalEmbeddings  # LangChain: only once a vector is asked for
+
+        return LocalEmbeddings(threads)
+
+    return EmbedderChoice(None, "local", e5.LOCAL_MODEL, load=load)

@@ -158,7 +158,7 @@ class MemorySearch:
     def model_id(self) -> str | None:
         """Key of this embedder's vectors in the embedding cache."""
         c = self.choice
-        return f"{c.provider}/{c.model}" if c.embeddings is not None else None
+        return f"{c.provider}/{c.model}" if c.available else None
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed documents with retries and validation (raises ``EmbeddingError``)."""

@@ -91,15 +91,22 @@ def mean_lines(text: str, settings: MemorySettings) -> list[str]:
     (:func:`..core.chunking.line_texts`) is not embedded a second time as a
     whole: the same words already went through the model line by line.
     """
-    if settings.chunk_vectors != "lines" or not settings.line_vector_share:
-        return []
-    return line_texts(text, settings.embed_max_chars)
+    return line_texts(text, settings.embed_max_chars) if _lines_make_chunks(settings) else []
 
 
-def vector_hash(chunk: Chunk, settings: MemorySettings) -> str:
-    """The cache key of a chunk's vector: its embedded text's hash, or its lines' (a mean)."""
-    lines = mean_lines(chunk.text, settings)
-    if lines:  # NUL-prefixed: no embedded text hashes the same
+def _lines_make_chunks(settings: MemorySettings) -> bool:
+    return settings.chunk_vectors == "lines" and settings.line_vector_share > 0
+
+
+def vector_hash(chunk: Chunk, settings: MemorySettings, lines: list[str]) -> str:
+    """The cache key of a chunk's vector: its embedded text's hash, or its lines' (a mean).
+
+    Args:
+        chunk: The chunk.
+        settings: The recipe.
+        lines: The chunk's embedded lines (:func:`..core.chunking.line_texts`).
+    """
+    if lines and _lines_make_chunks(settings):  # NUL-prefixed: no embedded text hashes so
         return sha("\x00mean of lines\x00" + "\n".join(lines))
     return sha(embed_text(chunk, settings))
 
@@ -118,7 +125,7 @@ def chunker_signature(settings: MemorySettings) -> str:
             s.min_chunk_chars,
             s.max_chunk_chars,
             s.embed_max_chars,
-            s.chunk_vectors == "lines" and s.line_vector_share > 0,  # chunks' vector keys
+            _lines_make_chunks(s),  # the keys of chunk vectors
             list(s.include),
             list(s.exclude),
         ]
@@ -253,20 +260,22 @@ def _insert_file(
     conn.executemany(
         "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms,"
         " line_hashes) VALUES (?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                f.path,
-                c.start_line,
-                c.end_line,
-                c.header,
-                " > ".join(c.headers),
-                c.text,
-                vector_hash(c, settings),
-                " ".join(tokenize(keyword_text(c))),
-                line_digests(c.text, settings),
-            )
-            for c in chunks
-        ],
+        [_chunk_row(f.path, c, settings) for c in chunks],
+    )
+
+
+def _chunk_row(path: str, c: Chunk, settings: MemorySettings) -> tuple:
+    lines = line_texts(c.text, settings.embed_max_chars)
+    return (
+        path,
+        c.start_line,
+        c.end_line,
+        c.header,
+        " > ".join(c.headers),
+        c.text,
+        vector_hash(c, settings, lines),
+        " ".join(tokenize(keyword_text(c))),
+        _digests(lines),
     )
 
 
@@ -276,10 +285,11 @@ def line_digests(text: str, settings: MemorySettings) -> bytes:
     Stored with the chunk, so finding which lines lack a vector reads them
     instead of hashing every line of the workspace again.
     """
-    return b"".join(
-        hashlib.sha256(line.encode("utf-8", "surrogatepass")).digest()
-        for line in line_texts(text, settings.embed_max_chars)
-    )
+    return _digests(line_texts(text, settings.embed_max_chars))
+
+
+def _digests(lines: list[str]) -> bytes:
+    return b"".join(hashlib.sha256(s.encode("utf-8", "surrogatepass")).digest() for s in lines)
 
 
 def _fill_line_digests(conn: sqlite3.Connection, settings: MemorySettings) -> None:

@@ -13,9 +13,9 @@ import pytest
 from langchain_enhanced_memory.embeddings import (
     EmbeddingError,
     PrefixedEmbeddings,
+    e5,
     embed_with_retry,
     embedder_label,
-    local,
     ollama_embeddings,
     probe_ollama,
     resolve_embedder,
@@ -142,7 +142,7 @@ def test_resolve_auto_falls_back_when_down() -> None:
 def test_resolve_auto_keyword_only_when_down_and_no_local(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(local, "local_available", lambda: False)
+    monkeypatch.setattr(e5, "local_available", lambda: False)
     url = f"http://127.0.0.1:{unused_port()}"
     choice = resolve_embedder("auto", ollama_url=url)
     assert choice.embeddings is None

@@ -16,6 +16,7 @@ from langchain_enhanced_memory.embeddings import (
     EmbedderChoice,
     EmbeddingError,
     PrefixedEmbeddings,
+    e5,
     embed_with_retry,
     local,
     model_prefixes,
@@ -306,7 +307,7 @@ def test_resolve_rejects_unknown_kind() -> None:
 
 
 def test_resolve_local_missing_extra_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "local_available", lambda: False)
+    monkeypatch.setattr(e5, "local_available", lambda: False)
     choice = resolve_embedder("local")
     assert choice.embeddings is None
     assert choice.provider == "local"
@@ -317,13 +318,13 @@ def test_resolve_local_missing_extra_falls_back(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_local_embeddings_missing_extra_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "local_available", lambda: False)
+    monkeypatch.setattr(e5, "local_available", lambda: False)
     with pytest.raises(EmbeddingError, match=r"needs the `local` extra"):
         local.LocalEmbeddings()
 
 
 def test_resolve_auto_without_anything(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "local_available", lambda: False)
+    monkeypatch.setattr(e5, "local_available", lambda: False)
     monkeypatch.setattr(resolve, "probe_ollama", lambda *a, **k: "Ollama at X is unreachable (x)")
     choice = resolve_embedder("auto")
     assert choice.embeddings is None

@@ -111,3 +111,10 @@ def test_tokenize_never_raises_and_yields_clean_terms(text: str) -> None:
 
 def test_no_protected_word_is_a_stopword() -> None:
     assert not set(ZH_KEEP) & set(STOPWORDS_ZH)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_the_ascii_fast_path_yields_the_general_paths_terms(text: str) -> None:
+    # An em dash is no term but makes the text non-ASCII: the general path runs.
+    assert tokenize(text) == tokenize(text + " \u2014")
+    assert tokenize(text, stemmed=False) == tokenize(text + " \u2014", stemmed=False)
