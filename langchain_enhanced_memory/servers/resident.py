@@ -168,6 +168,9 @@ class ResidentServer:
             try:
                 conn, _ = sock.accept()
             except TimeoutError:
+                if not self.files.workspace.is_dir():  # deleted or moved: nothing to serve
+                    log.warning("workspace %s is gone: stopping", self.files.workspace)
+                    return
                 idle = time.monotonic() - last
                 if self.idle_timeout_s is not None and idle > self.idle_timeout_s:
                     if not self.busy():

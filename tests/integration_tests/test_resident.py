@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -196,6 +197,24 @@ def test_an_idle_engine_exits_on_its_own(workspace: Path) -> None:
     )  # fmt: skip
     try:
         assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_engine_whose_workspace_is_deleted_exits(tmp_path: Path) -> None:
+    ws = tmp_path / "doomed"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Notes\n\nA workspace about to be deleted.\n")
+    proc = subprocess.Popen(
+        [*CLI, "daemon", "run", "--workspace", str(ws)],
+        env=cli_env(**ON), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        client.wait_until(lambda: _status(ws) is not None, "it did not answer")
+        shutil.rmtree(ws)
+        assert proc.wait(timeout=60) == 0  # no idle timeout: it left because the folder went
     finally:
         if proc.poll() is None:
             proc.kill()
