@@ -48,7 +48,9 @@ sys.path.insert(0, str(HERE))
 
 import synthetic  # noqa: E402
 
-CLI = [sys.executable, "-m", "langchain_enhanced_memory.cli"]
+# The console script users run (python -m adds runpy's imports), else the module.
+_EXE = shutil.which("enhanced-memory", path=str(Path(sys.executable).parent))
+CLI = [_EXE] if _EXE else [sys.executable, "-m", "langchain_enhanced_memory.cli"]
 NOW = synthetic.NOW.isoformat(timespec="minutes")
 
 

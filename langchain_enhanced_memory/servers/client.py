@@ -18,21 +18,25 @@ automatic start after a query that loaded the local model).
 
 from __future__ import annotations
 
-import json
+import _socket  # socket's C core: the socket module's enums cost a one-shot call milliseconds
 import os
-import socket
 import stat
 import sys
 import time
-from pathlib import Path
 
 from ..core.errors import EnhancedMemoryError
-from ..store.locations import ResidentFiles, resident_files, resolve_workspace
+from ..store.locations import ResidentFiles, resident_files, resident_location, workspace_dir
+
+try:  # json's own C escaper: the json package (and re, which it loads) are not imported
+    from _json import encode_basestring_ascii as _quote
+except ImportError:  # pragma: no cover - not CPython
+    from json.encoder import py_encode_basestring_ascii as _quote
 
 TYPE_CHECKING = False  # not typing's: a one-shot call should not import typing
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 __all__ = [
@@ -46,7 +50,9 @@ __all__ = [
     "identity",
     "is_forwarded",
     "opted_out",
+    "parse_run_reply",
     "request",
+    "run_reply",
     "start_and_wait",
     "start_resident",
     "wait_until",
@@ -71,7 +77,8 @@ def identity() -> dict[str, str]:
     """This package's version and location: an engine must match both."""
     from ..core.version import __version__
 
-    return {"version": __version__, "location": str(Path(__file__).resolve().parent.parent)}
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    return {"version": __version__, "location": package}
 
 
 def opted_out(argv: list[str] | None = None) -> bool:
@@ -91,8 +98,8 @@ def is_forwarded(name: str) -> bool:
     return name.startswith("ENHANCED_MEMORY_") or name in _ENV_NAMES
 
 
-def workspace_of(argv: list[str]) -> Path | None:
-    """The workspace a command line names (as the command would resolve it), or None."""
+def workspace_of(argv: list[str]) -> str | None:
+    """The workspace a command line names (as the command would find it), or None."""
     arg: str | None = None
     for n, a in enumerate(argv):
         if a == "--workspace" and n + 1 < len(argv):
@@ -100,32 +107,33 @@ def workspace_of(argv: list[str]) -> Path | None:
         elif a.startswith("--workspace="):
             arg = a.split("=", 1)[1]
     try:
-        return resolve_workspace(arg)
+        return workspace_dir(arg)
     except EnhancedMemoryError:
         return None
 
 
-def _trusted(path: Path) -> bool:
+def _trusted(path: str) -> bool:
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return False
     return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def request(files: ResidentFiles, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Send one request to a resident engine and return its reply.
+def _exchange(path: str, payload: bytes, timeout_s: float) -> bytes:
+    """Send ``payload`` to the trusted engine socket at ``path``; its whole reply.
 
     Raises:
         OSError: No trusted engine answers (none runs, a dead one, a foreign socket).
-        ValueError: The reply is not a JSON object.
+        ValueError: The reply is too large.
     """
-    if not _trusted(files.socket):
-        raise ConnectionRefusedError(f"no trusted resident engine at {files.socket}")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    if not _trusted(path):
+        raise ConnectionRefusedError(f"no trusted resident engine at {path}")
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
         sock.settimeout(timeout_s)
-        sock.connect(str(files.socket))
-        sock.sendall(json.dumps({**message, **identity()}).encode("utf-8") + b"\n")
+        sock.connect(path)
+        sock.sendall(payload)
         chunks, size = [], 0
         while True:
             data = sock.recv(1 << 16)
@@ -135,7 +143,52 @@ def request(files: ResidentFiles, message: dict[str, Any], timeout_s: float) -> 
             size += len(data)
             if size > _MAX_REPLY:
                 raise ValueError("reply too large")
-    reply = json.loads(b"".join(chunks).decode("utf-8"))
+    finally:
+        sock.close()
+    return b"".join(chunks)
+
+
+def _encode(value: Any) -> str:
+    """Compact JSON of strings, lists and dicts of them (what a run request holds)."""
+    if isinstance(value, str):
+        return str(_quote(value))
+    if isinstance(value, list):
+        return "[" + ",".join(map(_encode, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_quote(k)}:{_encode(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def parse_run_reply(data: bytes) -> tuple[int, str, str] | None:
+    """A run's framed reply (:func:`run_reply`); None for anything else (a refusal)."""
+    head, sep, body = data.partition(b"\n")
+    parts = head[1:].split() if head[:1] == b"R" and sep else []
+    if len(parts) != 3 or not all(p.lstrip(b"-").isdigit() for p in parts):
+        return None
+    rc, n_out, n_err = (int(p) for p in parts)
+    if len(body) != n_out + n_err:
+        return None
+    out, err = body[:n_out], body[n_out:]
+    return rc, out.decode("utf-8", "surrogatepass"), err.decode("utf-8", "surrogatepass")
+
+
+def run_reply(rc: int, out: str, err: str) -> bytes:
+    """The reply to a run: a header line, then stdout and stderr as they are (no JSON)."""
+    o, e = out.encode("utf-8", "surrogatepass"), err.encode("utf-8", "surrogatepass")
+    return b"R%d %d %d\n" % (rc, len(o), len(e)) + o + e
+
+
+def request(files: ResidentFiles, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """Send one request (``status``, ``stop``) to a resident engine and return its reply.
+
+    Raises:
+        OSError: No trusted engine answers (none runs, a dead one, a foreign socket).
+        ValueError: The reply is not a JSON object.
+    """
+    import json
+
+    payload = json.dumps({**message, **identity()}).encode("utf-8") + b"\n"
+    reply = json.loads(_exchange(str(files.socket), payload, timeout_s).decode("utf-8"))
     if not isinstance(reply, dict):
         raise ValueError("reply is not a JSON object")
     return reply
@@ -155,24 +208,20 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
     if ws is None:
         return None  # the command itself says what is wrong
     try:
-        files = resident_files(ws)
+        resolved, folder, stem = resident_location(ws)
+        message = {
+            "op": "run",
+            "argv": argv,
+            "cwd": os.getcwd(),
+            "env": forwarded_env(),
+            "workspace": resolved,  # the engine's folder is not ours
+            **identity(),
+        }
+        path = os.path.join(folder, f"{stem}.sock")
         timeout = float(os.environ.get(TIMEOUT_ENV) or 600)
-        reply = request(
-            files,
-            {
-                "op": "run",
-                "argv": argv,
-                "cwd": os.getcwd(),
-                "env": forwarded_env(),
-                "workspace": str(files.workspace),  # resolved: the engine's folder is not ours
-            },
-            timeout,
-        )
-    except (OSError, ValueError, EnhancedMemoryError):
+        return parse_run_reply(_exchange(path, (_encode(message) + "\n").encode(), timeout))
+    except (OSError, ValueError, TypeError, EnhancedMemoryError):
         return None
-    if reply.get("refused") or not isinstance(reply.get("rc"), int):
-        return None
-    return reply["rc"], str(reply.get("stdout", "")), str(reply.get("stderr", ""))
 
 
 def start_resident(workspace: Path, idle_timeout_s: float | None = None) -> subprocess.Popen[bytes]:

@@ -4,10 +4,12 @@ It listens on a Unix socket (:func:`..store.locations.resident_files`: in the
 index folder, mode 0600) and runs, one at a time, the command lines one-shot
 processes hand it (:mod:`.client`), keeping the snapshot, the model and the
 file watcher warm between them. One request is one JSON line; one reply is one
-JSON object, then the connection closes.
+JSON object (a run's: a framed one), then the connection closes.
 
 - ``{"op": "run", "argv", "cwd", "env", "workspace"}``: run a command, reply
-  ``{"rc", "stdout", "stderr"}``.
+  ``R<rc> <stdout bytes> <stderr bytes>\n`` then both outputs as they are
+  (:func:`.client.run_reply`): the one-shot caller decodes it without
+  importing ``json``.
 - ``{"op": "status"}``: who it is and what its engines hold.
 - ``{"op": "stop"}``: reply, then exit.
 
@@ -35,7 +37,7 @@ from typing import Any
 
 from ..core.errors import EnhancedMemoryError
 from ..store.locations import ResidentFiles, resident_files
-from .client import PROTOCOL, identity
+from .client import PROTOCOL, identity, run_reply
 
 __all__ = ["AlreadyRunning", "ResidentServer", "RunCommand"]
 
@@ -217,7 +219,8 @@ class ResidentServer:
         rc, out, err = self.run(
             [str(a) for a in message["argv"]], str(message.get("cwd") or "/"), env
         )
-        _reply(conn, {"rc": rc, "stdout": out, "stderr": err})
+        with contextlib.suppress(OSError):  # the caller left: nothing to tell
+            conn.sendall(run_reply(rc, out, err))
         return False
 
 

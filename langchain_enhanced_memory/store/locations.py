@@ -16,52 +16,77 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from ..core.errors import EnhancedMemoryError
 
-__all__ = ["INDEX_DIRNAME", "ResidentFiles", "private_dir", "resident_files", "resolve_workspace"]
+TYPE_CHECKING = False  # not typing's: this runs before a one-shot call imports anything
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "INDEX_DIRNAME",
+    "ResidentFiles",
+    "private_dir",
+    "resident_files",
+    "resident_location",
+    "resolve_workspace",
+    "workspace_dir",
+]
 
 INDEX_DIRNAME = ".enhanced-memory"
 # sun_path holds 108 bytes on Linux, 104 on macOS; keep a margin.
 _MAX_SOCKET_PATH = 100
 
 
-def resolve_workspace(arg: str | Path | None = None) -> Path:
+def workspace_dir(arg: str | None = None) -> str:
     """The workspace: ``arg``, then ``$OPENCLAW_WORKSPACE_DIR``, then ``$MEMORY_DIR``, then ``.``.
+
+    As a string (pathlib costs a one-shot call milliseconds of imports);
+    :func:`resolve_workspace` is the same as a ``Path``.
 
     Raises:
         EnhancedMemoryError: The folder does not exist.
     """
     if arg:
-        ws = Path(arg)
+        ws = arg
     elif os.environ.get("OPENCLAW_WORKSPACE_DIR"):
-        ws = Path(os.environ["OPENCLAW_WORKSPACE_DIR"])
+        ws = os.environ["OPENCLAW_WORKSPACE_DIR"]
     elif os.environ.get("MEMORY_DIR"):
         # The original's MEMORY_DIR names the memory/ folder itself.
-        mem = Path(os.environ["MEMORY_DIR"]).expanduser()
-        ws = mem.parent if mem.name == "memory" else mem
+        mem = os.path.expanduser(os.environ["MEMORY_DIR"]).rstrip(os.sep) or os.sep
+        ws = (os.path.dirname(mem) or ".") if os.path.basename(mem) == "memory" else mem
     else:
-        ws = Path.cwd()
-    ws = ws.expanduser()
-    if "\x00" in str(ws):
+        ws = os.getcwd()
+    ws = os.path.expanduser(ws)
+    if "\x00" in ws:
         raise EnhancedMemoryError("workspace path contains a NUL byte")
-    if not ws.is_dir():
+    if not os.path.isdir(ws):
         raise EnhancedMemoryError(
             f"workspace not found: {ws}", "pass --workspace DIR or set OPENCLAW_WORKSPACE_DIR"
         )
     return ws
 
 
-def writable(path: Path) -> bool:
+def resolve_workspace(arg: str | Path | None = None) -> Path:
+    """:func:`workspace_dir` as a ``Path``.
+
+    Raises:
+        EnhancedMemoryError: The folder does not exist.
+    """
+    from pathlib import Path
+
+    return Path(workspace_dir(os.fspath(arg) if arg else None))
+
+
+def writable(path: str | Path) -> bool:
     """Writable for us *and* not marked read-only (root passes ``os.access`` everywhere)."""
     try:
-        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+        return os.access(path, os.W_OK) and bool(os.stat(path).st_mode & 0o222)
     except OSError:
         return False
 
 
-def private_dir() -> Path:
+def private_dir() -> str:
     """This user's private folder for sockets (created 0700; refused when not ours).
 
     Raises:
@@ -69,17 +94,36 @@ def private_dir() -> Path:
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = (
-        Path(runtime) / "enhanced-memory"
+        os.path.join(runtime, "enhanced-memory")
         if runtime
-        else Path(f"/tmp/enhanced-memory-{os.getuid()}")
+        else f"/tmp/enhanced-memory-{os.getuid()}"
     )
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = base.lstat()
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    st = os.lstat(base)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise EnhancedMemoryError(
             f"{base} is not a private folder of this user", "remove it, or set XDG_RUNTIME_DIR"
         )
     return base
+
+
+def resident_location(workspace: str) -> tuple[str, str, str]:
+    """``(workspace resolved, folder, stem)`` of a workspace's resident engine files.
+
+    The index folder when it can hold a socket, else :func:`private_dir` under
+    a hash of the workspace (see the module doc).
+    """
+    ws = os.path.realpath(workspace)
+    local = os.path.join(ws, INDEX_DIRNAME)
+    sock = os.path.join(local, "resident.sock")
+    if len(sock.encode()) <= _MAX_SOCKET_PATH and writable(
+        local if os.path.exists(local) else ws
+    ):
+        return ws, local, "resident"
+    import hashlib  # only here: loading OpenSSL costs a one-shot call milliseconds
+
+    key = hashlib.sha256(ws.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return ws, private_dir(), f"resident-{key}"
 
 
 class ResidentFiles:
@@ -106,15 +150,9 @@ def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
         workspace: The workspace folder.
         create: Create the folder (the engine does; a client only looks).
     """
-    ws = workspace.resolve()
-    local = ws / INDEX_DIRNAME
-    if len(str(local / "resident.sock").encode()) <= _MAX_SOCKET_PATH and writable(
-        local if local.exists() else ws
-    ):
-        if create:
-            local.mkdir(exist_ok=True)
-        return ResidentFiles(ws, local, "resident")
-    import hashlib  # only here: loading OpenSSL costs a one-shot call milliseconds
+    from pathlib import Path
 
-    key = hashlib.sha256(str(ws).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return ResidentFiles(ws, private_dir(), f"resident-{key}")
+    ws, folder, stem = resident_location(os.fspath(workspace))
+    if create:
+        os.makedirs(folder, exist_ok=True)
+    return ResidentFiles(Path(ws), Path(folder), stem)
