@@ -7,7 +7,7 @@ file watcher warm between them. One request is one JSON line; one reply is one
 JSON object (a run's: a framed one), then the connection closes.
 
 - ``{"op": "run", "argv", "cwd", "env", "workspace"}``: run a command, reply
-  ``R<rc> <stdout bytes> <stderr bytes>\n`` then both outputs as they are
+  a line ``R<rc> <stdout bytes> <stderr bytes>`` then both outputs as they are
   (:func:`.client.run_reply`): the one-shot caller decodes it without
   importing ``json``.
 - ``{"op": "status"}``: who it is and what its engines hold.

@@ -1,4 +1,4 @@
-"""The one-shot client's wire format and its imports (the processes are in the integration tests)."""
+"""The one-shot client's wire format and imports (its processes: the integration tests)."""
 
 from __future__ import annotations
 

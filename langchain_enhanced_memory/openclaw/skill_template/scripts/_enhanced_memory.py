@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-WORKSPACE = HERE.parent.parent.parent
+# os.path, not pathlib: every OpenClaw query starts this script, so its imports count.
+HERE = os.path.dirname(os.path.realpath(__file__))
+WORKSPACE = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 INSTALL_HINT = "pip install langchain-enhanced-memory"
+# -c, not -m: runpy's imports cost each query milliseconds.
+_MAIN = "import sys; from langchain_enhanced_memory.cli import main; sys.exit(main())"
 
 
 def _with_workspace(argv: list[str]) -> list[str]:
@@ -27,16 +29,19 @@ def _with_workspace(argv: list[str]) -> list[str]:
         return argv
     if os.environ.get("OPENCLAW_WORKSPACE_DIR") or os.environ.get("MEMORY_DIR"):
         return argv
-    if (WORKSPACE / "memory").is_dir() or (WORKSPACE / "MEMORY.md").is_file():
+    if os.path.isdir(os.path.join(WORKSPACE, "memory")) or os.path.isfile(
+        os.path.join(WORKSPACE, "MEMORY.md")
+    ):
         # Last, so that a nested sub-command (crossref build) parses it.
-        return [*argv, "--workspace", str(WORKSPACE)]
+        return [*argv, "--workspace", WORKSPACE]
     return argv  # the command falls back to the current folder
 
 
 def _recorded_python() -> str | None:
     """The recorded interpreter, when it lives in another environment than this one."""
     try:
-        python = (HERE / ".python").read_text(encoding="utf-8").strip()
+        with open(os.path.join(HERE, ".python"), encoding="utf-8") as fh:
+            python = fh.read().strip()
     except OSError:
         return None
     if not python or not os.path.isfile(python):
@@ -44,8 +49,8 @@ def _recorded_python() -> str | None:
     if os.path.abspath(python) == os.path.abspath(sys.executable):
         return None
     # bin/python3 of a venv: its environment is the folder holding pyvenv.cfg.
-    env = Path(python).parent.parent
-    prefix = str(env) if (env / "pyvenv.cfg").is_file() else None
+    env = os.path.dirname(os.path.dirname(python))
+    prefix = env if os.path.isfile(os.path.join(env, "pyvenv.cfg")) else None
     if prefix is not None and os.path.realpath(prefix) == os.path.realpath(sys.prefix):
         return None  # the same venv, reached by another path
     if prefix is None and os.path.realpath(python) == os.path.realpath(sys.executable):
@@ -58,7 +63,7 @@ def run(argv: list[str]) -> None:
     argv = _with_workspace(argv)
     python = _recorded_python()
     if python:
-        os.execv(python, [python, "-m", "langchain_enhanced_memory.cli", *argv])
+        os.execv(python, [python, "-c", _MAIN, *argv])
     try:
         from langchain_enhanced_memory.cli import main
     except ImportError:
