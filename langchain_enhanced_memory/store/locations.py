@@ -116,9 +116,7 @@ def resident_location(workspace: str) -> tuple[str, str, str]:
     ws = os.path.realpath(workspace)
     local = os.path.join(ws, INDEX_DIRNAME)
     sock = os.path.join(local, "resident.sock")
-    if len(sock.encode()) <= _MAX_SOCKET_PATH and writable(
-        local if os.path.exists(local) else ws
-    ):
+    if len(sock.encode()) <= _MAX_SOCKET_PATH and writable(local if os.path.exists(local) else ws):
         return ws, local, "resident"
     import hashlib  # only here: loading OpenSSL costs a one-shot call milliseconds
 

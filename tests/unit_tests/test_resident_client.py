@@ -13,9 +13,7 @@ from langchain_enhanced_memory.servers import client
 
 # Strings as argv and environments hold them: any text, file names' lone surrogates too.
 TEXT = st.text(st.characters(blacklist_categories=["Cs"]) | st.sampled_from(["\udcff", "\ud800"]))
-MESSAGES = st.dictionaries(
-    TEXT, TEXT | st.lists(TEXT) | st.dictionaries(TEXT, TEXT), max_size=6
-)
+MESSAGES = st.dictionaries(TEXT, TEXT | st.lists(TEXT) | st.dictionaries(TEXT, TEXT), max_size=6)
 
 
 @given(MESSAGES)
