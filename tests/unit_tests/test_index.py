@@ -327,6 +327,7 @@ def test_vector_signal_mixes_the_chunk_and_its_best_line(tmp_path: Path, share: 
     snap = idx.snapshot("fake/m")
     q = np.asarray(emb.embed_query("puppy dog shelter"), dtype=np.float32)
     ranking = rank(snap, "puppy dog shelter", datetime(2026, 3, 2), settings, q)
+    q = dequantize(*quantize(q[None]))[0]  # int8 rows are scored with the query in int8 too
     chunk_cos = snap.dense_vectors() @ q
     row = snap.paths.index("memory/2026-03-01.md")
     best_line = max(dequantize(*quantize(emb.embed_documents(NOTE_LINES))) @ q)
@@ -344,9 +345,11 @@ def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -
     q = np.asarray(emb.embed_query(query), dtype=np.float32)
     # The one candidate is MEMORY.md (three of four words): the notes chunk keeps its cosine.
     ranking = rank(snap, query, datetime(2026, 3, 2), settings, q)
-    assert np.isclose(ranking.signals["vector"][row], snap.dense_vectors()[row] @ q, atol=1e-6)
     wide = settings.model_copy(update={"line_candidates": 2})
-    ranking = rank(snap, query, datetime(2026, 3, 2), wide, q)
+    wide_ranking = rank(snap, query, datetime(2026, 3, 2), wide, q)
+    q = dequantize(*quantize(q[None]))[0]  # int8 rows are scored with the query in int8 too
+    assert np.isclose(ranking.signals["vector"][row], snap.dense_vectors()[row] @ q, atol=1e-6)
+    ranking = wide_ranking
     best_line = max(dequantize(*quantize(emb.embed_documents(NOTE_LINES))) @ q)
     assert best_line > snap.dense_vectors()[row] @ q + 0.05
     assert np.isclose(ranking.signals["vector"][row], best_line, atol=1e-3)
