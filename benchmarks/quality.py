@@ -41,6 +41,12 @@ ROWS: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("default - correct date parser (original's)", "default", {"date_parser": "original"}, None),
     ("default - date routing", "default", {"date_routing": False}, None),
     ("default - line vectors (chunk vectors only)", "default", {"line_vector_share": 0.0}, None),
+    (
+        "default - chunk vectors from their lines (chunk texts embedded too)",
+        "default",
+        {"chunk_vectors": "embedded"},
+        None,
+    ),
     ("default - header chain in embedded text", "default", {"embed_headers": False}, None),
     (
         "default - section chunking (original chunks)",
