@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -36,6 +37,18 @@ def term_key(term: str) -> int:
     """
     digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little")
+
+
+class PostingLists(Protocol):
+    """What scoring reads of a field's postings (:class:`Postings`, or segments of them)."""
+
+    @property
+    def doc_len(self) -> np.ndarray: ...  # noqa: D102
+
+    @property
+    def n_docs(self) -> int: ...  # noqa: D102
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]: ...  # noqa: D102
 
 
 @dataclass(frozen=True)
@@ -185,7 +198,7 @@ def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> n
     return out if scale is None else out * scale
 
 
-def bm25(post: Postings, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+def bm25(post: PostingLists, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
     """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``."""
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if post.n_docs == 0:
@@ -201,7 +214,7 @@ def bm25(post: Postings, terms: Sequence[str], k1: float = 1.2, b: float = 0.75)
     return scores
 
 
-def match_fraction(post: Postings, terms: Sequence[str]) -> np.ndarray:
+def match_fraction(post: PostingLists, terms: Sequence[str]) -> np.ndarray:
     """Share of ``terms`` present (as whole terms) in each document."""
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if not terms:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .scoring import Postings, dequantize
+from .scoring import PostingLists, dequantize
 
 __all__ = ["Snapshot"]
 
@@ -31,10 +31,11 @@ class Snapshot:
     kinds: list[str]
     dates: list[str | None]
     day: np.ndarray  # date ordinal of the chunk's daily note, -1 when undated
-    text_post: Postings
-    phrase_post: Postings  # adjacent term pairs of the chunk text
-    header_post: Postings
-    path_post: Postings
+    # Each field's postings: one list, or segments read as one (core.segments).
+    text_post: PostingLists
+    phrase_post: PostingLists  # adjacent term pairs of the chunk text
+    header_post: PostingLists
+    path_post: PostingLists
     # Vectors are int8 rows times a float32 scale each (scoring.quantize), often
     # read-only maps of the generation's side file; a None scale means plain floats.
     vectors: np.ndarray | None = None

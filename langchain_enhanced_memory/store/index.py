@@ -40,6 +40,7 @@ from .db import (
 )
 from .folding import kept_files
 from .matrices import side_folder, sweep
+from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
 
@@ -133,7 +134,7 @@ class MemoryIndex:
             if not locked:
                 return report
             with self.db.open() as conn:
-                sync_text(conn, self.workspace, self.settings, report)
+                sync_text(conn, self.workspace, self.settings, report, side_folder(self.path))
         self._snapshots.forget_text()
         return report
 
@@ -191,7 +192,7 @@ class MemoryIndex:
         return sum(p.stat().st_size for p in files if p.is_file())
 
     def compact(self) -> tuple[int, int]:
-        """Reclaim the space of deleted rows and unused side files (``VACUUM``).
+        """Merge the postings' segments, reclaim deleted rows and unused side files (``VACUUM``).
 
         Waits for the writer lock; searchers keep reading meanwhile (WAL).
 
@@ -200,6 +201,14 @@ class MemoryIndex:
         """
         before = self.disk_bytes()
         with self.db.writer_lock():
+            with self.db.open() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    compact_postings(conn, side_folder(self.path))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
             self._vacuum()
         return before, self.disk_bytes()
 
@@ -207,6 +216,7 @@ class MemoryIndex:
         """Remove unused side files, rewrite the SQLite file compactly (writer lock held)."""
         with self.db.open() as conn:
             sweep(side_folder(self.path), kept_files(conn))
+            sweep_segments(conn, side_folder(self.path))
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

@@ -29,6 +29,7 @@ __all__ = [
     "VectorFile",
     "decode",
     "encode",
+    "fsync_dir",
     "hash_keys",
     "key_prefix",
     "side_folder",
@@ -204,12 +205,14 @@ def write(
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / layout.file)
-    _fsync_dir(folder)
+    fsync_dir(folder)
     return layout
 
 
-def sweep(folder: Path, keep: set[str]) -> int:
-    """Remove side files no ``derived`` row names (and crashed writes); bytes freed.
+def sweep(folder: Path, keep: set[str], suffix: str = ".vec") -> int:
+    """Remove side files ending in ``suffix`` no ``derived`` row names (and crashed writes).
+
+    Returns the bytes freed.
 
     Runs under the writer lock after a commit. A searcher still mapping a
     removed file keeps reading it: the space returns when it unmaps.
@@ -220,7 +223,7 @@ def sweep(folder: Path, keep: set[str]) -> int:
     except OSError:
         return 0
     for entry in entries:
-        if entry.name in keep or not entry.name.endswith(".vec"):
+        if entry.name in keep or not entry.name.endswith(suffix):
             continue
         try:
             size = entry.stat().st_size
@@ -231,7 +234,8 @@ def sweep(folder: Path, keep: set[str]) -> int:
     return freed
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

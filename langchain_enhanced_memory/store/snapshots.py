@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 import sqlite3
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 
-from ..core.scoring import Postings
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
 from .db import IndexDB, generation_of
 from .folding import Vectors, assemble, drop_lost, fold
 from .matrices import Layout, VectorFile, side_folder
-from .sync import POSTINGS_FIELDS, unpack_postings
+from .postings import load_postings
 from .vectors import current_layout
 
 __all__ = ["SnapshotCache"]
@@ -60,7 +60,7 @@ class SnapshotCache:
                 generation = generation_of(conn)
                 snap = self._snapshot
                 if snap is None or snap.generation != generation:
-                    snap = _load_text(conn, generation)
+                    snap = _load_text(conn, generation, self.folder)
                     self._snapshot = snap
                 if model is not None and snap.model != model:
                     vec = self._vectors(conn, model, generation)
@@ -168,22 +168,18 @@ class SnapshotCache:
         raise _Moved
 
 
-def _load_text(conn: sqlite3.Connection, generation: int) -> Snapshot:
+def _load_text(conn: sqlite3.Connection, generation: int, folder: Path) -> Snapshot:
     rows = conn.execute(
         "SELECT c.id, c.path, c.start_line, c.end_line, c.header, c.headers, c.text,"
         " f.kind, f.date FROM chunks c JOIN files f ON f.path = c.path ORDER BY c.id"
     ).fetchall()
-    blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
-    if blob is None:
-        empty = Postings.build([])
-        posts = {name: empty for name in POSTINGS_FIELDS}
-    else:
-        posts = unpack_postings(blob[0])
     cols = list(zip(*rows, strict=False)) if rows else [()] * 9
+    ids = np.asarray(cols[0], dtype=np.int64)
+    posts = load_postings(conn, folder, ids)
     dates = list(cols[8])
     return Snapshot(
         generation=generation,
-        ids=np.asarray(cols[0], dtype=np.int64),
+        ids=ids,
         paths=list(cols[1]),
         start=np.asarray(cols[2], dtype=np.int32),
         end=np.asarray(cols[3], dtype=np.int32),

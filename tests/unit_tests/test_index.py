@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 import os
@@ -14,7 +13,7 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import Postings, dequantize, quantize, rrf
+from langchain_enhanced_memory.core.scoring import dequantize, quantize, rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
@@ -23,8 +22,6 @@ from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
-
-PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 
 
 def _embed(emb: WordEmbeddings):
@@ -372,44 +369,3 @@ def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
     assert sorted(start for start, _ in spans)[1] >= first_end
     rest = sorted(spans)[1:]
     assert any(b[0] < a[1] for a, b in itertools.pairwise(rest)), "the rest ran in parallel"
-
-
-def test_postings_after_edits_equal_a_rebuild(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    idx = MemoryIndex(workspace)
-    idx.sync()
-    merges = []
-    merged = Postings.merged
-    monkeypatch.setattr(Postings, "merged", lambda *a: merges.append(1) or merged(*a))
-    notes = workspace / "memory"
-    (notes / "2026-02-08.md").write_text("# 2026-02-08\n\n## Decisions\n\nPostgres 17 now.\n")
-    (notes / "2026-02-07.md").unlink()
-    (notes / "2026-02-10.md").write_text("# 2026-02-10\n\n## Retro\n\nKeep the rollback script.\n")
-    for _ in range(2):  # the second sync merges into postings that were merged themselves
-        idx.sync()
-        with idx.connect() as conn:
-            stored = sync.unpack_postings(
-                conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
-            )
-            rebuilt = sync._build_postings(conn, "", ())
-        for name, post in rebuilt.items():
-            for part in ("keys", "indptr", "docs", "tf", "doc_len"):
-                assert np.array_equal(getattr(stored[name], part), getattr(post, part)), name
-        (workspace / "MEMORY.md").write_text("# Preferences\n\nTea, and emacs keybindings.\n")
-    assert len(merges) == 8  # four lists, twice: merged, not rebuilt
-
-
-def test_postings_of_an_older_version_still_load(workspace: Path) -> None:
-    idx = MemoryIndex(workspace)
-    idx.sync()
-    with idx.connect() as conn:
-        blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
-        want = sync.unpack_postings(blob)
-        assert not want["text"].docs.flags.writeable  # views of the blob, not copies
-        buf = io.BytesIO()  # the npz archive versions before this one wrote
-        np.savez(buf, **{f"{n}.{k}": getattr(p, k) for n, p in want.items() for k in PARTS})
-        conn.execute("UPDATE derived SET data=? WHERE name='postings'", (buf.getvalue(),))
-    snap = MemoryIndex(workspace).snapshot()
-    for part in PARTS:
-        assert np.array_equal(getattr(snap.text_post, part), getattr(want["text"], part))

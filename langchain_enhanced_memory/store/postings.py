@@ -1,0 +1,248 @@
+"""The posting lists on disk: segment files a generation names, mapped read-only by searchers.
+
+A segment file holds the four posting lists of some chunks (their ids, then
+each list's arrays, 8-byte aligned after a JSON layout), written under a
+temporary name, flushed and renamed into the side folder (:mod:`.matrices`).
+The ``derived`` row ``postings`` names the generation's segments, oldest first,
+and commits with the sync that wrote them: a kill before the commit leaves the
+previous generation's segments named, and the new file an orphan that the
+next run's :func:`sweep` removes (only after a commit, under the writer lock).
+A one-file change writes a delta segment of that file's new chunks; the chunks
+it replaced stay in their segment, masked out because they left ``chunks``
+(:mod:`..core.segments`). Segments are merged when there are too many or the
+deltas and replaced rows pass a share of the base, and by ``index --compact``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mmap
+import os
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.scoring import Postings
+from ..core.segments import SegmentedPostings, compacted, place_rows
+from ..core.text import path_text, phrases, tokenize
+from .db import generation_of
+from .matrices import fsync_dir, sweep
+
+__all__ = [
+    "FIELDS",
+    "build_postings",
+    "compact_postings",
+    "load_postings",
+    "named_segments",
+    "sweep_segments",
+    "write_postings",
+]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+FIELDS = ("text", "phrase", "header", "path")
+_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+_MAGIC = b"EMS1"
+_SUFFIX = ".seg"
+# A merge rewrites segments: all deltas once there are this many segments, and
+# everything once deltas plus replaced rows pass this share of the base.
+MAX_SEGMENTS = 8
+MERGE_SHARE = 0.125
+
+
+@dataclass
+class _Segment:
+    """A segment file, mapped: its chunk ids (ascending) and its four posting lists."""
+
+    name: str
+    ids: np.ndarray
+    posts: dict[str, Postings]
+
+    @classmethod
+    def open(cls, folder: Path, name: str) -> _Segment | None:
+        """Map a segment file; None when it is missing or damaged."""
+        try:
+            with open(folder / name, "rb") as fh:
+                buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            if buf[:4] != _MAGIC:
+                return None
+            size = int.from_bytes(buf[4:8], "little")
+            base = 8 + size
+            arrays = {
+                key: np.frombuffer(buf, dtype=np.dtype(dt), count=count, offset=base + offset)
+                for key, dt, count, offset in json.loads(buf[8:base])
+            }
+            posts = {f: Postings(**{p: arrays[f"{f}.{p}"] for p in _PARTS}) for f in FIELDS}
+            return cls(name=name, ids=arrays["ids"], posts=posts)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+def _write_segment(folder: Path, generation: int, ids: np.ndarray, posts: dict) -> _Segment:
+    """Write a segment file (temporary name, flushed, renamed) and map it."""
+    arrays = {"ids": np.asarray(ids, dtype=np.int64)}
+    arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
+    layout, parts, offset = [], [], 0
+    for key, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        layout.append([key, a.dtype.str, a.size, offset])
+        parts += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
+        offset += a.nbytes + len(parts[-1])
+    head = json.dumps(layout).encode()
+    head += b" " * (-(len(head) + 8) % 8)
+    name = f"post-g{generation}-{secrets.token_hex(4)}{_SUFFIX}"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".tmp-{name}"
+    with open(tmp, "wb") as fh:
+        fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
+        for part in parts:
+            fh.write(part)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / name)
+    fsync_dir(folder)
+    seg = _Segment.open(folder, name)
+    if seg is None:
+        raise OSError(f"segment file {name} did not read back")
+    return seg
+
+
+def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
+    """The segment files the ``derived`` row names, and the highest chunk id they ever held.
+
+    None when the row is missing or of an older version (one blob).
+    """
+    row = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
+    if row is None:
+        return None
+    try:
+        state = json.loads(row[0])
+        return [str(s) for s in state["segments"]], int(state["last_id"])
+    except (TypeError, ValueError, KeyError, UnicodeDecodeError):
+        return None
+
+
+def _open_all(folder: Path, names: list[str]) -> list[_Segment] | None:
+    segments = [_Segment.open(folder, name) for name in names]
+    return None if any(s is None for s in segments) else segments  # type: ignore[return-value]
+
+
+def _live_ids(conn: sqlite3.Connection) -> np.ndarray:
+    return np.fromiter((i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")), np.int64)
+
+
+def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
+    """The four posting lists of the chunks ``where`` selects, from their stored terms."""
+    query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
+    rows = conn.execute(query, args).fetchall()
+    # Header chains and paths repeat across chunks: tokenize each distinct one once.
+    header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
+    path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
+    return {
+        "text": Postings.build(r[0].split() for r in rows),
+        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
+        "header": Postings.build(header_terms[r[1]] for r in rows),
+        "path": Postings.build(path_terms[r[2]] for r in rows),
+    }
+
+
+def load_postings(
+    conn: sqlite3.Connection, folder: Path, live_ids: np.ndarray
+) -> dict[str, Postings | SegmentedPostings]:
+    """The generation's four posting lists, read as one each over its mapped segments.
+
+    When the named segments are not there (a run older than them, or a file
+    gone), they are built in memory from the stored terms, the same lists.
+    """
+    named = named_segments(conn)
+    segments = _open_all(folder, named[0]) if named else None
+    rows = place_rows([s.ids for s in segments], live_ids) if segments is not None else None
+    if segments is None or rows is None:
+        if live_ids.size:
+            log.debug("postings segments missing: built from the stored terms")
+        return dict(build_postings(conn, "", ()))
+    if len(segments) == 1 and rows[0].size == live_ids.size:
+        return dict(segments[0].posts)  # one segment, every row live: the lists as they are
+    return {
+        f: SegmentedPostings([s.posts[f] for s in segments], rows, live_ids.size) for f in FIELDS
+    }
+
+
+def write_postings(
+    conn: sqlite3.Connection, folder: Path, generation: int, first_new_id: int | None
+) -> None:
+    """Name ``generation``'s segments in ``derived`` (inside the sync's transaction).
+
+    Args:
+        conn: The connection, inside the sync's transaction.
+        folder: The side folder.
+        generation: The generation being written.
+        first_new_id: Chunk ids from here on are the sync's new chunks, and the
+            previous generation's segments still describe every other chunk;
+            None rebuilds one segment from every chunk's stored terms.
+    """
+    named = named_segments(conn) if first_new_id is not None else None
+    segments = _open_all(folder, named[0]) if named else None
+    live = _live_ids(conn)
+    if segments is not None:
+        old_live = live[live < first_new_id]
+        if place_rows([s.ids for s in segments], old_live) is None:
+            segments = None
+    if segments is None:
+        segments = [_write_segment(folder, generation, live, build_postings(conn, "", ()))]
+    else:
+        new = live[live >= first_new_id]
+        if new.size:
+            added = build_postings(conn, "WHERE id >= ?", (first_new_id,))
+            segments.append(_write_segment(folder, generation, new, added))
+        segments = _merged(folder, generation, segments, live)
+    last_id = max([int(live[-1]) if live.size else 0] + [named[1] if named else 0])
+    state = {"segments": [s.name for s in segments], "last_id": last_id}
+    conn.execute(
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)", (generation, json.dumps(state))
+    )
+
+
+def _merged(
+    folder: Path, generation: int, segments: list[_Segment], live: np.ndarray, full: bool = False
+) -> list[_Segment]:
+    """``segments`` with a suffix merged into one when the policy (or ``full``) says so."""
+    rows = place_rows([s.ids for s in segments], live)
+    assert rows is not None  # the caller checked the old segments and added the new chunks
+    base = max(rows[0].size, 1)
+    deltas = sum(r.size for r in rows[1:])
+    dropped = sum(int((r < 0).sum()) for r in rows)
+    if full or (deltas + dropped) > MERGE_SHARE * base:
+        start = 0
+    elif len(segments) > MAX_SEGMENTS:
+        start = 1
+    else:
+        return segments
+    if len(segments) - start == 1 and (rows[start] >= 0).all():
+        return segments
+    tail = segments[start:]
+    posts = {f: compacted([s.posts[f] for s in tail], rows[start:]) for f in FIELDS}
+    ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, rows[start:], strict=True)])
+    return [*segments[:start], _write_segment(folder, generation, ids, posts)]
+
+
+def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
+    """Merge the named segments into one (``index --compact``; writer lock held)."""
+    named = named_segments(conn)
+    segments = _open_all(folder, named[0]) if named else None
+    live = _live_ids(conn)
+    if named is None or segments is None or place_rows([s.ids for s in segments], live) is None:
+        return  # the next sync rebuilds them
+    merged = _merged(folder, generation_of(conn), segments, live, full=True)
+    state = {"segments": [s.name for s in merged], "last_id": named[1]}
+    conn.execute("UPDATE derived SET data=? WHERE name='postings'", (json.dumps(state),))
+
+
+def sweep_segments(conn: sqlite3.Connection, folder: Path) -> int:
+    """Remove segment files the ``derived`` row does not name (after a commit, lock held)."""
+    named = named_segments(conn)
+    return sweep(folder, set(named[0]) if named else set(), suffix=_SUFFIX)
