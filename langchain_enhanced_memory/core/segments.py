@@ -17,7 +17,7 @@ import numpy as np
 
 from .scoring import Postings
 
-__all__ = ["SegmentedPostings", "compacted", "place_rows"]
+__all__ = ["SegmentedPostings", "compacted", "locate", "place_rows"]
 
 _EMPTY = Postings.build([])
 
@@ -31,6 +31,16 @@ class _Placed:
     rows: np.ndarray | None  # live row of each local row, -1 when dropped
 
 
+def locate(ids: np.ndarray, live_ids: np.ndarray) -> np.ndarray:
+    """The live row of each of ``ids`` (-1 for an id no longer live); both ascending."""
+    n = live_ids.size
+    if n == 0:
+        return np.full(ids.size, -1, dtype=np.int64)
+    at = np.searchsorted(live_ids, ids)
+    hit = live_ids[np.minimum(at, n - 1)] == ids
+    return np.where(hit, at, -1).astype(np.int64)
+
+
 def place_rows(segment_ids: list[np.ndarray], live_ids: np.ndarray) -> list[np.ndarray] | None:
     """The live row of each segment row (-1 for a replaced chunk), or None when inconsistent.
 
@@ -42,16 +52,13 @@ def place_rows(segment_ids: list[np.ndarray], live_ids: np.ndarray) -> list[np.n
         None unless every live chunk is in exactly one segment.
     """
     out, found, last = [], 0, -1
-    n = live_ids.size
     for ids in segment_ids:
         if ids.size and (int(ids[0]) <= last or (np.diff(ids) <= 0).any()):
             return None
         last = int(ids[-1]) if ids.size else last
-        at = np.searchsorted(live_ids, ids)
-        hit = live_ids[np.minimum(at, max(n - 1, 0))] == ids if n else np.zeros(ids.size, bool)
-        out.append(np.where(hit, at, -1).astype(np.int64))
-        found += int(hit.sum())
-    return out if found == n else None
+        out.append(locate(ids, live_ids))
+        found += int((out[-1] >= 0).sum())
+    return out if found == live_ids.size else None
 
 
 class SegmentedPostings:

@@ -38,7 +38,7 @@ from .db import (
     generation_of,
     get_meta,
 )
-from .folding import kept_files
+from .folding import kept_files, missing_embeddings
 from .matrices import side_folder, sweep
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
@@ -142,7 +142,7 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> list[tuple[str, str]]:
         """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique)."""
         with self.db.open() as conn:
-            return vectors.missing_embeddings(conn, model, self.settings, side_folder(self.path))
+            return missing_embeddings(conn, side_folder(self.path), model, self.settings)
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
@@ -209,6 +209,12 @@ class MemoryIndex:
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+                models = [
+                    n.split(":", 1)[1]
+                    for (n,) in conn.execute("SELECT name FROM derived WHERE name LIKE 'vectors:%'")
+                ]
+            for model in models:
+                self._snapshots.seal(model, full=True)
             self._vacuum()
         return before, self.disk_bytes()
 

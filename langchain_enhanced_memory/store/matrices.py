@@ -50,7 +50,9 @@ class Layout:
         chunks: Chunk rows (every chunk of the generation, in row order).
         lines: Line rows after them.
         keys: Distinct text-hash keys.
-        lines_complete: Whether every line of the generation has its row.
+        lines_complete: Whether every line of its chunks has its row.
+        ids: Whether it holds its chunk rows' chunk ids (a segment); files
+            written before segments hold every chunk of one generation, in row order.
     """
 
     file: str
@@ -59,6 +61,7 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
+    ids: bool = False
 
     def to_json(self) -> str:
         """The ``derived`` row's data."""
@@ -81,6 +84,7 @@ class Layout:
             ("owner", np.dtype(np.int32), (self.lines,)),
             ("keys", np.dtype(np.uint64), (self.keys,)),
             ("rows", np.dtype(np.int32), (self.keys,)),
+            ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -101,6 +105,7 @@ class VectorFile:
     owner: np.ndarray
     keys: np.ndarray
     rows: np.ndarray
+    ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
@@ -166,6 +171,7 @@ def write(
     *,
     chunks: int,
     lines_complete: bool,
+    ids: np.ndarray,
 ) -> Layout:
     """Write a side file (temporary name, flushed, renamed) and return its layout.
 
@@ -177,7 +183,8 @@ def write(
         owner: The chunk row of each line row.
         row_keys: The text-hash key of each row (:func:`hash_keys`).
         chunks: How many of the rows are chunks.
-        lines_complete: Whether every line of the generation has a row.
+        lines_complete: Whether every line of the chunks has a row.
+        ids: The chunk id of each chunk row.
     """
     folder.mkdir(parents=True, exist_ok=True)
     keys, first = np.unique(row_keys, return_index=True)
@@ -188,6 +195,7 @@ def write(
         lines=int(matrix.shape[0]) - chunks,
         keys=int(keys.size),
         lines_complete=lines_complete,
+        ids=True,
     )
     arrays = {
         "matrix": matrix,
@@ -195,6 +203,7 @@ def write(
         "owner": owner,
         "keys": keys,
         "rows": first.astype(np.int32),
+        "ids": ids,
     }
     tmp = folder / f".tmp-{layout.file}"
     with open(tmp, "wb") as fh:

@@ -29,7 +29,7 @@ import numpy as np
 from ..core.scoring import Postings
 from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
-from .db import generation_of
+from .db import chunk_ids, generation_of
 from .matrices import fsync_dir, sweep
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "compact_postings",
     "load_postings",
     "named_segments",
+    "open_segments",
     "sweep_segments",
     "write_postings",
 ]
@@ -126,13 +127,10 @@ def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
         return None
 
 
-def _open_all(folder: Path, names: list[str]) -> list[_Segment] | None:
+def open_segments(folder: Path, names: list[str]) -> list[_Segment] | None:
+    """Map the named segment files; None when one is missing or damaged."""
     segments = [_Segment.open(folder, name) for name in names]
     return None if any(s is None for s in segments) else segments  # type: ignore[return-value]
-
-
-def _live_ids(conn: sqlite3.Connection) -> np.ndarray:
-    return np.fromiter((i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")), np.int64)
 
 
 def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
@@ -159,7 +157,7 @@ def load_postings(
     gone), they are built in memory from the stored terms, the same lists.
     """
     named = named_segments(conn)
-    segments = _open_all(folder, named[0]) if named else None
+    segments = open_segments(folder, named[0]) if named else None
     rows = place_rows([s.ids for s in segments], live_ids) if segments is not None else None
     if segments is None or rows is None:
         if live_ids.size:
@@ -186,8 +184,8 @@ def write_postings(
             None rebuilds one segment from every chunk's stored terms.
     """
     named = named_segments(conn) if first_new_id is not None else None
-    segments = _open_all(folder, named[0]) if named else None
-    live = _live_ids(conn)
+    segments = open_segments(folder, named[0]) if named else None
+    live = chunk_ids(conn)
     if segments is not None:
         old_live = live[live < first_new_id]
         if place_rows([s.ids for s in segments], old_live) is None:
@@ -233,8 +231,8 @@ def _merged(
 def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
     """Merge the named segments into one (``index --compact``; writer lock held)."""
     named = named_segments(conn)
-    segments = _open_all(folder, named[0]) if named else None
-    live = _live_ids(conn)
+    segments = open_segments(folder, named[0]) if named else None
+    live = chunk_ids(conn)
     if named is None or segments is None or place_rows([s.ids for s in segments], live) is None:
         return  # the next sync rebuilds them
     merged = _merged(folder, generation_of(conn), segments, live, full=True)

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
-from .db import IndexDB, generation_of
-from .folding import Vectors, assemble, drop_lost, fold
-from .matrices import Layout, VectorFile, side_folder
+from .db import IndexDB, chunk_ids, generation_of
+from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
+from .matrices import Layout, side_folder
 from .postings import load_postings
-from .vectors import current_layout
+from .vectors import current_layouts
 
 __all__ = ["SnapshotCache"]
 
@@ -63,27 +63,21 @@ class SnapshotCache:
                     snap = _load_text(conn, generation, self.folder)
                     self._snapshot = snap
                 if model is not None and snap.model != model:
-                    vec = self._vectors(conn, model, generation)
-                    n = vec.chunks
-                    snap.vectors, snap.vector_scale = vec.matrix[:n], vec.scale[:n]
-                    snap.has_vector = vec.has_vector
-                    snap.line_vectors = snap.line_scale = snap.line_owner = None
-                    if self.settings.line_vector_share:
-                        snap.line_vectors, snap.line_scale = vec.matrix[n:], vec.scale[n:]
-                        snap.line_owner = vec.owner
+                    vec = self._vectors(conn, model, generation, snap.ids)
+                    snap.vectors, snap.has_vector = vec.vectors, vec.vectors.has_vector
                     snap.model = model
                 elif model is None:
-                    snap.vectors = snap.vector_scale = snap.has_vector = snap.model = None
-                    snap.line_vectors = snap.line_scale = snap.line_owner = None
+                    snap.vectors = snap.has_vector = snap.model = None
             finally:
                 conn.execute("COMMIT")
         return snap
 
-    def seal(self, model: str) -> int:
+    def seal(self, model: str, full: bool = False) -> int:
         """Write the current generation's side file for ``model`` when complete (lock held).
 
         An index run calls it last, so the run ends with the vectors in their
-        one place and the rows no generation uses collected.
+        one place and the rows no generation uses collected; ``full`` merges
+        every segment into one (``index --compact``).
 
         Returns:
             Bytes of cache blobs moved into the file (their space is now free).
@@ -92,7 +86,8 @@ class SnapshotCache:
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
-                self._vectors(conn, model, generation_of(conn), locked=True)
+                ids = chunk_ids(conn)
+                self._vectors(conn, model, generation_of(conn), ids, locked=True, full=full)
             finally:
                 conn.execute("COMMIT")
         return self.folded_bytes - before
@@ -108,59 +103,61 @@ class SnapshotCache:
             self._snapshot.model = None
 
     def _vectors(
-        self, conn: sqlite3.Connection, model: str, generation: int, locked: bool = False
+        self,
+        conn: sqlite3.Connection,
+        model: str,
+        generation: int,
+        live_ids: np.ndarray,
+        locked: bool = False,
+        full: bool = False,
     ) -> Vectors:
         cached = self._vector_cache.get(model)
-        if cached and cached[0] == generation:
+        if cached and cached[0] == generation and not full:
             return cached[1]
-        current = current_layout(conn, model)
-        old = VectorFile.open(self.folder, current[1]) if current else None
-        if current and old is None:
-            self._lost(model, current[1])
-        wants_lines = bool(self.settings.line_vector_share)
-        if (
-            old
-            and current
-            and current[0] == generation
-            and (old.layout.lines_complete or not wants_lines)
-        ):
-            vec = Vectors.mapped(old)
-        else:
-            vec = assemble(conn, model, self.settings, old)
-            if (
-                vec.matrix.shape[1]
-                and vec.has_vector.all()
-                and (vec.lines_complete or not wants_lines)
-            ):
-                vec = self._fold(model, generation, vec, old, locked)
+        cov = coverage(conn, self.folder, model, self.settings, live_ids)
+        if isinstance(cov, Layout):
+            self._lost(model, cov)
+        assert isinstance(cov, Coverage)
+        vec = mapped(cov) if cov.uncovered.size == 0 else None
+        if vec is None or (full and not vec.merged):
+            vec = assemble(conn, model, self.settings, cov, full)
+            wants_lines = bool(self.settings.line_vector_share)
+            if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
+                vec = self._fold(model, generation, vec, cov, locked)
         self._vector_cache[model] = (generation, vec)
         return vec
 
     def _fold(
-        self, model: str, generation: int, vec: Vectors, old: VectorFile | None, locked: bool
+        self, model: str, generation: int, vec: Vectors, cov: Coverage, locked: bool
     ) -> Vectors:
-        """Write the generation's side file when no other writer runs, and map it."""
+        """Write the generation's delta segment when no other writer runs, and map it."""
         try:
             if locked:
-                layout = fold(self.db, self.folder, model, generation, vec, old)
+                layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
             else:
                 with self.db.writer_lock(wait=False) as got:
-                    layout = (
-                        fold(self.db, self.folder, model, generation, vec, old) if got else None
+                    layouts = (
+                        fold(self.db, self.folder, model, generation, vec, cov.files)
+                        if got
+                        else None
                     )
         except (OSError, sqlite3.Error) as exc:  # read-only index: gather again next time
             log.debug("could not write the vector file: %s", exc)
             return vec
-        if layout:
-            self.folded_bytes += len(vec.folded) * (layout.dim + 4)
-        mapped = VectorFile.open(self.folder, layout) if layout else None
-        return Vectors.mapped(mapped) if mapped else vec
+        if not layouts:
+            return vec
+        self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
+        with self.db.open() as conn:
+            again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
+        if isinstance(again, Coverage) and again.uncovered.size == 0:
+            return mapped(again)
+        return vec
 
     def _lost(self, model: str, layout: Layout) -> None:
-        """The named side file cannot be read: moved on (read again) or lost (forget it)."""
+        """A named side file cannot be read: moved on (read again) or lost (forget it)."""
         with self.db.open() as fresh:
-            now = current_layout(fresh, model)
-        if now is None or now[1] != layout:
+            now = current_layouts(fresh, model)
+        if now is None or layout not in now[1]:
             raise _Moved
         with self.db.writer_lock(wait=False) as locked:
             if locked:

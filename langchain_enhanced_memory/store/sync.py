@@ -22,7 +22,7 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, tokenize
 from .db import generation_of, get_meta
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
-from .workspace import MemoryFile, UnreadableFileError, discover, read_lines, scan
+from .workspace import MemoryFile, UnreadableFileError, memory_files, read_lines, scan
 
 __all__ = [
     "SyncReport",
@@ -118,22 +118,20 @@ def sync_text(
     known = {
         row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
     }
-    files = discover(workspace, settings)
-    report.files = len(files)
+    # One scandir pass with the stat it needs; only the files that moved are read.
+    stats = scan(workspace, settings)
+    report.files = len(stats)
+    moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:2]) != st)
     chunker = recipe(settings).chunker
     fresh: list[tuple[MemoryFile, os.stat_result, str, list[Chunk]]] = []
     touched: list[tuple[str, int, int]] = []
-    for f in files:
+    for f in memory_files(workspace, moved):
         old = known.get(f.path)
         try:
-            st = f.abs_path.stat()
-        except OSError:
+            lines, st = read_stable(f)
+        except OSError:  # gone since the scan
             report.skipped.append(f.path)
             continue
-        if old and not rechunk_all and (old[0], old[1]) == (st.st_size, st.st_mtime_ns):
-            continue
-        try:
-            lines, st = read_stable(f)
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append(f.path)
@@ -143,7 +141,7 @@ def sync_text(
             touched.append((f.path, st.st_size, st.st_mtime_ns))
             continue
         fresh.append((f, st, digest, chunker(lines, f.abs_path.name)))
-    present = {f.path for f in files} - set(report.skipped)
+    present = set(stats) - set(report.skipped)
     deleted = list(known) if rechunk_all else [p for p in known if p not in present]
     report.changed = [f.path for f, *_ in fresh]
     report.deleted = [p for p in deleted if p not in report.changed]

@@ -10,9 +10,9 @@ see :mod:`.matrices`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -24,11 +24,13 @@ from .sync import embed_text, line_digests, sha
 
 __all__ = [
     "CacheWriter",
-    "current_layout",
+    "current_layouts",
     "RowKeys",
     "generation_keys",
     "is_complete",
+    "layouts_json",
     "missing_embeddings",
+    "parse_layouts",
     "pending_keys",
     "store_vectors",
     "vector_dim",
@@ -45,17 +47,19 @@ class RowKeys:
     owner: np.ndarray  # the chunk row of each line
 
 
-def generation_keys(conn: sqlite3.Connection, settings: MemorySettings) -> RowKeys:
-    """Keys of every chunk and line, read from the stored hashes (no line is hashed).
+def generation_keys(
+    conn: sqlite3.Connection, settings: MemorySettings, ids: np.ndarray | None = None
+) -> RowKeys:
+    """Keys of every chunk (or of the chunks ``ids``) and their lines, from the stored hashes.
 
-    A chunk stored before line hashes were (an index just migrated, not synced
-    since) has its lines hashed here.
+    No line is hashed, except in a chunk stored before line hashes were (an
+    index just migrated, not synced since).
     """
-    query = (
-        "SELECT id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
-        " FROM chunks ORDER BY id"
-    )
-    rows = conn.execute(query).fetchall()
+    columns = "id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
+    if ids is None:
+        rows = conn.execute(f"SELECT {columns} FROM chunks ORDER BY id").fetchall()
+    else:
+        rows = _chunk_rows(conn, ids.tolist(), columns)
     digests = [b if b is not None else line_digests(t, settings) for _, _, b, t in rows]
     counts = np.fromiter((len(d) // 32 for d in digests), dtype=np.int64, count=len(rows))
     # A key is a hash's first 8 bytes, big-endian (its first 16 hex digits).
@@ -80,22 +84,24 @@ def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.nd
 
 
 def missing_embeddings(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings, folder: Path
+    conn: sqlite3.Connection,
+    model: str,
+    settings: MemorySettings,
+    keys: RowKeys,
+    files: list[VectorFile],
 ) -> list[tuple[str, str]]:
-    """``(embed_hash, text)`` of chunks, then lines, lacking a vector for ``model`` (unique).
+    """``(embed_hash, text)`` of the chunks ``keys`` names, then their lines, lacking a vector.
 
-    A vector is there when it is a cache blob or in the model's side file.
+    A vector is there when it is a cache blob or in one of ``model``'s side files
+    (the caller passes only the chunks no side file maps to a row).
     """
-    if is_complete(conn, model, settings):
-        return []
-    keys = generation_keys(conn, settings)
     _, pending = pending_keys(conn, model)
-    current = current_layout(conn, model)
-    old = VectorFile.open(folder, current[1]) if current else None
 
     def lacking(k: np.ndarray) -> np.ndarray:
         found = np.isin(k, pending)
-        return ~(found | (old.lookup(k) >= 0)) if old else ~found
+        for vf in files:
+            found |= vf.lookup(k) >= 0
+        return ~found
 
     out: dict[str, str] = {}
     ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
@@ -126,13 +132,34 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
     return rows
 
 
-def current_layout(conn: sqlite3.Connection, model: str) -> tuple[int, Layout] | None:
-    """The generation and layout of ``model``'s side file (None when it has none)."""
+def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
+    """The generation ``model``'s side files were named in, and their layouts, oldest first.
+
+    None when it has none. A version before segments named one file.
+    """
     row = conn.execute(
         "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
     ).fetchone()
-    layout = Layout.from_json(row[1]) if row else None
-    return (int(row[0]), layout) if row and layout else None
+    layouts = parse_layouts(row[1]) if row else None
+    return (int(row[0]), layouts) if row and layouts else None
+
+
+def parse_layouts(data: bytes | str) -> list[Layout] | None:
+    """The layouts of a ``vectors:MODEL`` row (None when it is not one)."""
+    try:
+        state = json.loads(data)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(state, dict) and isinstance(state.get("segments"), list):
+        layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
+        return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
+    one = Layout.from_json(data)
+    return [one] if one else None
+
+
+def layouts_json(layouts: list[Layout]) -> str:
+    """A ``vectors:MODEL`` row's data naming ``layouts``."""
+    return json.dumps({"segments": [json.loads(lay.to_json()) for lay in layouts]})
 
 
 def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
@@ -140,10 +167,10 @@ def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) 
 
     Saves a re-index with nothing to do from reading every line hash.
     """
-    current = current_layout(conn, model)
+    current = current_layouts(conn, model)
     if current is None or current[0] != generation_of(conn):
         return False
-    return current[1].lines_complete or not settings.line_vector_share
+    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def store_vectors(

@@ -217,6 +217,19 @@ def _notes_index(
     return idx, emb
 
 
+def _lines(snap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The live line vectors of a snapshot over its parts: owner row, int8 rows, scales."""
+    assert snap.vectors is not None
+    owner, lines, scale = [], [], []
+    for part in snap.vectors.parts:
+        live = part.rows[part.owner] >= 0
+        owner.append(part.rows[part.owner][live])
+        lines.append(np.asarray(part.lines)[live])
+        scale.append(np.asarray(part.line_scale)[live])
+    order = np.argsort(np.concatenate(owner), kind="stable")
+    return np.concatenate(owner)[order], np.concatenate(lines)[order], np.concatenate(scale)[order]
+
+
 def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path)
     ws = idx.workspace
@@ -224,17 +237,18 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
     snap = idx.snapshot("fake/m")
     row = snap.paths.index("memory/2026-03-01.md")
-    assert snap.line_owner is not None and snap.line_vectors is not None
-    assert snap.line_owner.tolist() == [row] * 3
+    owner, lines, scale = _lines(snap)
+    assert owner.tolist() == [row] * 3
     want = np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32)
-    assert snap.line_vectors.dtype == np.int8  # stored and searched as int8 + a scale per row
-    assert snap.line_scale is not None
-    step = float(snap.line_scale.max())  # int8: within half a step of each value
-    assert np.allclose(dequantize(snap.line_vectors, snap.line_scale), want, atol=step / 2 + 1e-6)
+    assert lines.dtype == np.int8  # stored and searched as int8 + a scale per row
+    step = float(scale.max())  # int8: within half a step of each value
+    assert np.allclose(dequantize(lines, scale), want, atol=step / 2 + 1e-6)
     # Once complete, the generation's vectors are one side file, mapped read-only, and
     # the cache rows it holds are emptied: each vector is stored once.
-    assert isinstance(snap.vectors, np.memmap) and isinstance(snap.line_vectors, np.memmap)
-    assert not snap.line_vectors.flags.writeable
+    assert snap.vectors is not None and len(snap.vectors.parts) == 1
+    part = snap.vectors.parts[0]
+    assert isinstance(part.matrix, np.memmap) and isinstance(part.lines, np.memmap)
+    assert not part.lines.flags.writeable
     files = list(side_folder(idx.path).glob("*.vec"))
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
@@ -243,9 +257,8 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
         assert blobs.fetchone()[0] == 0
     assert "vectors:fake/m" in names
     again = MemoryIndex(ws).snapshot("fake/m")
-    assert again.line_owner is not None and again.line_vectors is not None
-    assert again.line_owner.tolist() == [row] * 3
-    assert np.array_equal(again.line_vectors, snap.line_vectors)
+    assert _lines(again)[0].tolist() == [row] * 3
+    assert np.array_equal(_lines(again)[1], lines)
     # A damaged side file is not misread: its vectors are forgotten and embedded again.
     files[0].write_bytes(files[0].read_bytes()[:-8])
     third = MemoryIndex(ws)
@@ -254,8 +267,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     embed_missing(third, "fake/m", _embed(emb))
     assert len(emb.texts) == len(third.snapshot()) + 3
     fourth = third.snapshot("fake/m")
-    assert fourth.line_vectors is not None
-    assert np.array_equal(fourth.line_vectors, snap.line_vectors)
+    assert np.array_equal(_lines(fourth)[1], lines)
 
 
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
@@ -268,14 +280,14 @@ def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     embed_missing(idx, "fake/m", _embed(emb))
     # The grown chunk's text and its one new line; its old lines come from the cache.
     assert len(emb.texts) == 2 and emb.texts[1] == "- Bob moved to Lisbon in May."
-    snap = idx.snapshot("fake/m")
-    assert snap.line_vectors is not None and snap.line_vectors.shape[0] == 4
+    assert _lines(idx.snapshot("fake/m"))[1].shape[0] == 4
 
 
 def test_original_profile_embeds_no_lines(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path, MemorySettings(profile="original"))
     assert not set(NOTE_LINES) & set(emb.texts)
-    assert idx.snapshot("fake/m").line_vectors is None
+    vecs = idx.snapshot("fake/m").vectors
+    assert vecs is not None and not vecs.has_lines
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5, 1.0])

@@ -1,0 +1,125 @@
+"""A generation's vectors kept in parts: an older base plus small deltas, scored as one matrix.
+
+Each part holds the int8 rows (and a float32 scale each, :func:`.scoring.quantize`)
+of some chunks and of their lines; a chunk a later change replaced stays in its
+part, masked out (its live row is -1). :class:`VectorSet` gives ranking what
+one matrix in row order would: every live row's cosine, and the cosines of
+the lines of chosen rows. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .scoring import cosines, dequantize, group_rows
+
+__all__ = ["VectorPart", "VectorSet"]
+
+
+@dataclass(frozen=True)
+class VectorPart:
+    """The vectors of some chunks and their lines (often read-only maps of a side file).
+
+    Attributes:
+        matrix: int8 chunk rows.
+        scale: Their scales (None: plain float rows).
+        rows: The live row of each chunk row, -1 for a replaced chunk.
+        lines: int8 line rows, grouped by chunk.
+        line_scale: Their scales.
+        owner: The chunk row (in this part) of each line row, non-decreasing.
+    """
+
+    matrix: np.ndarray
+    scale: np.ndarray | None
+    rows: np.ndarray
+    lines: np.ndarray | None = None
+    line_scale: np.ndarray | None = None
+    owner: np.ndarray | None = None
+
+
+@dataclass
+class VectorSet:
+    """The vectors of ``n`` live rows across parts (each live row in at most one part)."""
+
+    parts: list[VectorPart]
+    n: int
+    has_vector: np.ndarray = field(init=False)
+    _part: np.ndarray = field(init=False, repr=False)  # part of each live row, -1: none
+    _local: np.ndarray = field(init=False, repr=False)  # its chunk row in that part
+    _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
+
+    def __post_init__(self) -> None:
+        self._part = np.full(self.n, -1, dtype=np.int32)
+        self._local = np.zeros(self.n, dtype=np.int64)
+        for p, part in enumerate(self.parts):
+            live = np.flatnonzero(part.rows >= 0)
+            self._part[part.rows[live]] = p
+            self._local[part.rows[live]] = live
+        self.has_vector = self._part >= 0
+        first = self.parts[0].rows if self.parts else np.zeros(0, np.int64)
+        self._whole = len(self.parts) == 1 and bool(
+            np.array_equal(first, np.arange(self.n, dtype=first.dtype))
+        )
+
+    @classmethod
+    def of(cls, matrix: np.ndarray, scale: np.ndarray | None = None) -> VectorSet:
+        """One part of chunk rows in row order, no lines (e.g. vectors built in memory)."""
+        rows = np.arange(matrix.shape[0], dtype=np.int64)
+        return cls([VectorPart(matrix, scale, rows)], int(matrix.shape[0]))
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension (0 without parts)."""
+        return int(self.parts[0].matrix.shape[1]) if self.parts else 0
+
+    @property
+    def has_lines(self) -> bool:
+        """Whether any part holds line rows."""
+        return any(p.lines is not None and p.lines.shape[0] for p in self.parts)
+
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """The dot product of each live row with ``qvec`` (0 for a row without a vector)."""
+        if self._whole:
+            part = self.parts[0]
+            return cosines(part.matrix, part.scale, qvec)
+        out = np.zeros(self.n, dtype=np.float32)
+        for part in self.parts:
+            live = part.rows >= 0
+            if part.matrix.shape[0]:
+                out[part.rows[live]] = cosines(part.matrix, part.scale, qvec)[live]
+        return out
+
+    def line_cosines(
+        self, rows: np.ndarray, qvec: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Cosine and live row of each line of ``rows`` (sorted, unique); None without lines."""
+        if not self.has_lines:
+            return None
+        values, owners = [], []
+        part_of = self._part[rows]
+        for p, part in enumerate(self.parts):
+            if part.lines is None or part.owner is None:
+                continue
+            mine = rows[part_of == p]
+            local = np.sort(self._local[mine])
+            at = group_rows(part.owner, local)
+            if at.size == 0:
+                continue
+            scale = None if part.line_scale is None else part.line_scale[at]
+            values.append(cosines(part.lines[at], scale, qvec))
+            owners.append(part.rows[part.owner[at]])
+        if not values:
+            return None
+        value, owner = np.concatenate(values), np.concatenate(owners)
+        order = np.argsort(owner, kind="stable")  # each row's lines together, rows ascending
+        return value[order], owner[order]
+
+    def dense(self) -> np.ndarray:
+        """Every live row as float32 (zeros without a vector), for exports and the graph."""
+        out = np.zeros((self.n, self.dim), dtype=np.float32)
+        for part in self.parts:
+            live = part.rows >= 0
+            out[part.rows[live]] = dequantize(part.matrix, part.scale)[live]
+        return out
