@@ -10,12 +10,22 @@ the lines of chosen rows. Nothing here does I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
 from .scoring import cosines, dequantize, group_rows
 
-__all__ = ["VectorPart", "VectorSet"]
+__all__ = ["RowSource", "VectorPart", "VectorSet"]
+
+
+class RowSource(Protocol):
+    """Rows read when asked for (line vectors a store reads from its file, not mapped)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...  # noqa: D102
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray: ...  # noqa: D105
 
 
 @dataclass(frozen=True)
@@ -26,7 +36,7 @@ class VectorPart:
         matrix: int8 chunk rows.
         scale: Their scales (None: plain float rows).
         rows: The live row of each chunk row, -1 for a replaced chunk.
-        lines: int8 line rows, grouped by chunk.
+        lines: int8 line rows, grouped by chunk (an array, or rows read on demand).
         line_scale: Their scales.
         owner: The chunk row (in this part) of each line row, non-decreasing.
     """
@@ -34,8 +44,8 @@ class VectorPart:
     matrix: np.ndarray
     scale: np.ndarray | None
     rows: np.ndarray
-    lines: np.ndarray | None = None
-    line_scale: np.ndarray | None = None
+    lines: np.ndarray | RowSource | None = None
+    line_scale: np.ndarray | RowSource | None = None
     owner: np.ndarray | None = None
 
 

@@ -63,6 +63,7 @@ class Coverage:
         used: The files (indices) whose rows are mapped onto live rows, with those rows.
         uncovered: Live rows no used file covers, ascending.
         live_ids: The generation's chunk ids (row ``i`` is ``live_ids[i]``).
+        folder: The side folder the files are in.
     """
 
     layouts: list[Layout]
@@ -70,20 +71,23 @@ class Coverage:
     used: list[tuple[int, np.ndarray]]
     uncovered: np.ndarray
     live_ids: np.ndarray
+    folder: Path
 
     def parts(self) -> list[VectorPart]:
         """The used files as parts of a :class:`..core.vectorset.VectorSet`."""
-        return [_part(self.files[i], rows) for i, rows in self.used]
+        return [_part(self.files[i], rows, self.folder) for i, rows in self.used]
 
 
-def _part(vf: VectorFile, rows: np.ndarray) -> VectorPart:
+def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
+    """A file's rows as a part: chunk rows mapped, line rows read on demand."""
     n = vf.layout.chunks
+    lines = vf.line_rows(folder)
     return VectorPart(
         matrix=vf.matrix[:n],
         scale=vf.scale[:n],
         rows=rows,
-        lines=vf.matrix[n:],
-        line_scale=vf.scale[n:],
+        lines=lines[0] if lines else vf.matrix[n:],
+        line_scale=lines[1] if lines else vf.scale[n:],
         owner=vf.owner,
     )
 
@@ -120,7 +124,7 @@ def coverage(
         rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
         covered[rows[rows >= 0]] = True
         used.append((i, rows))
-    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids)
+    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids, folder)
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -223,7 +227,7 @@ def assemble(
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
     delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
     kept = [cov.layouts[i] for i in keep]
-    parts = [_part(cov.files[i], r) for i, r in cov.used if i in keep] + [delta]
+    parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
     in_kept = np.zeros(p_keys.size, dtype=bool)
     for i in keep:
         in_kept |= cov.files[i].lookup(p_keys) >= 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import numpy as np
 from ..core.scoring import quantize
 
 __all__ = [
+    "FileRows",
     "Layout",
     "VectorFile",
     "decode",
@@ -114,6 +116,23 @@ class VectorFile:
         at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
         return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
 
+    def line_rows(self, folder: Path) -> tuple[FileRows, FileRows] | None:
+        """The line rows and their scales, read on demand (None when the file is gone)."""
+        sections = {
+            name: (dtype, shape, offset) for name, dtype, shape, offset in self.layout.sections()
+        }
+        n, dim = self.layout.chunks, self.layout.dim
+        try:
+            fd = os.open(folder / self.layout.file, os.O_RDONLY)
+        except OSError:
+            return None
+        handle = _Fd(fd)
+        m_off, s_off = sections["matrix"][2], sections["scale"][2]
+        return (
+            FileRows(handle, m_off + n * dim, self.layout.lines, np.dtype(np.int8), (dim,)),
+            FileRows(handle, s_off + n * 4, self.layout.lines, np.dtype(np.float32), ()),
+        )
+
     @classmethod
     def open(cls, folder: Path, layout: Layout) -> VectorFile | None:
         """Map ``layout``'s file; None when it is missing or not of the size it should be."""
@@ -132,6 +151,56 @@ class VectorFile:
         except (OSError, ValueError):
             return None
         return cls(layout=layout, **arrays)
+
+
+class _Fd:
+    """An open file descriptor, closed with the last object holding it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+
+class FileRows:
+    """Rows of a side file read with ``pread`` when asked for, not mapped.
+
+    Line vectors are read a few hundred scattered rows a query: through a map
+    the kernel maps 64 KB (or a 2 MB folio) around every touched page, so a few
+    dozen queries put the whole matrix in the process's RSS; read this way the
+    rows come from the page cache (shared, not counted) into a small array.
+
+    Args:
+        fd: The open file.
+        offset: Where row 0 starts.
+        count: Rows.
+        dtype: Their type.
+        tail: Each row's shape (``(dim,)`` for vectors, ``()`` for scales).
+    """
+
+    def __init__(
+        self, fd: _Fd, offset: int, count: int, dtype: np.dtype, tail: tuple[int, ...]
+    ) -> None:
+        self._fd, self._offset, self.dtype = fd, offset, dtype
+        self.shape = (count, *tail)
+        self._width = int(np.prod(tail, dtype=np.int64)) * dtype.itemsize
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        """The rows at ``rows`` (ascending runs are read in one call each)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, *self.shape[1:]), dtype=self.dtype)
+        if rows.size == 0:
+            return out
+        if rows.min() < 0 or rows.max() >= self.shape[0]:
+            raise IndexError("row out of range")
+        raw = out.reshape(-1).view(np.uint8)  # a fresh array: contiguous
+        w = self._width
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        for a, b in zip(np.r_[0, breaks].tolist(), np.r_[breaks, rows.size].tolist(), strict=True):
+            at = self._offset + int(rows[a]) * w
+            got = os.preadv(self._fd.fd, [raw[a * w : b * w].data], at)
+            if got != (b - a) * w:
+                raise OSError(f"side file shorter than its layout ({got} of {(b - a) * w} bytes)")
+        return out
 
 
 def side_folder(index_path: Path) -> Path:

@@ -18,7 +18,7 @@ from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.matrices import FileRows, side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
@@ -224,8 +224,8 @@ def _lines(snap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for part in snap.vectors.parts:
         live = part.rows[part.owner] >= 0
         owner.append(part.rows[part.owner][live])
-        lines.append(np.asarray(part.lines)[live])
-        scale.append(np.asarray(part.line_scale)[live])
+        lines.append(part.lines[np.arange(part.lines.shape[0])][live])
+        scale.append(part.line_scale[np.arange(part.line_scale.shape[0])][live])
     order = np.argsort(np.concatenate(owner), kind="stable")
     return np.concatenate(owner)[order], np.concatenate(lines)[order], np.concatenate(scale)[order]
 
@@ -243,12 +243,13 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert lines.dtype == np.int8  # stored and searched as int8 + a scale per row
     step = float(scale.max())  # int8: within half a step of each value
     assert np.allclose(dequantize(lines, scale), want, atol=step / 2 + 1e-6)
-    # Once complete, the generation's vectors are one side file, mapped read-only, and
-    # the cache rows it holds are emptied: each vector is stored once.
+    # Once complete, the generation's vectors are one side file (chunk rows mapped
+    # read-only, line rows read from it when scored), and the cache rows it holds
+    # are emptied: each vector is stored once.
     assert snap.vectors is not None and len(snap.vectors.parts) == 1
     part = snap.vectors.parts[0]
-    assert isinstance(part.matrix, np.memmap) and isinstance(part.lines, np.memmap)
-    assert not part.lines.flags.writeable
+    assert isinstance(part.matrix, np.memmap) and not part.matrix.flags.writeable
+    assert isinstance(part.lines, FileRows)
     files = list(side_folder(idx.path).glob("*.vec"))
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
