@@ -37,7 +37,7 @@ class Snapshot:
     phrase_post: PostingLists  # adjacent term pairs of the chunk text
     header_post: PostingLists
     path_post: PostingLists
-    # Chunk and line vectors, int8 rows times a float32 scale each (scoring.quantize),
+    # Chunk and line vectors, int8 rows times a float32 scale each (vectorset.quantize),
     # in parts (often read-only maps of the model's segment files: core.vectorset).
     vectors: VectorSet | None = None
     has_vector: np.ndarray | None = None

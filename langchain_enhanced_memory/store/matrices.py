@@ -1,6 +1,6 @@
 """Where vectors live: the int8 row codec and the per-generation side files searchers map.
 
-Each vector is stored once, as int8 with a float32 scale (:func:`..core.scoring.quantize`).
+Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorset.quantize`).
 A vector not yet in a side file is a blob in ``embed_cache``; once a generation
 has every chunk vector, its chunk rows then line rows are written to one side
 file next to the index (a temporary name, flushed, then renamed), and the
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.scoring import quantize
+from ..core.vectorset import quantize
 
 __all__ = [
     "FileRows",

@@ -15,6 +15,7 @@ deltas and replaced rows pass a share of the base, and by ``index --compact``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import mmap
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.scoring import Postings
+from ..core.scoring import FENCE, Postings
 from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
 from .db import chunk_ids, generation_of
@@ -77,16 +78,26 @@ class _Segment:
                 key: np.frombuffer(buf, dtype=np.dtype(dt), count=count, offset=base + offset)
                 for key, dt, count, offset in json.loads(buf[8:base])
             }
-            posts = {f: Postings(**{p: arrays[f"{f}.{p}"] for p in _PARTS}) for f in FIELDS}
+            posts = {f: _postings(arrays, f) for f in FIELDS}
             return cls(name=name, ids=arrays["ids"], posts=posts)
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
+    """One field's posting lists, with its fence when it is the right one."""
+    post = Postings(**{p: arrays[f"{name}.{p}"] for p in _PARTS})
+    fence = arrays.get(f"{name}.fence")
+    if fence is None or fence.size != -(-post.keys.size // FENCE):
+        return post
+    return dataclasses.replace(post, fence=fence)
 
 
 def _write_segment(folder: Path, generation: int, ids: np.ndarray, posts: dict) -> _Segment:
     """Write a segment file (temporary name, flushed, renamed) and map it."""
     arrays = {"ids": np.asarray(ids, dtype=np.int64)}
     arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
+    arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
     layout, parts, offset = [], [], 0
     for key, a in arrays.items():
         a = np.ascontiguousarray(a)

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import dequantize, quantize, rrf
+from langchain_enhanced_memory.core.scoring import rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex

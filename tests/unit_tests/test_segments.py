@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import Postings, bm25, match_fraction
+from langchain_enhanced_memory.core.scoring import FENCE, Postings, bm25, match_fraction
 from langchain_enhanced_memory.core.segments import SegmentedPostings, compacted, place_rows
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.text import tokenize
@@ -238,3 +238,18 @@ def test_compact_merges_the_segments_into_one(
     assert np.array_equal(
         rank(fresh, "kestrel postgres", NOW, MemorySettings(), None).scores, scores
     )
+
+
+def test_a_fenced_lookup_finds_what_a_plain_one_does(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    docs = [[f"w{rng.randint(0, 4000)}" for _ in range(rng.randint(1, 20))] for _ in range(900)]
+    plain = Postings.build(docs)
+    assert plain.keys.size > 4 * FENCE  # several pages of keys
+    folder = tmp_path / "side"
+    ids = np.arange(1, len(docs) + 1, dtype=np.int64)
+    seg = postings._write_segment(folder, 1, ids, {f: plain for f in postings.FIELDS})
+    fenced = seg.posts["text"]
+    assert fenced.fence is not None and fenced.fence.size == -(-plain.keys.size // FENCE)
+    for term in [f"w{i}" for i in range(-5, 4010)]:
+        for got, want in zip(fenced.column(term), plain.column(term), strict=True):
+            assert np.array_equal(got, want), term

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import dequantize, quantize
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.core.vectorset import VectorPart, VectorSet
+from langchain_enhanced_memory.core.vectorset import VectorPart, VectorSet, dequantize, quantize
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from langchain_enhanced_memory.core.chunking import line_texts
-from langchain_enhanced_memory.core.scoring import dequantize, quantize
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
