@@ -22,6 +22,7 @@ import mmap
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from .matrices import fsync_dir, sweep
 
 __all__ = [
     "FIELDS",
+    "SegmentsMoved",
     "build_postings",
     "compact_postings",
     "load_postings",
@@ -54,6 +56,10 @@ _SUFFIX = ".seg"
 # everything once deltas plus replaced rows pass this share of the base.
 MAX_SEGMENTS = 8
 MERGE_SHARE = 0.125
+
+
+class SegmentsMoved(Exception):
+    """The segments this read names were replaced (and removed) by a writer since."""
 
 
 @dataclass
@@ -160,15 +166,23 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
 
 
 def load_postings(
-    conn: sqlite3.Connection, folder: Path, live_ids: np.ndarray
+    conn: sqlite3.Connection,
+    folder: Path,
+    live_ids: np.ndarray,
+    moved: Callable[[list[str]], bool],
 ) -> dict[str, Postings | SegmentedPostings]:
     """The generation's four posting lists, read as one each over its mapped segments.
 
-    When the named segments are not there (a run older than them, or a file
-    gone), they are built in memory from the stored terms, the same lists.
+    When a named segment will not open and ``moved(names)`` says a writer
+    named others since this read began, :class:`SegmentsMoved` is raised (read
+    again). Otherwise, when the named segments are not there (a version older
+    than them, or a file gone), they are built in memory from the stored
+    terms, the same lists.
     """
     named = named_segments(conn)
     segments = open_segments(folder, named[0]) if named else None
+    if named and segments is None and moved(named[0]):
+        raise SegmentsMoved(named[0])
     rows = place_rows([s.ids for s in segments], live_ids) if segments is not None else None
     if segments is None or rows is None:
         if live_ids.size:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from ..core.snapshot import Snapshot
 from .db import IndexDB, chunk_ids, generation_of
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
 from .matrices import Layout, side_folder
-from .postings import load_postings
+from .postings import SegmentsMoved, load_postings, named_segments
 from .vectors import current_layouts
 
 __all__ = ["SnapshotCache"]
@@ -60,7 +61,10 @@ class SnapshotCache:
                 generation = generation_of(conn)
                 snap = self._snapshot
                 if snap is None or snap.generation != generation:
-                    snap = _load_text(conn, generation, self.folder)
+                    try:
+                        snap = _load_text(conn, generation, self.folder, self._segments_moved)
+                    except SegmentsMoved:
+                        raise _Moved from None
                     self._snapshot = snap
                 if model is not None and snap.model != model:
                     vec = self._vectors(conn, model, generation, snap.ids)
@@ -153,6 +157,12 @@ class SnapshotCache:
             return mapped(again)
         return vec
 
+    def _segments_moved(self, seen: list[str]) -> bool:
+        """Whether the postings segments named now differ from a read's (a writer moved on)."""
+        with self.db.open() as fresh:
+            now = named_segments(fresh)
+        return now is None or now[0] != seen
+
     def _lost(self, model: str, layout: Layout) -> None:
         """A named side file cannot be read: moved on (read again) or lost (forget it)."""
         with self.db.open() as fresh:
@@ -165,14 +175,19 @@ class SnapshotCache:
         raise _Moved
 
 
-def _load_text(conn: sqlite3.Connection, generation: int, folder: Path) -> Snapshot:
+def _load_text(
+    conn: sqlite3.Connection,
+    generation: int,
+    folder: Path,
+    moved: Callable[[list[str]], bool],
+) -> Snapshot:
     rows = conn.execute(
         "SELECT c.id, c.path, c.start_line, c.end_line, c.header, c.headers, c.text,"
         " f.kind, f.date FROM chunks c JOIN files f ON f.path = c.path ORDER BY c.id"
     ).fetchall()
     cols = list(zip(*rows, strict=False)) if rows else [()] * 9
     ids = np.asarray(cols[0], dtype=np.int64)
-    posts = load_postings(conn, folder, ids)
+    posts = load_postings(conn, folder, ids, moved)
     dates = list(cols[8])
     return Snapshot(
         generation=generation,

@@ -253,3 +253,31 @@ def test_a_fenced_lookup_finds_what_a_plain_one_does(tmp_path: Path) -> None:
     for term in [f"w{i}" for i in range(-5, 4010)]:
         for got, want in zip(fenced.column(term), plain.column(term), strict=True):
             assert np.array_equal(got, want), term
+
+
+def test_a_reader_whose_segments_a_writer_removed_reads_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryIndex(workspace).sync()
+    monkeypatch.setattr(postings, "MERGE_SHARE", 0.0)  # every sync merges: old files go
+    real_open, real_build = postings.open_segments, postings.build_postings
+    calls = {"open": 0, "build": 0}
+
+    def open_after_a_writer(folder, names):
+        calls["open"] += 1
+        if calls["open"] == 1:  # between this reader's read of the row and its open
+            (workspace / "memory" / "2026-03-01.md").write_text("# New\n\nA kestrel.\n")
+            MemoryIndex(workspace).sync()
+            calls["build"] = 0
+        return real_open(folder, names)
+
+    def counted_build(*a, **k):
+        calls["build"] += 1
+        return real_build(*a, **k)
+
+    monkeypatch.setattr(postings, "open_segments", open_after_a_writer)
+    monkeypatch.setattr(postings, "build_postings", counted_build)
+    snap = MemoryIndex(workspace).snapshot()
+    assert snap.generation == 2 and _docs(snap, "kestrel").size == 1
+    # The writer opened them too; then the reader read again, from the new segments.
+    assert calls["open"] == 3 and calls["build"] == 0
