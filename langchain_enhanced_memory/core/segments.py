@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .scoring import Postings
+from .scoring import PostingLists, Postings
 
 __all__ = ["SegmentedPostings", "compacted", "locate", "place_rows"]
 
@@ -26,7 +26,7 @@ _EMPTY = Postings.build([])
 class _Placed:
     """One segment's postings and where its rows land among the live rows."""
 
-    post: Postings
+    post: PostingLists
     offset: int  # rows land at offset + local row when ``rows`` is None
     rows: np.ndarray | None  # live row of each local row, -1 when dropped
 
@@ -70,7 +70,7 @@ class SegmentedPostings:
         n_docs: Live rows in all.
     """
 
-    def __init__(self, segments: list[Postings], rows: list[np.ndarray], n_docs: int) -> None:
+    def __init__(self, segments: list[PostingLists], rows: list[np.ndarray], n_docs: int) -> None:
         self._parts: list[_Placed] = []
         doc_len = np.zeros(n_docs, dtype=np.float32)
         for post, where in zip(segments, rows, strict=True):

@@ -26,6 +26,7 @@ import numpy as np
 from ..core.vectorset import quantize
 
 __all__ = [
+    "Fd",
     "FileRows",
     "Layout",
     "VectorFile",
@@ -123,10 +124,9 @@ class VectorFile:
         }
         n, dim = self.layout.chunks, self.layout.dim
         try:
-            fd = os.open(folder / self.layout.file, os.O_RDONLY)
+            handle = Fd.open(folder / self.layout.file)
         except OSError:
             return None
-        handle = _Fd(fd)
         m_off, s_off = sections["matrix"][2], sections["scale"][2]
         return (
             FileRows(handle, m_off + n * dim, self.layout.lines, np.dtype(np.int8), (dim,)),
@@ -153,12 +153,17 @@ class VectorFile:
         return cls(layout=layout, **arrays)
 
 
-class _Fd:
+class Fd:
     """An open file descriptor, closed with the last object holding it."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def open(cls, path: Path) -> Fd:
+        """Open ``path`` for reading."""
+        return cls(os.open(path, os.O_RDONLY))
 
 
 class FileRows:
@@ -178,11 +183,18 @@ class FileRows:
     """
 
     def __init__(
-        self, fd: _Fd, offset: int, count: int, dtype: np.dtype, tail: tuple[int, ...]
+        self, fd: Fd, offset: int, count: int, dtype: np.dtype, tail: tuple[int, ...]
     ) -> None:
         self._fd, self._offset, self.dtype = fd, offset, dtype
         self.shape = (count, *tail)
         self._width = int(np.prod(tail, dtype=np.int64)) * dtype.itemsize
+
+    def span(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo`` to ``hi`` (one read)."""
+        out = np.empty((max(hi - lo, 0), *self.shape[1:]), dtype=self.dtype)
+        if hi > lo:
+            self._read(out.reshape(-1).view(np.uint8), lo, 0, hi - lo)
+        return out
 
     def __getitem__(self, rows: np.ndarray) -> np.ndarray:
         """The rows at ``rows`` (ascending runs are read in one call each)."""
@@ -190,17 +202,20 @@ class FileRows:
         out = np.empty((rows.size, *self.shape[1:]), dtype=self.dtype)
         if rows.size == 0:
             return out
-        if rows.min() < 0 or rows.max() >= self.shape[0]:
-            raise IndexError("row out of range")
         raw = out.reshape(-1).view(np.uint8)  # a fresh array: contiguous
-        w = self._width
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         for a, b in zip(np.r_[0, breaks].tolist(), np.r_[breaks, rows.size].tolist(), strict=True):
-            at = self._offset + int(rows[a]) * w
-            got = os.preadv(self._fd.fd, [raw[a * w : b * w].data], at)
-            if got != (b - a) * w:
-                raise OSError(f"side file shorter than its layout ({got} of {(b - a) * w} bytes)")
+            self._read(raw, int(rows[a]), a, b - a)
         return out
+
+    def _read(self, raw: np.ndarray, row: int, at: int, count: int) -> None:
+        """Read ``count`` rows from ``row`` into ``raw`` (bytes) from row position ``at``."""
+        w = self._width
+        if row < 0 or row + count > self.shape[0]:
+            raise IndexError("row out of range")
+        got = os.preadv(self._fd.fd, [raw[at * w : (at + count) * w].data], self._offset + row * w)
+        if got != count * w:
+            raise OSError(f"side file shorter than its layout ({got} of {count * w} bytes)")
 
 
 def side_folder(index_path: Path) -> Path:

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.scoring import FENCE, Postings
+from ..core.scoring import FENCE, PostingLists, Postings, term_key
 from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
 from .db import chunk_ids, generation_of
-from .matrices import fsync_dir, sweep
+from .matrices import Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
     "FIELDS",
@@ -64,15 +64,20 @@ class SegmentsMoved(Exception):
 
 @dataclass
 class _Segment:
-    """A segment file, mapped: its chunk ids (ascending) and its four posting lists."""
+    """A segment file: its chunk ids (ascending) and its four posting lists.
+
+    A writer maps the file (it merges whole arrays); a searcher reads each
+    list's columns on demand (:class:`FilePostings`).
+    """
 
     name: str
     ids: np.ndarray
     posts: dict[str, Postings]
+    reads: dict[str, FilePostings] | None = None
 
     @classmethod
-    def open(cls, folder: Path, name: str) -> _Segment | None:
-        """Map a segment file; None when it is missing or damaged."""
+    def open(cls, folder: Path, name: str, searcher: bool = False) -> _Segment | None:
+        """Open a segment file; None when it is missing or damaged."""
         try:
             with open(folder / name, "rb") as fh:
                 buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -80,14 +85,26 @@ class _Segment:
                 return None
             size = int.from_bytes(buf[4:8], "little")
             base = 8 + size
+            layout = {
+                key: (np.dtype(dt), n, base + at) for key, dt, n, at in json.loads(buf[8:base])
+            }
             arrays = {
-                key: np.frombuffer(buf, dtype=np.dtype(dt), count=count, offset=base + offset)
-                for key, dt, count, offset in json.loads(buf[8:base])
+                key: np.frombuffer(buf, dtype=dt, count=n, offset=at)
+                for key, (dt, n, at) in layout.items()
             }
             posts = {f: _postings(arrays, f) for f in FIELDS}
-            return cls(name=name, ids=arrays["ids"], posts=posts)
+            reads = None
+            if searcher and all(p.fence is not None for p in posts.values()):
+                fd = Fd.open(folder / name)
+                reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
+            ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
+            return cls(name=name, ids=ids, posts=posts, reads=reads)
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def searched(self) -> dict[str, PostingLists]:
+        """The lists a searcher scores (read on demand when the file has fences)."""
+        return dict(self.reads) if self.reads else dict(self.posts)
 
 
 def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
@@ -97,6 +114,43 @@ def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
     if fence is None or fence.size != -(-post.keys.size // FENCE):
         return post
     return dataclasses.replace(post, fence=fence)
+
+
+class FilePostings:
+    """One field's posting lists, each column read from the segment file when asked for.
+
+    Through a map, every page a query touches stays in the process's RSS (and
+    the kernel maps 64 KB around it): at 100k chunks a few dozen queries map
+    most of a 90 MB file. Read with ``pread``, the pages stay in the page cache
+    (shared, not counted) and a query holds only its own columns. The fence
+    and the document lengths are small and copied into memory.
+    """
+
+    def __init__(self, fd: Fd, layout: dict, name: str, mapped: Postings) -> None:
+        def rows(part: str) -> FileRows:
+            dtype, count, offset = layout[f"{name}.{part}"]
+            return FileRows(fd, offset, count, dtype, ())
+
+        self._keys, self._indptr = rows("keys"), rows("indptr")
+        self._docs, self._tf = rows("docs"), rows("tf")
+        self._fence = np.array(mapped.fence)
+        self.doc_len = np.array(mapped.doc_len)
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents."""
+        return int(self.doc_len.shape[0])
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and term frequencies of ``term`` (empty when unknown): four reads."""
+        key = np.uint64(term_key(term))
+        lo = max(int(np.searchsorted(self._fence, key, "right")) - 1, 0) * FENCE
+        block = self._keys.span(lo, min(lo + FENCE, self._keys.shape[0]))
+        t = int(np.searchsorted(block, key))
+        if t >= block.size or block[t] != key:
+            return self._docs.span(0, 0), self._tf.span(0, 0)
+        start, end = self._indptr.span(lo + t, lo + t + 2).tolist()
+        return self._docs.span(start, end), self._tf.span(start, end)
 
 
 def _write_segment(folder: Path, generation: int, ids: np.ndarray, posts: dict) -> _Segment:
@@ -144,9 +198,9 @@ def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
         return None
 
 
-def open_segments(folder: Path, names: list[str]) -> list[_Segment] | None:
-    """Map the named segment files; None when one is missing or damaged."""
-    segments = [_Segment.open(folder, name) for name in names]
+def open_segments(folder: Path, names: list[str], searcher: bool = False) -> list[_Segment] | None:
+    """Open the named segment files; None when one is missing or damaged."""
+    segments = [_Segment.open(folder, name, searcher) for name in names]
     return None if any(s is None for s in segments) else segments  # type: ignore[return-value]
 
 
@@ -170,7 +224,7 @@ def load_postings(
     folder: Path,
     live_ids: np.ndarray,
     moved: Callable[[list[str]], bool],
-) -> dict[str, Postings | SegmentedPostings]:
+) -> dict[str, PostingLists]:
     """The generation's four posting lists, read as one each over its mapped segments.
 
     When a named segment will not open and ``moved(names)`` says a writer
@@ -180,7 +234,7 @@ def load_postings(
     terms, the same lists.
     """
     named = named_segments(conn)
-    segments = open_segments(folder, named[0]) if named else None
+    segments = open_segments(folder, named[0], searcher=True) if named else None
     if named and segments is None and moved(named[0]):
         raise SegmentsMoved(named[0])
     rows = place_rows([s.ids for s in segments], live_ids) if segments is not None else None
@@ -189,10 +243,9 @@ def load_postings(
             log.debug("postings segments missing: built from the stored terms")
         return dict(build_postings(conn, "", ()))
     if len(segments) == 1 and rows[0].size == live_ids.size:
-        return dict(segments[0].posts)  # one segment, every row live: the lists as they are
-    return {
-        f: SegmentedPostings([s.posts[f] for s in segments], rows, live_ids.size) for f in FIELDS
-    }
+        return segments[0].searched()  # one segment, every row live: the lists as they are
+    lists = [s.searched() for s in segments]
+    return {f: SegmentedPostings([x[f] for x in lists], rows, live_ids.size) for f in FIELDS}
 
 
 def write_postings(

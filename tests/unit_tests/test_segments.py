@@ -250,9 +250,15 @@ def test_a_fenced_lookup_finds_what_a_plain_one_does(tmp_path: Path) -> None:
     seg = postings._write_segment(folder, 1, ids, {f: plain for f in postings.FIELDS})
     fenced = seg.posts["text"]
     assert fenced.fence is not None and fenced.fence.size == -(-plain.keys.size // FENCE)
+    searched = postings.open_segments(folder, [seg.name], searcher=True)
+    assert searched is not None
+    read = searched[0].searched()["text"]  # what a searcher scores: columns read on demand
+    assert isinstance(read, postings.FilePostings) and np.array_equal(read.doc_len, plain.doc_len)
     for term in [f"w{i}" for i in range(-5, 4010)]:
-        for got, want in zip(fenced.column(term), plain.column(term), strict=True):
-            assert np.array_equal(got, want), term
+        want = plain.column(term)
+        for got in (fenced.column(term), read.column(term)):
+            pairs = zip(got, want, strict=True)
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in pairs), term
 
 
 def test_a_reader_whose_segments_a_writer_removed_reads_again(
@@ -263,13 +269,13 @@ def test_a_reader_whose_segments_a_writer_removed_reads_again(
     real_open, real_build = postings.open_segments, postings.build_postings
     calls = {"open": 0, "build": 0}
 
-    def open_after_a_writer(folder, names):
+    def open_after_a_writer(folder, names, searcher=False):
         calls["open"] += 1
         if calls["open"] == 1:  # between this reader's read of the row and its open
             (workspace / "memory" / "2026-03-01.md").write_text("# New\n\nA kestrel.\n")
             MemoryIndex(workspace).sync()
             calls["build"] = 0
-        return real_open(folder, names)
+        return real_open(folder, names, searcher)
 
     def counted_build(*a, **k):
         calls["build"] += 1
