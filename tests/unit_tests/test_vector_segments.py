@@ -245,3 +245,43 @@ def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
     embed_missing(idx, MODEL, _embed(emb))
     on_disk = {p.name for p in side_folder(idx.path).glob("*.vec")}
     assert on_disk == set(_named_vec(idx)) != set(named)  # the new segment, the orphan gone
+
+
+def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(4)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(5):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    want = idx.snapshot(MODEL).dense_vectors()
+    # Make it what the version before wrote: one file of the generation's rows in
+    # row order (no chunk ids), named by a single layout.
+    (name,) = _named_vec(idx)
+    path = side_folder(idx.path) / name
+    with sqlite3.connect(idx.path) as conn:
+        (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
+        layout = json.loads(data[0])["segments"][0]
+        ids_bytes = layout["chunks"] * 8
+        path.write_bytes(path.read_bytes()[:-ids_bytes])
+        del layout["ids"]
+        conn.execute(
+            "UPDATE derived SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
+        )
+    old = MemoryIndex(ws)
+    assert old.missing_embeddings(MODEL) == []
+    snap = old.snapshot(MODEL)
+    assert snap.vectors is not None and np.array_equal(snap.dense_vectors(), want)
+    (ws / "memory" / "2026-02-01.md").write_text("# Note\n\n- heron plan\n")
+    old.sync()
+    emb.texts.clear()
+    embed_missing(old, MODEL, _embed(emb))
+    assert len(emb.texts) == 1  # only the new chunk: the old file's vectors were reused
+    (new,) = _named_vec(old)
+    assert new != name and not path.exists()
+    assert MemoryIndex(ws).snapshot(MODEL).has_vector.all()
