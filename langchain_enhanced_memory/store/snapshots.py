@@ -181,28 +181,33 @@ def _load_text(
     folder: Path,
     moved: Callable[[list[str]], bool],
 ) -> Snapshot:
+    # Files apart, not joined per chunk (a quarter of the load at 100k), and each
+    # file's path, kind and date one object shared by its chunks.
+    files = {
+        path: (path, kind, day, date.fromisoformat(day).toordinal() if day else -1)
+        for path, kind, day in conn.execute("SELECT path, kind, date FROM files")
+    }
     rows = conn.execute(
-        "SELECT c.id, c.path, c.start_line, c.end_line, c.header, c.headers, c.text,"
-        " f.kind, f.date FROM chunks c JOIN files f ON f.path = c.path ORDER BY c.id"
+        "SELECT id, path, start_line, end_line, header, headers, text FROM chunks ORDER BY id"
     ).fetchall()
-    cols = list(zip(*rows, strict=False)) if rows else [()] * 9
+    if not all(row[1] in files for row in rows):  # never after a committed sync
+        rows = [row for row in rows if row[1] in files]
+    cols = list(zip(*rows, strict=False)) if rows else [()] * 7
+    of_file = [files[p] for p in cols[1]]
     ids = np.asarray(cols[0], dtype=np.int64)
     posts = load_postings(conn, folder, ids, moved)
-    dates = list(cols[8])
     return Snapshot(
         generation=generation,
         ids=ids,
-        paths=list(cols[1]),
+        paths=[f[0] for f in of_file],
         start=np.asarray(cols[2], dtype=np.int32),
         end=np.asarray(cols[3], dtype=np.int32),
         header=list(cols[4]),
         headers=list(cols[5]),
         texts=list(cols[6]),
-        kinds=list(cols[7]),
-        dates=dates,
-        day=np.asarray(
-            [date.fromisoformat(d).toordinal() if d else -1 for d in dates], dtype=np.int64
-        ),
+        kinds=[f[1] for f in of_file],
+        dates=[f[2] for f in of_file],
+        day=np.asarray([f[3] for f in of_file], dtype=np.int64),
         text_post=posts["text"],
         phrase_post=posts["phrase"],
         header_post=posts["header"],
