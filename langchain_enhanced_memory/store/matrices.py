@@ -28,6 +28,7 @@ from ..core.vectorset import quantize
 __all__ = [
     "Fd",
     "FileRows",
+    "READ_ABOVE",
     "Layout",
     "VectorFile",
     "decode",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 _ALIGN = 8
+# Arrays read by scattered rows are read with pread above this size; a smaller
+# one stays a map: its few pages cost little RSS, and a map is faster to read.
+READ_ABOVE = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -118,11 +122,16 @@ class VectorFile:
         return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
 
     def line_rows(self, folder: Path) -> tuple[FileRows, FileRows] | None:
-        """The line rows and their scales, read on demand (None when the file is gone)."""
+        """The line rows and their scales, read on demand.
+
+        None when they are small (:data:`READ_ABOVE`: map them) or the file is gone.
+        """
         sections = {
             name: (dtype, shape, offset) for name, dtype, shape, offset in self.layout.sections()
         }
         n, dim = self.layout.chunks, self.layout.dim
+        if self.layout.lines * dim < READ_ABOVE:
+            return None
         try:
             handle = Fd.open(folder / self.layout.file)
         except OSError:

@@ -32,7 +32,7 @@ from ..core.scoring import FENCE, PostingLists, Postings, term_key
 from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
 from .db import chunk_ids, generation_of
-from .matrices import Fd, FileRows, fsync_dir, sweep
+from .matrices import READ_ABOVE, Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
     "FIELDS",
@@ -67,7 +67,7 @@ class _Segment:
     """A segment file: its chunk ids (ascending) and its four posting lists.
 
     A writer maps the file (it merges whole arrays); a searcher reads each
-    list's columns on demand (:class:`FilePostings`).
+    list's columns on demand (:class:`FilePostings`) from a large one.
     """
 
     name: str
@@ -94,7 +94,8 @@ class _Segment:
             }
             posts = {f: _postings(arrays, f) for f in FIELDS}
             reads = None
-            if searcher and all(p.fence is not None for p in posts.values()):
+            large = len(buf) >= READ_ABOVE  # a small delta stays a map
+            if searcher and large and all(p.fence is not None for p in posts.values()):
                 fd = Fd.open(folder / name)
                 reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
             ids = np.array(arrays["ids"]) if searcher else arrays["ids"]

@@ -287,3 +287,15 @@ def test_a_reader_whose_segments_a_writer_removed_reads_again(
     assert snap.generation == 2 and _docs(snap, "kestrel").size == 1
     # The writer opened them too; then the reader read again, from the new segments.
     assert calls["open"] == 3 and calls["build"] == 0
+
+
+def test_small_side_files_stay_maps(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_enhanced_memory.store import matrices
+
+    monkeypatch.setattr(matrices, "READ_ABOVE", 4 << 20)
+    monkeypatch.setattr(postings, "READ_ABOVE", 4 << 20)
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    snap = MemoryIndex(workspace).snapshot()
+    assert isinstance(snap.text_post, Postings) and snap.text_post.fence is not None
+    assert _docs(snap, "postgres").size == 2
