@@ -108,7 +108,7 @@ def coverage(
         if vf is None:
             return layout
         files.append(vf)
-    same_generation = bool(current) and current[0] == generation_of(conn)  # type: ignore[index]
+    same_generation = current is not None and current[0] == generation_of(conn)
     wants_lines = bool(settings.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
     used = []
