@@ -2,13 +2,13 @@
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
 terms, line hashes), ``embed_cache`` (vectors keyed by model and text hash, as
-int8 blobs until a side file holds them) and ``derived`` (the postings as a
-ready-to-load numpy blob, and the name of each model's side file). Beside it,
-``index.vectors/`` holds one side file per model: the current generation's
-vectors, mapped read-only by searchers. The work is split by concern: :mod:`.db`
-opens the file and holds the writer lock, :mod:`.sync` brings the text state up
-to date, :mod:`.vectors` keeps the embedding cache, :mod:`.matrices` and
-:mod:`.folding` the side files, and :mod:`.snapshots` loads a generation for
+int8 blobs until a side file holds them) and ``derived`` (the names of the
+generation's postings segments and of each model's vector segments). Beside
+it, ``index.vectors/`` holds those side files, opened read-only by searchers.
+The work is split by concern: :mod:`.db` opens the file and holds the writer
+lock, :mod:`.sync` brings the text state up to date, :mod:`.postings` keeps
+the postings segments, :mod:`.vectors` the embedding cache, :mod:`.matrices`
+and :mod:`.folding` the vector segments, and :mod:`.snapshots` loads a generation for
 scoring. :class:`MemoryIndex` is the one public face of them.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous

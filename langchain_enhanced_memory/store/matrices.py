@@ -1,15 +1,18 @@
-"""Where vectors live: the int8 row codec and the per-generation side files searchers map.
+"""Where vectors live: the int8 row codec and the segment files searchers open.
 
 Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorset.quantize`).
 A vector not yet in a side file is a blob in ``embed_cache``; once a generation
-has every chunk vector, its chunk rows then line rows are written to one side
-file next to the index (a temporary name, flushed, then renamed), and the
-``derived`` row ``vectors:MODEL`` naming it is committed with the cache rows
-emptied (their vector is the file's). The commit is the switch: a kill before
-it leaves the previous file named and searchable, and the new file is an orphan
-that :func:`sweep` removes. Searchers map the file read-only, so processes
-share the page cache and hold no private copy. The file carries the sorted keys
-of its rows' text hashes, which is how the next generation finds its old vectors.
+has every chunk vector, the chunk rows no segment holds yet, then their line
+rows, are written to a segment file next to the index (a temporary name,
+flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming it
+with the older segments is committed with the cache rows emptied (their
+vector is the file's; :mod:`.folding`). The commit is the switch: a kill before
+it leaves the previous segments named and searchable, and the new file is an
+orphan that :func:`sweep` removes. Searchers map the chunk rows read-only (so
+processes share the page cache and hold no private copy) and read line rows
+with ``pread`` (:class:`FileRows`). A segment carries its chunk rows' chunk
+ids and the sorted keys of its rows' text hashes, which is how the next
+generation finds its old vectors.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """Loading a generation as a :class:`..core.snapshot.Snapshot`: texts, postings and matrices.
 
-The postings are stored in ``derived`` as a ready-to-load numpy blob; once
-every chunk has a vector, the chunk and line-vector matrices are the
-generation's side file (:mod:`.matrices`), mapped read-only, so a fresh process
+The postings are the segment files ``derived`` names (:mod:`.postings`), and
+once every chunk has a vector the vectors are the model's segment files
+(:mod:`.folding`, :mod:`.matrices`): opened, not read, so a fresh process
 searches without re-tokenizing or re-assembling anything and holds no private
-copy of the vectors. A loaded snapshot is kept until the generation changes.
+copy of them (chunk rows mapped read-only; posting columns of a large segment
+and line rows read with ``pread`` as a query needs them). A loaded snapshot is
+kept until the generation changes.
 """
 
 from __future__ import annotations
