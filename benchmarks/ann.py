@@ -4,7 +4,7 @@ For each size it makes that many 384-d synthetic chunk vectors (sentences of the
 speed benchmark's word model through its fixed random projection,
 ``synthetic.py``), quantizes them as the index stores them (int8 + a scale per
 row) and times, per query, the exact product the search runs
-(:func:`langchain_enhanced_memory.core.scoring.cosines`) and its top 10. Then it
+(:func:`langchain_enhanced_memory.core.vectorset.cosines`) and its top 10. Then it
 builds a usearch HNSW index over the same vectors (int8, inner product), times
 its top-10 search and prints its recall@10 against the exact top 10. The exact
 scan is timed twice: numpy's einsum with the float query (the reference top 10)
@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE))
 
 import synthetic  # noqa: E402
 
-from langchain_enhanced_memory.core.scoring import cosines, quantize, top_k  # noqa: E402
+from langchain_enhanced_memory.core.scoring import top_k  # noqa: E402
+from langchain_enhanced_memory.core.vectorset import cosines, quantize  # noqa: E402
 
 
 def vectors(n: int, seed: int = 0) -> np.ndarray:

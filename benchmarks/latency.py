@@ -193,10 +193,12 @@ def original(ws: Path, qs: list[str], tmp: Path) -> dict[str, float]:
     eng = MemorySearch(ws, embeddings=synthetic.ProjectionEmbeddings())
     eng.update_index()
     snap = eng.index.snapshot(eng.model_id)
+    dense = snap.dense_vectors()
+    assert dense is not None
     rows = [
         {"file": snap.paths[i], "header": snap.header[i], "line": int(snap.start[i]),
          "text": snap.texts[i], "embedding": v}
-        for i, v in enumerate(snap.vectors.tolist())
+        for i, v in enumerate(dense.tolist())
     ]  # fmt: skip
     vectors = tmp / "vectors.json"
     vectors.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")

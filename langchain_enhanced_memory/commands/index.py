@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compact",
         action="store_true",
-        help="then reclaim the space of deleted rows and old vector files (VACUUM)",
+        help="then merge the postings and vector segments into one each and reclaim the"
+        " space of deleted rows and old side files (VACUUM)",
     )
 
 

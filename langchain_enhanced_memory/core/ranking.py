@@ -134,9 +134,9 @@ def rank(
 
 
 def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
-    if qvec is None or snap.vectors is None or snap.vectors.shape[0] == 0:
+    if qvec is None or snap.vectors is None or not snap.vectors.parts:
         return np.zeros(len(snap), dtype=np.float32)
-    return scoring.cosines(snap.vectors, snap.vector_scale, qvec)
+    return snap.vectors.cosines(qvec)
 
 
 def _line_cosines(
@@ -146,14 +146,10 @@ def _line_cosines(
 
     None when line vectors are off or absent.
     """
-    lines, owner = snap.line_vectors, snap.line_owner
-    if qvec is None or not settings.line_vector_share or lines is None or owner is None:
+    if qvec is None or not settings.line_vector_share or snap.vectors is None:
         return None
-    rows = scoring.group_rows(owner, np.sort(scoring.top_k(first_pass, settings.line_candidates)))
-    if rows.size == 0:
-        return None
-    scale = None if snap.line_scale is None else snap.line_scale[rows]
-    return scoring.cosines(lines[rows], scale, qvec), owner[rows]
+    rows = np.sort(scoring.top_k(first_pass, settings.line_candidates))
+    return snap.vectors.line_cosines(rows, qvec)
 
 
 def _normalize(

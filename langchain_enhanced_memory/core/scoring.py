@@ -12,11 +12,13 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
-import simsimd
 
 from .settings import FusionWeights
+
+FENCE = 512  # keys per page (4 KB) of a mapped key array
 
 
 class _Vocab(dict):
@@ -39,6 +41,18 @@ def term_key(term: str) -> int:
     return int.from_bytes(digest, "little")
 
 
+class PostingLists(Protocol):
+    """What scoring reads of a field's postings (:class:`Postings`, or segments of them)."""
+
+    @property
+    def doc_len(self) -> np.ndarray: ...  # noqa: D102
+
+    @property
+    def n_docs(self) -> int: ...  # noqa: D102
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]: ...  # noqa: D102
+
+
 @dataclass(frozen=True)
 class Postings:
     """Term -> documents inverted index in CSC layout (one column per term).
@@ -49,6 +63,9 @@ class Postings:
         docs: Document ids, grouped by term.
         tf: Term frequency aligned with ``docs``.
         doc_len: Number of terms in each document.
+        fence: Every :data:`FENCE`-th key, when ``keys`` is a map of a file: a
+            lookup then reads one page of keys instead of a page per step of
+            a binary search (each page a map touches counts in the RSS).
     """
 
     keys: np.ndarray
@@ -56,6 +73,7 @@ class Postings:
     docs: np.ndarray
     tf: np.ndarray
     doc_len: np.ndarray
+    fence: np.ndarray | None = None  # keys[::FENCE]: find a term's page, then search it
 
     @property
     def n_docs(self) -> int:
@@ -146,59 +164,18 @@ class Postings:
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Documents and term frequencies of ``term`` (empty when unknown)."""
         key = term_key(term)
-        t = int(np.searchsorted(self.keys, np.uint64(key)))
+        if self.fence is None:
+            t = int(np.searchsorted(self.keys, np.uint64(key)))
+        else:
+            lo = max(int(np.searchsorted(self.fence, np.uint64(key), "right")) - 1, 0) * FENCE
+            t = lo + int(np.searchsorted(self.keys[lo : lo + FENCE], np.uint64(key)))
         if t >= self.keys.size or int(self.keys[t]) != key:
             return self.docs[:0], self.tf[:0]
         lo, hi = self.indptr[t], self.indptr[t + 1]
         return self.docs[lo:hi], self.tf[lo:hi]
 
 
-def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows as int8 with a float32 scale each: ``row ~= q * scale`` (a quarter of float32).
-
-    The one precision vectors are stored and searched in: locomo-dev's mrr@10
-    is unchanged to four digits against float32 (README "Index size"), and an
-    int8 matrix times a float32 query runs near float32 speed (float16 does not).
-    """
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim != 2:
-        vectors = vectors.reshape(len(vectors), -1)
-    peak = np.abs(vectors).max(axis=1) if vectors.shape[1] else np.zeros(len(vectors), np.float32)
-    scale = (peak / 127.0).astype(np.float32)
-    safe = np.where(scale > 0, scale, 1.0).astype(np.float32)
-    q = np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8)
-    return q, scale
-
-
-def dequantize(q: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
-    """The float32 rows of :func:`quantize`'s output (``scale`` None: already float)."""
-    out = np.asarray(q, dtype=np.float32)
-    return out if scale is None else out * np.asarray(scale, dtype=np.float32)[:, None]
-
-
-def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> np.ndarray:
-    """Dot product of every (quantized) row with ``qvec``.
-
-    int8 rows go through SimSIMD's int8 dot kernel, with the query quantized
-    to int8 too (its rounding moves a cosine by about 0.1 %): 14 ms instead of
-    numpy's 161 ms at 1M x 384 on one core. Float rows use einsum, which stays
-    on one thread: `@` wakes OpenBLAS's pool, which costs more than the
-    product itself on a busy 2-core machine (benchmarks/speed.py).
-    """
-    q = np.asarray(qvec, dtype=np.float32)
-    if matrix.dtype == np.int8 and matrix.size:
-        q8, q_scale = quantize(q[None])
-        raw = simsimd.cdist(q8, np.ascontiguousarray(matrix), metric="dot", out_dtype="float32")
-        out = np.asarray(raw, dtype=np.float32).reshape(-1)
-        out *= q_scale[0]  # in place: a million rows make each pass a millisecond
-    else:
-        out = np.einsum("ij,j->i", matrix, q)
-    if scale is not None:
-        out *= scale
-    return out
-
-
-def bm25(post: Postings, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+def bm25(post: PostingLists, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
     """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``."""
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if post.n_docs == 0:
@@ -214,7 +191,7 @@ def bm25(post: Postings, terms: Sequence[str], k1: float = 1.2, b: float = 0.75)
     return scores
 
 
-def match_fraction(post: Postings, terms: Sequence[str]) -> np.ndarray:
+def match_fraction(post: PostingLists, terms: Sequence[str]) -> np.ndarray:
     """Share of ``terms`` present (as whole terms) in each document."""
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if not terms:

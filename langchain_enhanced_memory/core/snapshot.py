@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .scoring import Postings, dequantize
+from .scoring import PostingLists
+from .vectorset import VectorSet
 
 __all__ = ["Snapshot"]
 
@@ -31,18 +32,15 @@ class Snapshot:
     kinds: list[str]
     dates: list[str | None]
     day: np.ndarray  # date ordinal of the chunk's daily note, -1 when undated
-    text_post: Postings
-    phrase_post: Postings  # adjacent term pairs of the chunk text
-    header_post: Postings
-    path_post: Postings
-    # Vectors are int8 rows times a float32 scale each (scoring.quantize), often
-    # read-only maps of the generation's side file; a None scale means plain floats.
-    vectors: np.ndarray | None = None
-    vector_scale: np.ndarray | None = None
+    # Each field's postings: one list, or segments read as one (core.segments).
+    text_post: PostingLists
+    phrase_post: PostingLists  # adjacent term pairs of the chunk text
+    header_post: PostingLists
+    path_post: PostingLists
+    # Chunk and line vectors, int8 rows times a float32 scale each (vectorset.quantize),
+    # in parts (often read-only maps of the model's segment files: core.vectorset).
+    vectors: VectorSet | None = None
     has_vector: np.ndarray | None = None
-    line_vectors: np.ndarray | None = None  # a row per embedded line (line_vector_share)
-    line_scale: np.ndarray | None = None
-    line_owner: np.ndarray | None = None  # the chunk (row) of each line vector, ascending
     model: str | None = None
     # Views a scoring strategy derives once per generation (e.g. lowercased texts).
     memo: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -52,4 +50,4 @@ class Snapshot:
 
     def dense_vectors(self) -> np.ndarray | None:
         """The chunk vectors as float32 rows (for exports; scoring reads them quantized)."""
-        return None if self.vectors is None else dequantize(self.vectors, self.vector_scale)
+        return None if self.vectors is None else self.vectors.dense()

@@ -161,7 +161,8 @@ def build(
         uniq, file_ids = np.unique(paths, return_inverse=True)
     else:
         uniq, file_ids = np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64)
-    vectors = unit(snap.vectors) if len(snap) else np.zeros((0, 1), dtype=np.float32)
+    dense = snap.dense_vectors()
+    vectors = unit(dense) if len(snap) and dense is not None else np.zeros((0, 1), np.float32)
     lengths = np.fromiter((len(t) for t in snap.texts), dtype=np.int64, count=len(snap))
     order = np.argsort(file_ids, kind="stable")
     bounds = np.searchsorted(file_ids[order], np.arange(len(uniq) + 1))

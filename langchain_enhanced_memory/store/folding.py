@@ -1,11 +1,16 @@
-"""A generation's vectors: gathered from the cache and the previous side file, then folded.
+"""A generation's vectors: the segment files that cover it, a gathered delta, then a fold.
 
-:func:`assemble` puts one generation's vectors in row order (chunk rows, then
-the rows of the lines that have one) from the cache's int8 blobs and the
-previous side file. :func:`fold` writes them as the generation's side file and,
-in the commit that names it, empties the cache rows it now holds and deletes
-the rows no generation uses any more (garbage collection after a run, never
-during one); then old side files go. Both run under the writer lock.
+A model's vectors live in segment files (:mod:`.matrices`), oldest first; each
+holds the rows of some chunks, by chunk id, and the rows of their lines.
+:func:`coverage` maps them onto the generation's live chunks (a chunk a later
+change replaced is masked out). :func:`assemble` gathers the rest, the chunks
+no segment covers, from the cache's int8 blobs and the named files (by text
+hash). :func:`fold` writes them as a delta segment and, in the commit that
+names it, empties the cache rows it now holds and deletes the rows no
+generation uses (garbage collection after a run, never during); then the files
+no row names go. When there are too many segments, or the deltas and masked
+rows pass a share of the base, everything is gathered into one new segment
+instead (the postings' policy, :mod:`.postings`). Writes run under the writer lock.
 """
 
 from __future__ import annotations
@@ -14,60 +19,185 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from ..core.segments import locate
 from ..core.settings import MemorySettings
-from .db import IndexDB, generation_of
+from ..core.vectorset import VectorPart, VectorSet
+from . import postings, vectors
+from .db import IndexDB, chunk_ids, generation_of
 from .matrices import Layout, VectorFile, decode, key_prefix, sweep, write
 from .sync import sha
-from .vectors import cache_blobs, current_layout, generation_keys, pending_keys, vector_dim
+from .vectors import (
+    cache_blobs,
+    current_layouts,
+    is_complete,
+    layouts_json,
+    parse_layouts,
+    pending_keys,
+    vector_dim,
+)
 
-__all__ = ["Vectors", "assemble", "drop_lost", "fold"]
+__all__ = [
+    "Coverage",
+    "Vectors",
+    "assemble",
+    "coverage",
+    "drop_lost",
+    "fold",
+    "kept_files",
+    "mapped",
+    "missing_embeddings",
+]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
 
 @dataclass
-class Vectors:
-    """One generation's vectors in row order: chunk rows, then line rows."""
+class Coverage:
+    """Which live chunks ``model``'s named segment files cover, and which they leave.
 
-    matrix: np.ndarray  # int8
-    scale: np.ndarray
-    chunks: int
-    has_vector: np.ndarray  # per chunk row
-    owner: np.ndarray  # the chunk row of each line row
+    Attributes:
+        layouts: The named files' layouts, oldest first.
+        files: The same files, mapped.
+        used: The files (indices) whose rows are mapped onto live rows, with those rows.
+        uncovered: Live rows no used file covers, ascending.
+        live_ids: The generation's chunk ids (row ``i`` is ``live_ids[i]``).
+        folder: The side folder the files are in.
+    """
+
+    layouts: list[Layout]
+    files: list[VectorFile]
+    used: list[tuple[int, np.ndarray]]
+    uncovered: np.ndarray
+    live_ids: np.ndarray
+    folder: Path
+
+    def parts(self) -> list[VectorPart]:
+        """The used files as parts of a :class:`..core.vectorset.VectorSet`."""
+        return [_part(self.files[i], rows, self.folder) for i, rows in self.used]
+
+
+def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
+    """A file's rows as a part: chunk rows mapped, line rows read on demand."""
+    n = vf.layout.chunks
+    lines = vf.line_rows(folder)
+    return VectorPart(
+        matrix=vf.matrix[:n],
+        scale=vf.scale[:n],
+        rows=rows,
+        lines=lines[0] if lines else vf.matrix[n:],
+        line_scale=lines[1] if lines else vf.scale[n:],
+        owner=vf.owner,
+    )
+
+
+def coverage(
+    conn: sqlite3.Connection,
+    folder: Path,
+    model: str,
+    settings: MemorySettings,
+    live_ids: np.ndarray,
+) -> Coverage | Layout:
+    """Map ``model``'s named files onto the live chunks; the layout of a file that will not open."""
+    current = current_layouts(conn, model)
+    layouts = current[1] if current else []
+    files = []
+    for layout in layouts:
+        vf = VectorFile.open(folder, layout)
+        if vf is None:
+            return layout
+        files.append(vf)
+    same_generation = current is not None and current[0] == generation_of(conn)
+    wants_lines = bool(settings.line_vector_share)
+    covered = np.zeros(live_ids.size, dtype=bool)
+    used = []
+    for i, vf in enumerate(files):
+        if wants_lines and not vf.layout.lines_complete:
+            continue  # gathered again with its lines
+        if vf.layout.ids:
+            rows = locate(vf.ids, live_ids)
+        elif same_generation and vf.layout.chunks == live_ids.size:
+            rows = np.arange(live_ids.size, dtype=np.int64)  # one generation's file, in row order
+        else:
+            continue
+        rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
+        covered[rows[rows >= 0]] = True
+        used.append((i, rows))
+    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids, folder)
+
+
+def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
+    """What a fold keeps and gathers: used files kept, rows gathered, whether that is all rows.
+
+    The postings' policy (:mod:`.postings`): everything once the deltas and the
+    masked rows pass a share of the base, the deltas once there are too many.
+    """
+    n = cov.live_ids.size
+    if full or not cov.used:
+        return [], np.arange(n), True
+    base = max(cov.used[0][1].size, 1)
+    deltas = sum(rows.size for _, rows in cov.used[1:]) + cov.uncovered.size
+    masked = sum(int((rows < 0).sum()) for _, rows in cov.used)
+    if deltas + masked > postings.MERGE_SHARE * base:
+        return [], np.arange(n), True
+    if len(cov.used) < postings.MAX_SEGMENTS:
+        return [i for i, _ in cov.used], cov.uncovered, False
+    tail = [rows[rows >= 0] for _, rows in cov.used[1:]]
+    return [cov.used[0][0]], np.sort(np.concatenate([cov.uncovered, *tail])), False
+
+
+@dataclass
+class Vectors:
+    """One generation's vectors: mapped parts, and a gathered delta when some rows needed one."""
+
+    vectors: VectorSet
     lines_complete: bool
-    source: str | None = None  # the side file it came from or was gathered with
-    keys: np.ndarray | None = None  # text-hash key of each row (when assembled)
-    folded: list[str] = field(default_factory=list)  # cache blobs it holds
+    sources: list[str]  # the named files it was built on
+    kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
+    delta: dict | None = None  # the gathered rows, as :func:`.matrices.write` takes them
+    folded: list[str] = field(default_factory=list)  # cache blobs the delta holds
     unused: list[str] = field(default_factory=list)  # cache blobs of no chunk or line
 
-    @classmethod
-    def mapped(cls, vf: VectorFile) -> Vectors:
-        """The vectors of a side file, as read-only maps."""
-        lay = vf.layout
-        return cls(
-            matrix=vf.matrix,
-            scale=vf.scale,
-            chunks=lay.chunks,
-            has_vector=np.ones(lay.chunks, dtype=bool),
-            owner=vf.owner,
-            lines_complete=lay.lines_complete,
-            source=lay.file,
-        )
+    @property
+    def merged(self) -> bool:
+        """Whether it is one segment of every live row, nothing masked (nothing to compact)."""
+        parts = self.vectors.parts
+        return len(self.sources) == 1 and len(parts) == 1 and bool((parts[0].rows >= 0).all())
+
+    @property
+    def complete(self) -> bool:
+        """Every live chunk has its vector."""
+        return bool(self.vectors.has_vector.all())
+
+
+def mapped(cov: Coverage) -> Vectors:
+    """The vectors of a coverage with nothing uncovered, as read-only maps."""
+    return Vectors(
+        VectorSet(cov.parts(), cov.live_ids.size),
+        lines_complete=all(cov.files[i].layout.lines_complete for i, _ in cov.used),
+        sources=[lay.file for lay in cov.layouts],
+    )
 
 
 def assemble(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings, old: VectorFile | None
+    conn: sqlite3.Connection,
+    model: str,
+    settings: MemorySettings,
+    cov: Coverage,
+    full: bool = False,
 ) -> Vectors:
-    """Gather the current generation's vectors from the cache's blobs and ``old``."""
-    keys = generation_keys(conn, settings)
-    n = keys.chunks.size
+    """Gather the vectors of the rows ``cov`` leaves uncovered (all of them for a merge).
+
+    ``full`` gathers every row, to write one segment (``index --compact``).
+    """
+    keep, rows, everything = _plan(cov, full)
+    keys = vectors.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
+    m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
     hashes, p_keys = pending_keys(conn, model)
-    dim = old.layout.dim if old else (vector_dim(conn, model) or 0)
+    dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
     used = np.isin(p_keys, wanted)
     blobs = _blobs(conn, model, [h for h, u in zip(hashes, used, strict=True) if u])
     # Rows of a damaged blob (another size) are left out, so they get embedded again.
@@ -75,37 +205,69 @@ def assemble(
     b_keys = np.asarray(sorted(blobs), dtype=np.uint64)
     b_rows, b_scale = decode([blobs[k] for k in b_keys.tolist()], dim)
     # Where each wanted key is: (row positions or -1, rows, scales); the cache's
-    # blob comes last and so wins over the file's copy: it is the newer.
-    sources = []
-    if old:
-        sources.append((old.lookup(wanted), old.matrix, old.scale))
+    # blob comes last and so wins over a file's copy: it is the newer.
+    sources = [(vf.lookup(wanted), vf.matrix, vf.scale) for vf in cov.files]
     if b_keys.size:
         at = np.minimum(np.searchsorted(b_keys, wanted), b_keys.size - 1)
         sources.append((np.where(b_keys[at] == wanted, at, -1), b_rows, b_scale))
     found = np.zeros(wanted.size, dtype=bool)
     for pos, _, _ in sources:
         found |= pos >= 0
-    rows = np.concatenate([np.arange(n), n + np.flatnonzero(found[n:])])
-    matrix = np.zeros((rows.size, dim), dtype=np.int8)
-    scale = np.zeros(rows.size, dtype=np.float32)
+    has = found[:m]
+    lines = np.flatnonzero(found[m:] & has[keys.owner])  # lines of the chunks that have one
+    pick = np.concatenate([np.flatnonzero(has), m + lines])
+    matrix = np.zeros((pick.size, dim), dtype=np.int8)
+    scale = np.zeros(pick.size, dtype=np.float32)
     for pos, src, src_scale in sources:
-        sel = np.flatnonzero(pos[rows] >= 0)
+        sel = np.flatnonzero(pos[pick] >= 0)
         if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is 20x slower
             whole = f"V{dim}"
-            matrix.view(whole)[sel] = np.ascontiguousarray(src).view(whole)[pos[rows[sel]]]
-        scale[sel] = src_scale[pos[rows[sel]]]
+            matrix.view(whole)[sel] = np.ascontiguousarray(src).view(whole)[pos[pick[sel]]]
+        scale[sel] = src_scale[pos[pick[sel]]]
+    k = int(has.sum())
+    owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
+    delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
+    kept = [cov.layouts[i] for i in keep]
+    parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
+    in_kept = np.zeros(p_keys.size, dtype=bool)
+    for i in keep:
+        in_kept |= cov.files[i].lookup(p_keys) >= 0
+    lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return Vectors(
-        matrix=matrix,
-        scale=scale,
-        chunks=n,
-        has_vector=found[:n],
-        owner=keys.owner[found[n:]],
-        lines_complete=bool(found[n:].all()),
-        source=old.layout.file if old else None,
-        keys=wanted[rows],
-        folded=[h for h, u in zip(hashes, used, strict=True) if u],
-        unused=[h for h, u in zip(hashes, used, strict=True) if not u],
+        VectorSet(parts, cov.live_ids.size),
+        lines_complete=lines_ok,
+        sources=[lay.file for lay in cov.layouts],
+        kept=kept,
+        delta={
+            "matrix": matrix,
+            "scale": scale,
+            "owner": owner,
+            "row_keys": wanted[pick],
+            "chunks": k,
+            "lines_complete": bool(found[m:].all()),
+            "ids": cov.live_ids[rows[has]],
+        },
+        folded=[h for h, u in zip(hashes, used | in_kept, strict=True) if u],
+        unused=[h for h, u in zip(hashes, used | in_kept, strict=True) if not u],
     )
+
+
+def missing_embeddings(
+    conn: sqlite3.Connection, folder: Path, model: str, settings: MemorySettings
+) -> vectors.Missing:
+    """The texts to embed for ``model``, and the chunks whose vector is their lines' mean.
+
+    Only the chunks no segment covers are looked at: a one-file change reads
+    that file's chunks, not every chunk's hashes.
+    """
+    if is_complete(conn, model, settings):
+        return vectors.Missing()
+    ids = chunk_ids(conn)
+    cov = coverage(conn, folder, model, settings, ids)
+    if isinstance(cov, Layout):  # a named file is lost: the next search forgets it
+        return vectors.Missing()
+    keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
+    return vectors.missing_embeddings(conn, model, settings, keys, cov.files)
 
 
 def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int, bytes]:
@@ -114,35 +276,28 @@ def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int,
 
 
 def fold(
-    db: IndexDB, folder: Path, model: str, generation: int, vec: Vectors, old: VectorFile | None
-) -> Layout | None:
-    """Write ``vec`` as ``generation``'s side file and switch to it (writer lock held).
+    db: IndexDB, folder: Path, model: str, generation: int, vec: Vectors, files: list[VectorFile]
+) -> list[Layout] | None:
+    """Write ``vec``'s delta as a segment and name it with the kept ones (writer lock held).
 
-    Returns the new layout, or None when the index moved on meanwhile (another
+    Returns the new layouts, or None when the index moved on meanwhile (another
     generation, or another process folded this one first).
     """
-    stem = f"{sha(model)[:12]}-g{generation}"
-    layout = write(
-        folder,
-        stem,
-        vec.matrix,
-        vec.scale,
-        vec.owner,
-        vec.keys if vec.keys is not None else np.zeros(0, np.uint64),
-        chunks=vec.chunks,
-        lines_complete=vec.lines_complete,
-    )
+    assert vec.delta is not None
+    layout = write(folder, f"{sha(model)[:12]}-g{generation}", **vec.delta)
+    layouts = [*vec.kept, layout]
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            current = current_layout(conn, model)
-            if generation_of(conn) != generation or (current and current[1].file != vec.source):
+            current = current_layouts(conn, model)
+            named = [lay.file for lay in current[1]] if current else []
+            if generation_of(conn) != generation or named != vec.sources:
                 conn.execute("ROLLBACK")
                 (folder / layout.file).unlink(missing_ok=True)
                 return None
             conn.execute(
                 "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
-                (f"vectors:{model}", generation, layout.to_json()),
+                (f"vectors:{model}", generation, layouts_json(layouts)),
             )
             conn.executemany(
                 "UPDATE embed_cache SET vector=NULL WHERE model=? AND text_hash=?",
@@ -152,8 +307,7 @@ def fold(
                 "DELETE FROM embed_cache WHERE model=? AND text_hash=? AND vector IS NOT NULL",
                 [(model, h) for h in vec.unused],
             )
-            new = VectorFile.open(folder, layout)
-            gone: Any = old.keys[new.lookup(old.keys) < 0] if old and new else []
+            gone = _gone_keys(folder, files, layouts)
             conn.executemany(
                 "DELETE FROM embed_cache WHERE model=? AND vector IS NULL"
                 " AND text_hash >= ? AND text_hash < ?",
@@ -165,21 +319,36 @@ def fold(
             (folder / layout.file).unlink(missing_ok=True)
             raise
         log.debug(
-            "vectors of generation %s in %s (%d rows freed)", generation, layout.file, len(gone)
+            "vectors of generation %s in %s (%d rows freed)", generation, layout.file, gone.size
         )
         sweep(folder, kept_files(conn))
-    return layout
+    return layouts
+
+
+def _gone_keys(folder: Path, files: list[VectorFile], layouts: list[Layout]) -> np.ndarray:
+    """Keys of the files no longer named that no named file holds (their cache rows go)."""
+    names = {lay.file for lay in layouts}
+    dropped = [vf for vf in files if vf.layout.file not in names]
+    if not dropped:
+        return np.zeros(0, dtype=np.uint64)
+    keys = np.unique(np.concatenate([vf.keys for vf in dropped]))
+    keep = np.zeros(keys.size, dtype=bool)
+    for lay in layouts:
+        vf = VectorFile.open(folder, lay)
+        if vf is not None:
+            keep |= vf.lookup(keys) >= 0
+    return keys[~keep]
 
 
 def drop_lost(db: IndexDB, model: str, layout: Layout) -> None:
-    """``model``'s side file is gone (deleted by hand): forget the vectors it held.
+    """A side file of ``model`` is gone (deleted by hand): forget the vectors they held.
 
     They are embedded again by the next index run (writer lock held).
     """
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
-        current = current_layout(conn, model)
-        if current and current[1] == layout:
+        current = current_layouts(conn, model)
+        if current and layout in current[1]:
             log.warning("vector file %s is missing: its vectors get embedded again", layout.file)
             conn.execute("DELETE FROM derived WHERE name=?", (f"vectors:{model}",))
             conn.execute("DELETE FROM embed_cache WHERE model=? AND vector IS NULL", (model,))
@@ -190,7 +359,5 @@ def kept_files(conn: sqlite3.Connection) -> set[str]:
     """The side files some ``derived`` row names."""
     out = set()
     for (data,) in conn.execute("SELECT data FROM derived WHERE name LIKE 'vectors:%'"):
-        layout = Layout.from_json(data)
-        if layout:
-            out.add(layout.file)
+        out |= {lay.file for lay in parse_layouts(data) or []}
     return out

@@ -2,13 +2,13 @@
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
 terms, line hashes), ``embed_cache`` (vectors keyed by model and text hash, as
-int8 blobs until a side file holds them) and ``derived`` (the postings as a
-ready-to-load numpy blob, and the name of each model's side file). Beside it,
-``index.vectors/`` holds one side file per model: the current generation's
-vectors, mapped read-only by searchers. The work is split by concern: :mod:`.db`
-opens the file and holds the writer lock, :mod:`.sync` brings the text state up
-to date, :mod:`.vectors` keeps the embedding cache, :mod:`.matrices` and
-:mod:`.folding` the side files, and :mod:`.snapshots` loads a generation for
+int8 blobs until a side file holds them) and ``derived`` (the names of the
+generation's postings segments and of each model's vector segments). Beside
+it, ``index.vectors/`` holds those side files, opened read-only by searchers.
+The work is split by concern: :mod:`.db` opens the file and holds the writer
+lock, :mod:`.sync` brings the text state up to date, :mod:`.postings` keeps
+the postings segments, :mod:`.vectors` the embedding cache, :mod:`.matrices`
+and :mod:`.folding` the vector segments, and :mod:`.snapshots` loads a generation for
 scoring. :class:`MemoryIndex` is the one public face of them.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous
@@ -38,8 +38,9 @@ from .db import (
     generation_of,
     get_meta,
 )
-from .folding import kept_files
+from .folding import kept_files, missing_embeddings
 from .matrices import side_folder, sweep
+from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
 
@@ -133,7 +134,7 @@ class MemoryIndex:
             if not locked:
                 return report
             with self.db.open() as conn:
-                sync_text(conn, self.workspace, self.settings, report)
+                sync_text(conn, self.workspace, self.settings, report, side_folder(self.path))
         self._snapshots.forget_text()
         return report
 
@@ -141,7 +142,7 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> vectors.Missing:
         """The texts to embed for ``model``, and the chunks whose vector is their lines' mean."""
         with self.db.open() as conn:
-            return vectors.missing_embeddings(conn, model, self.settings, side_folder(self.path))
+            return missing_embeddings(conn, side_folder(self.path), model, self.settings)
 
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Hash -> float32 vector of those of ``hashes`` with a vector for ``model``."""
@@ -196,7 +197,7 @@ class MemoryIndex:
         return sum(p.stat().st_size for p in files if p.is_file())
 
     def compact(self) -> tuple[int, int]:
-        """Reclaim the space of deleted rows and unused side files (``VACUUM``).
+        """Merge the postings' segments, reclaim deleted rows and unused side files (``VACUUM``).
 
         Waits for the writer lock; searchers keep reading meanwhile (WAL).
 
@@ -205,6 +206,20 @@ class MemoryIndex:
         """
         before = self.disk_bytes()
         with self.db.writer_lock():
+            with self.db.open() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    compact_postings(conn, side_folder(self.path))
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                models = [
+                    n.split(":", 1)[1]
+                    for (n,) in conn.execute("SELECT name FROM derived WHERE name LIKE 'vectors:%'")
+                ]
+            for model in models:
+                self._snapshots.seal(model, full=True)
             self._vacuum()
         return before, self.disk_bytes()
 
@@ -212,6 +227,7 @@ class MemoryIndex:
         """Remove unused side files, rewrite the SQLite file compactly (writer lock held)."""
         with self.db.open() as conn:
             sweep(side_folder(self.path), kept_files(conn))
+            sweep_segments(conn, side_folder(self.path))
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 

@@ -1,15 +1,18 @@
-"""Where vectors live: the int8 row codec and the per-generation side files searchers map.
+"""Where vectors live: the int8 row codec and the segment files searchers open.
 
-Each vector is stored once, as int8 with a float32 scale (:func:`..core.scoring.quantize`).
+Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorset.quantize`).
 A vector not yet in a side file is a blob in ``embed_cache``; once a generation
-has every chunk vector, its chunk rows then line rows are written to one side
-file next to the index (a temporary name, flushed, then renamed), and the
-``derived`` row ``vectors:MODEL`` naming it is committed with the cache rows
-emptied (their vector is the file's). The commit is the switch: a kill before
-it leaves the previous file named and searchable, and the new file is an orphan
-that :func:`sweep` removes. Searchers map the file read-only, so processes
-share the page cache and hold no private copy. The file carries the sorted keys
-of its rows' text hashes, which is how the next generation finds its old vectors.
+has every chunk vector, the chunk rows no segment holds yet, then their line
+rows, are written to a segment file next to the index (a temporary name,
+flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming it
+with the older segments is committed with the cache rows emptied (their
+vector is the file's; :mod:`.folding`). The commit is the switch: a kill before
+it leaves the previous segments named and searchable, and the new file is an
+orphan that :func:`sweep` removes. Searchers map the chunk rows read-only (so
+processes share the page cache and hold no private copy) and read line rows
+with ``pread`` (:class:`FileRows`). A segment carries its chunk rows' chunk
+ids and the sorted keys of its rows' text hashes, which is how the next
+generation finds its old vectors.
 """
 
 from __future__ import annotations
@@ -17,18 +20,23 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..core.scoring import quantize
+from ..core.vectorset import quantize
 
 __all__ = [
+    "Fd",
+    "FileRows",
+    "READ_ABOVE",
     "Layout",
     "VectorFile",
     "decode",
     "encode",
+    "fsync_dir",
     "hash_keys",
     "key_prefix",
     "side_folder",
@@ -37,6 +45,9 @@ __all__ = [
 ]
 
 _ALIGN = 8
+# Arrays read by scattered rows are read with pread above this size; a smaller
+# one stays a map: its few pages cost little RSS, and a map is faster to read.
+READ_ABOVE = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,9 @@ class Layout:
         chunks: Chunk rows (every chunk of the generation, in row order).
         lines: Line rows after them.
         keys: Distinct text-hash keys.
-        lines_complete: Whether every line of the generation has its row.
+        lines_complete: Whether every line of its chunks has its row.
+        ids: Whether it holds its chunk rows' chunk ids (a segment); files
+            written before segments hold every chunk of one generation, in row order.
     """
 
     file: str
@@ -58,6 +71,7 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
+    ids: bool = False
 
     def to_json(self) -> str:
         """The ``derived`` row's data."""
@@ -80,6 +94,7 @@ class Layout:
             ("owner", np.dtype(np.int32), (self.lines,)),
             ("keys", np.dtype(np.uint64), (self.keys,)),
             ("rows", np.dtype(np.int32), (self.keys,)),
+            ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -100,6 +115,7 @@ class VectorFile:
     owner: np.ndarray
     keys: np.ndarray
     rows: np.ndarray
+    ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
@@ -107,6 +123,27 @@ class VectorFile:
             return np.full(keys.shape, -1, dtype=np.int64)
         at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
         return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
+
+    def line_rows(self, folder: Path) -> tuple[FileRows, FileRows] | None:
+        """The line rows and their scales, read on demand.
+
+        None when they are small (:data:`READ_ABOVE`: map them) or the file is gone.
+        """
+        sections = {
+            name: (dtype, shape, offset) for name, dtype, shape, offset in self.layout.sections()
+        }
+        n, dim = self.layout.chunks, self.layout.dim
+        if self.layout.lines * dim < READ_ABOVE:
+            return None
+        try:
+            handle = Fd.open(folder / self.layout.file)
+        except OSError:
+            return None
+        m_off, s_off = sections["matrix"][2], sections["scale"][2]
+        return (
+            FileRows(handle, m_off + n * dim, self.layout.lines, np.dtype(np.int8), (dim,)),
+            FileRows(handle, s_off + n * 4, self.layout.lines, np.dtype(np.float32), ()),
+        )
 
     @classmethod
     def open(cls, folder: Path, layout: Layout) -> VectorFile | None:
@@ -126,6 +163,71 @@ class VectorFile:
         except (OSError, ValueError):
             return None
         return cls(layout=layout, **arrays)
+
+
+class Fd:
+    """An open file descriptor, closed with the last object holding it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def open(cls, path: Path) -> Fd:
+        """Open ``path`` for reading."""
+        return cls(os.open(path, os.O_RDONLY))
+
+
+class FileRows:
+    """Rows of a side file read with ``pread`` when asked for, not mapped.
+
+    Line vectors are read a few hundred scattered rows a query: through a map
+    the kernel maps 64 KB (or a 2 MB folio) around every touched page, so a few
+    dozen queries put the whole matrix in the process's RSS; read this way the
+    rows come from the page cache (shared, not counted) into a small array.
+
+    Args:
+        fd: The open file.
+        offset: Where row 0 starts.
+        count: Rows.
+        dtype: Their type.
+        tail: Each row's shape (``(dim,)`` for vectors, ``()`` for scales).
+    """
+
+    def __init__(
+        self, fd: Fd, offset: int, count: int, dtype: np.dtype, tail: tuple[int, ...]
+    ) -> None:
+        self._fd, self._offset, self.dtype = fd, offset, dtype
+        self.shape = (count, *tail)
+        self._width = int(np.prod(tail, dtype=np.int64)) * dtype.itemsize
+
+    def span(self, lo: int, hi: int) -> np.ndarray:
+        """Rows ``lo`` to ``hi`` (one read)."""
+        out = np.empty((max(hi - lo, 0), *self.shape[1:]), dtype=self.dtype)
+        if hi > lo:
+            self._read(out.reshape(-1).view(np.uint8), lo, 0, hi - lo)
+        return out
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        """The rows at ``rows`` (ascending runs are read in one call each)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, *self.shape[1:]), dtype=self.dtype)
+        if rows.size == 0:
+            return out
+        raw = out.reshape(-1).view(np.uint8)  # a fresh array: contiguous
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        for a, b in zip(np.r_[0, breaks].tolist(), np.r_[breaks, rows.size].tolist(), strict=True):
+            self._read(raw, int(rows[a]), a, b - a)
+        return out
+
+    def _read(self, raw: np.ndarray, row: int, at: int, count: int) -> None:
+        """Read ``count`` rows from ``row`` into ``raw`` (bytes) from row position ``at``."""
+        w = self._width
+        if row < 0 or row + count > self.shape[0]:
+            raise IndexError("row out of range")
+        got = os.preadv(self._fd.fd, [raw[at * w : (at + count) * w].data], self._offset + row * w)
+        if got != count * w:
+            raise OSError(f"side file shorter than its layout ({got} of {count * w} bytes)")
 
 
 def side_folder(index_path: Path) -> Path:
@@ -165,6 +267,7 @@ def write(
     *,
     chunks: int,
     lines_complete: bool,
+    ids: np.ndarray,
 ) -> Layout:
     """Write a side file (temporary name, flushed, renamed) and return its layout.
 
@@ -176,7 +279,8 @@ def write(
         owner: The chunk row of each line row.
         row_keys: The text-hash key of each row (:func:`hash_keys`).
         chunks: How many of the rows are chunks.
-        lines_complete: Whether every line of the generation has a row.
+        lines_complete: Whether every line of the chunks has a row.
+        ids: The chunk id of each chunk row.
     """
     folder.mkdir(parents=True, exist_ok=True)
     keys, first = np.unique(row_keys, return_index=True)
@@ -187,6 +291,7 @@ def write(
         lines=int(matrix.shape[0]) - chunks,
         keys=int(keys.size),
         lines_complete=lines_complete,
+        ids=True,
     )
     arrays = {
         "matrix": matrix,
@@ -194,6 +299,7 @@ def write(
         "owner": owner,
         "keys": keys,
         "rows": first.astype(np.int32),
+        "ids": ids,
     }
     tmp = folder / f".tmp-{layout.file}"
     with open(tmp, "wb") as fh:
@@ -204,12 +310,14 @@ def write(
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / layout.file)
-    _fsync_dir(folder)
+    fsync_dir(folder)
     return layout
 
 
-def sweep(folder: Path, keep: set[str]) -> int:
-    """Remove side files no ``derived`` row names (and crashed writes); bytes freed.
+def sweep(folder: Path, keep: set[str], suffix: str = ".vec") -> int:
+    """Remove side files ending in ``suffix`` no ``derived`` row names (and crashed writes).
+
+    Returns the bytes freed.
 
     Runs under the writer lock after a commit. A searcher still mapping a
     removed file keeps reading it: the space returns when it unmaps.
@@ -220,7 +328,7 @@ def sweep(folder: Path, keep: set[str]) -> int:
     except OSError:
         return 0
     for entry in entries:
-        if entry.name in keep or not entry.name.endswith(".vec"):
+        if entry.name in keep or not entry.name.endswith(suffix):
             continue
         try:
             size = entry.stat().st_size
@@ -231,7 +339,8 @@ def sweep(folder: Path, keep: set[str]) -> int:
     return freed
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -9,7 +9,6 @@ The caller holds the writer lock.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
@@ -17,18 +16,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..core.chunking import Chunk, line_texts
 from ..core.recipe import recipe
-from ..core.scoring import Postings
 from ..core.settings import MemorySettings
-from ..core.text import TOKENIZER_VERSION, path_text, phrases, tokenize
+from ..core.text import TOKENIZER_VERSION, tokenize
 from .db import generation_of, get_meta
-from .workspace import MemoryFile, UnreadableFileError, discover, read_lines, scan
+from .postings import FIELDS, named_segments, sweep_segments, write_postings
+from .workspace import MemoryFile, UnreadableFileError, memory_files, read_lines, scan
 
 __all__ = [
-    "POSTINGS_FIELDS",
     "SyncReport",
     "chunker_signature",
     "embed_text",
@@ -38,16 +34,12 @@ __all__ = [
     "mean_lines",
     "sha",
     "sync_text",
-    "unpack_postings",
     "vector_hash",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-POSTINGS_FIELDS = ("text", "phrase", "header", "path")
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
-_POSTINGS_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
-_MAGIC = b"EMP2"  # raw arrays after a JSON layout; older blobs are npz archives
 
 
 @dataclass
@@ -117,7 +109,7 @@ def chunker_signature(settings: MemorySettings) -> str:
     return json.dumps(
         [
             TOKENIZER_VERSION,  # stored terms are the tokenizer's output
-            POSTINGS_FIELDS,
+            FIELDS,
             POSTINGS_FORMAT,
             s.chunking,
             s.embed_headers,
@@ -132,43 +124,6 @@ def chunker_signature(settings: MemorySettings) -> str:
     )
 
 
-def pack_postings(posts: dict[str, Postings]) -> bytes:
-    """The four posting lists as one blob: a JSON layout, then each array 8-byte aligned.
-
-    :func:`unpack_postings` reads the arrays as views of the blob (no copy), so
-    a fresh process holds the postings once, not twice.
-    """
-    layout, chunks, offset = [], [], 0
-    for name, p in posts.items():
-        for part in _POSTINGS_PARTS:
-            a = np.ascontiguousarray(getattr(p, part))
-            layout.append([f"{name}.{part}", a.dtype.str, a.size, offset])
-            chunks += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
-            offset += a.nbytes + len(chunks[-1])
-    head = json.dumps(layout).encode()
-    head += b" " * (-(len(head) + 8) % 8)
-    return _MAGIC + len(head).to_bytes(4, "little") + head + b"".join(chunks)
-
-
-def unpack_postings(blob: bytes) -> dict[str, Postings]:
-    """The posting lists of a :func:`pack_postings` blob (read-only views of it)."""
-    if blob[:4] != _MAGIC:  # written by an older version: an npz archive
-        z = np.load(io.BytesIO(blob), allow_pickle=False)
-        arrays = {key: z[key] for key in z.files}
-    else:
-        size = int.from_bytes(blob[4:8], "little")
-        base = 8 + size
-        arrays = {
-            key: np.frombuffer(blob, dtype=np.dtype(dtype), count=count, offset=base + offset)
-            for key, dtype, count, offset in json.loads(blob[8:base])
-        }
-    names = {key.split(".", 1)[0] for key in arrays}
-    return {
-        name: Postings(**{part: arrays[f"{name}.{part}"] for part in _POSTINGS_PARTS})
-        for name in names
-    }
-
-
 def is_stale(conn: sqlite3.Connection, workspace: Path, settings: MemorySettings) -> bool:
     """Cheap check (one ``scandir`` pass, a stat per file) for unindexed changes."""
     if get_meta(conn, "chunker") != chunker_signature(settings):
@@ -178,30 +133,35 @@ def is_stale(conn: sqlite3.Connection, workspace: Path, settings: MemorySettings
 
 
 def sync_text(
-    conn: sqlite3.Connection, workspace: Path, settings: MemorySettings, report: SyncReport
+    conn: sqlite3.Connection,
+    workspace: Path,
+    settings: MemorySettings,
+    report: SyncReport,
+    folder: Path,
 ) -> None:
-    """Bring files, chunks and postings up to date in one transaction (writer lock held)."""
+    """Bring files, chunks and postings up to date in one transaction (writer lock held).
+
+    ``folder`` is the side folder, where the postings' segment files go.
+    """
     signature = chunker_signature(settings)
     rechunk_all = get_meta(conn, "chunker") != signature
     known = {
         row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
     }
-    files = discover(workspace, settings)
-    report.files = len(files)
+    # One scandir pass with the stat it needs; only the files that moved are read.
+    stats = scan(workspace, settings)
+    report.files = len(stats)
+    moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:2]) != st)
     chunker = recipe(settings).chunker
     fresh: list[tuple[MemoryFile, os.stat_result, str, list[Chunk]]] = []
     touched: list[tuple[str, int, int]] = []
-    for f in files:
+    for f in memory_files(workspace, moved):
         old = known.get(f.path)
         try:
-            st = f.abs_path.stat()
-        except OSError:
+            lines, st = read_stable(f)
+        except OSError:  # gone since the scan
             report.skipped.append(f.path)
             continue
-        if old and not rechunk_all and (old[0], old[1]) == (st.st_size, st.st_mtime_ns):
-            continue
-        try:
-            lines, st = read_stable(f)
         except UnreadableFileError as exc:
             log.warning("skipping %s", exc)
             report.skipped.append(f.path)
@@ -211,7 +171,7 @@ def sync_text(
             touched.append((f.path, st.st_size, st.st_mtime_ns))
             continue
         fresh.append((f, st, digest, chunker(lines, f.abs_path.name)))
-    present = {f.path for f in files} - set(report.skipped)
+    present = set(stats) - set(report.skipped)
     deleted = list(known) if rechunk_all else [p for p in known if p not in present]
     report.changed = [f.path for f, *_ in fresh]
     report.deleted = [p for p in deleted if p not in report.changed]
@@ -226,13 +186,14 @@ def sync_text(
         )
         if report.changed_anything or rechunk_all:
             gone = set(deleted) | set(report.changed)
-            before = None if rechunk_all else _rows_before(conn, gone)
+            first_new = _next_chunk_id(conn)
             conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in gone])
             conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+            next_id = first_new
             for f, st, digest, chunks in fresh:
-                _insert_file(conn, f, st, digest, chunks, settings)
+                next_id = _insert_file(conn, f, st, digest, chunks, settings, next_id)
             generation = generation_of(conn) + 1
-            write_postings(conn, generation, before)
+            write_postings(conn, folder, generation, None if rechunk_all else first_new)
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?)",
                 (str(generation), signature),
@@ -241,6 +202,8 @@ def sync_text(
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    if report.changed_anything or rechunk_all:
+        sweep_segments(conn, folder)  # committed: the segments no generation names go
     report.generation = generation_of(conn)
     report.chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
@@ -252,16 +215,19 @@ def _insert_file(
     digest: str,
     chunks: list[Chunk],
     settings: MemorySettings,
-) -> None:
+    next_id: int,
+) -> int:
+    """Insert a file and its chunks, ids from ``next_id``; returns the next free id."""
     conn.execute(
         "INSERT INTO files(path, size, mtime_ns, hash, kind, date) VALUES (?,?,?,?,?,?)",
         (f.path, st.st_size, st.st_mtime_ns, digest, f.kind, f.date and f.date.isoformat()),
     )
     conn.executemany(
-        "INSERT INTO chunks(path, start_line, end_line, header, headers, text, embed_hash, terms,"
-        " line_hashes) VALUES (?,?,?,?,?,?,?,?,?)",
-        [_chunk_row(f.path, c, settings) for c in chunks],
+        "INSERT INTO chunks(id, path, start_line, end_line, header, headers, text, embed_hash,"
+        " terms, line_hashes) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        [(next_id + i, *_chunk_row(f.path, c, settings)) for i, c in enumerate(chunks)],
     )
+    return next_id + len(chunks)
 
 
 def _chunk_row(path: str, c: Chunk, settings: MemorySettings) -> tuple:
@@ -277,6 +243,17 @@ def _chunk_row(path: str, c: Chunk, settings: MemorySettings) -> tuple:
         " ".join(tokenize(keyword_text(c))),
         _digests(lines),
     )
+
+
+def _next_chunk_id(conn: sqlite3.Connection) -> int:
+    """The id the sync's first new chunk gets: past every id a chunk or a segment ever had.
+
+    SQLite would reuse the ids of deleted last rows; a segment still lists
+    them (masked out), so a new chunk must never take one.
+    """
+    named = named_segments(conn)
+    top = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+    return max(top or 0, named[1] if named else 0) + 1
 
 
 def line_digests(text: str, settings: MemorySettings) -> bytes:
@@ -311,57 +288,3 @@ def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
         if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns):
             return lines, after
     return lines, after
-
-
-def _rows_before(conn: sqlite3.Connection, gone: set[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Chunk ids in row order, and which of them stay, before ``gone``'s chunks are deleted."""
-    ids = np.fromiter((i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")), np.int64)
-    removed = [i for p in gone for (i,) in conn.execute("SELECT id FROM chunks WHERE path=?", (p,))]
-    return ids, ~np.isin(ids, np.asarray(removed, dtype=np.int64))
-
-
-def write_postings(
-    conn: sqlite3.Connection,
-    generation: int,
-    before: tuple[np.ndarray, np.ndarray] | None = None,
-) -> None:
-    """Store the four posting lists of ``generation``.
-
-    Args:
-        conn: The connection, inside the sync's transaction.
-        generation: The generation being written.
-        before: The previous generation's chunk ids in row order and which of
-            them stay; its stored postings then get the new chunks merged in
-            (they have the highest ids, so their rows come last) instead of
-            being rebuilt from every chunk.
-    """
-    prev = conn.execute("SELECT generation, data FROM derived WHERE name='postings'").fetchone()
-    posts = None
-    if before is not None and prev is not None and prev[0] == generation - 1:
-        ids, keep = before
-        old = unpack_postings(prev[1])
-        if set(old) == set(POSTINGS_FIELDS) and all(p.n_docs == ids.size for p in old.values()):
-            last = int(ids[keep].max()) if keep.any() else -1
-            added = _build_postings(conn, "WHERE id > ?", (last,))
-            posts = {name: old[name].merged(keep, added[name]) for name in POSTINGS_FIELDS}
-    if posts is None:
-        posts = _build_postings(conn, "", ())
-    conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)",
-        (generation, pack_postings(posts)),
-    )
-
-
-def _build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
-    """The four posting lists of the chunks ``where`` selects, from their stored terms."""
-    query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
-    rows = conn.execute(query, args).fetchall()
-    # Header chains and paths repeat across chunks: tokenize each distinct one once.
-    header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
-    path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
-    return {
-        "text": Postings.build(r[0].split() for r in rows),
-        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
-        "header": Postings.build(header_terms[r[1]] for r in rows),
-        "path": Postings.build(path_terms[r[2]] for r in rows),
-    }

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ..core.errors import EmbeddingError
-from ..core.scoring import dequantize, quantize
+from ..core.vectorset import dequantize, quantize
 from .index import MemoryIndex
 from .migrate import seed_from_vectors_json
 

@@ -10,6 +10,7 @@ see :mod:`.matrices`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.chunking import Chunk, line_texts
-from ..core.scoring import dequantize
 from ..core.settings import MemorySettings
+from ..core.vectorset import dequantize
 from .db import generation_of
 from .matrices import Layout, VectorFile, decode, encode, hash_keys
 from .sync import embed_text, line_digests, mean_lines, sha
@@ -28,11 +29,13 @@ __all__ = [
     "Missing",
     "cache_blobs",
     "cached_vectors",
-    "current_layout",
+    "current_layouts",
     "RowKeys",
     "generation_keys",
     "is_complete",
+    "layouts_json",
     "missing_embeddings",
+    "parse_layouts",
     "pending_keys",
     "store_vectors",
     "vector_dim",
@@ -49,17 +52,19 @@ class RowKeys:
     owner: np.ndarray  # the chunk row of each line
 
 
-def generation_keys(conn: sqlite3.Connection, settings: MemorySettings) -> RowKeys:
-    """Keys of every chunk and line, read from the stored hashes (no line is hashed).
+def generation_keys(
+    conn: sqlite3.Connection, settings: MemorySettings, ids: np.ndarray | None = None
+) -> RowKeys:
+    """Keys of every chunk (or of the chunks ``ids``) and their lines, from the stored hashes.
 
-    A chunk stored before line hashes were (an index just migrated, not synced
-    since) has its lines hashed here.
+    No line is hashed, except in a chunk stored before line hashes were (an
+    index just migrated, not synced since).
     """
-    query = (
-        "SELECT id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
-        " FROM chunks ORDER BY id"
-    )
-    rows = conn.execute(query).fetchall()
+    columns = "id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
+    if ids is None:
+        rows = conn.execute(f"SELECT {columns} FROM chunks ORDER BY id").fetchall()
+    else:
+        rows = _chunk_rows(conn, ids.tolist(), columns)
     digests = [b if b is not None else line_digests(t, settings) for _, _, b, t in rows]
     counts = np.fromiter((len(d) // 32 for d in digests), dtype=np.int64, count=len(rows))
     # A key is a hash's first 8 bytes, big-endian (its first 16 hex digits).
@@ -105,22 +110,24 @@ class Missing:
 
 
 def missing_embeddings(
-    conn: sqlite3.Connection, model: str, settings: MemorySettings, folder: Path
+    conn: sqlite3.Connection,
+    model: str,
+    settings: MemorySettings,
+    keys: RowKeys,
+    files: list[VectorFile],
 ) -> Missing:
-    """The chunks and lines lacking a vector for ``model``.
+    """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
 
-    A vector is there when it is a cache blob or in the model's side file.
+    A vector is there when it is a cache blob or in one of ``model``'s side files
+    (the caller passes only the chunks no side file maps to a row).
     """
-    if is_complete(conn, model, settings):
-        return Missing()
-    keys = generation_keys(conn, settings)
     _, pending = pending_keys(conn, model)
-    current = current_layout(conn, model)
-    old = VectorFile.open(folder, current[1]) if current else None
 
     def lacking(k: np.ndarray) -> np.ndarray:
         found = np.isin(k, pending)
-        return ~(found | (old.lookup(k) >= 0)) if old else ~found
+        for vf in files:
+            found |= vf.lookup(k) >= 0
+        return ~found
 
     out: dict[str, str] = {}
     means: dict[str, list[str]] = {}
@@ -165,15 +172,16 @@ def cached_vectors(
 ) -> dict[str, np.ndarray]:
     """Hash -> float32 vector of those of ``hashes`` that have one (blob or side file)."""
     out: dict[str, np.ndarray] = {}
-    current = current_layout(conn, model)
-    old = VectorFile.open(folder, current[1]) if current else None
-    if old is not None and hashes:
-        pos = old.lookup(hash_keys(hashes))
+    current = current_layouts(conn, model)
+    files = [VectorFile.open(folder, lay) for lay in (current[1] if current else [])]
+    keys = hash_keys(hashes)
+    for vf in (f for f in files if f is not None and hashes):  # oldest first: newer ones win
+        pos = vf.lookup(keys)
         at = np.flatnonzero(pos >= 0)
-        rows = dequantize(old.matrix[pos[at]], old.scale[pos[at]])
+        rows = dequantize(np.asarray(vf.matrix[pos[at]]), np.asarray(vf.scale[pos[at]]))
         out.update(zip([hashes[i] for i in at], rows, strict=True))
     blobs = cache_blobs(conn, model, hashes)
-    dim = old.layout.dim if old else vector_dim(conn, model) or 0
+    dim = vector_dim(conn, model) or 0
     fits = [h for h, b in blobs.items() if len(b) == dim + 4]  # a damaged blob is no vector
     if fits:
         rows, scale = decode([blobs[h] for h in fits], dim)
@@ -192,13 +200,34 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
     return rows
 
 
-def current_layout(conn: sqlite3.Connection, model: str) -> tuple[int, Layout] | None:
-    """The generation and layout of ``model``'s side file (None when it has none)."""
+def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
+    """The generation ``model``'s side files were named in, and their layouts, oldest first.
+
+    None when it has none. A version before segments named one file.
+    """
     row = conn.execute(
         "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
     ).fetchone()
-    layout = Layout.from_json(row[1]) if row else None
-    return (int(row[0]), layout) if row and layout else None
+    layouts = parse_layouts(row[1]) if row else None
+    return (int(row[0]), layouts) if row and layouts else None
+
+
+def parse_layouts(data: bytes | str) -> list[Layout] | None:
+    """The layouts of a ``vectors:MODEL`` row (None when it is not one)."""
+    try:
+        state = json.loads(data)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(state, dict) and isinstance(state.get("segments"), list):
+        layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
+        return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
+    one = Layout.from_json(data)
+    return [one] if one else None
+
+
+def layouts_json(layouts: list[Layout]) -> str:
+    """A ``vectors:MODEL`` row's data naming ``layouts``."""
+    return json.dumps({"segments": [json.loads(lay.to_json()) for lay in layouts]})
 
 
 def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
@@ -206,10 +235,10 @@ def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) 
 
     Saves a re-index with nothing to do from reading every line hash.
     """
-    current = current_layout(conn, model)
+    current = current_layouts(conn, model)
     if current is None or current[0] != generation_of(conn):
         return False
-    return current[1].lines_complete or not settings.line_vector_share
+    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def store_vectors(

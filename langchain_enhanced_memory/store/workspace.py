@@ -34,6 +34,7 @@ __all__ = [
     "UnreadableFileError",
     "classify",
     "discover",
+    "memory_files",
     "read_lines",
     "scan",
 ]
@@ -184,6 +185,12 @@ def scan(
         seen[inode] = (is_link, rel)
         out[rel] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def memory_files(workspace: Path | str, paths: list[str]) -> list[MemoryFile]:
+    """The :class:`MemoryFile` of each of ``paths``, relative paths :func:`scan` listed."""
+    root = _root(workspace)
+    return [MemoryFile(p, root / p, *classify(p)) for p in paths]
 
 
 def _root(workspace: Path | str) -> Path:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tests.cli_run import CLI, cli_env, run_cli, stop
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
@@ -148,6 +150,37 @@ def check_index_state(wsp: Workspace) -> list[str]:
         seen[path] = seen[path] & versions if path in seen else versions
         if not seen[path]:
             problems.append(f"{path}: chunks come from different versions")
+    return problems + check_postings(wsp.root)
+
+
+def check_postings(ws: Path) -> list[str]:
+    """The named postings segments are there, whole, and equal a fresh build of every chunk.
+
+    A searcher would build missing segments from the stored terms in memory, so
+    a kill that lost one would not show in a search: it is checked here.
+    """
+    from langchain_enhanced_memory.core.segments import compacted, place_rows
+    from langchain_enhanced_memory.store import postings
+    from langchain_enhanced_memory.store.db import chunk_ids
+
+    folder = index_path(ws).with_suffix(".vectors")
+    with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
+        named = postings.named_segments(conn)
+        if named is None:
+            return ["no postings segments named"]
+        segments = postings.open_segments(folder, named[0])
+        if segments is None:
+            return [f"a named postings segment is missing or not whole: {named[0]}"]
+        rows = place_rows([s.ids for s in segments], chunk_ids(conn))
+        if rows is None:
+            return ["the postings segments do not hold every chunk once"]
+        want = postings.build_postings(conn, "", ())
+    problems = []
+    for name in postings.FIELDS:
+        got = compacted([s.posts[name] for s in segments], rows)
+        for part in ("keys", "indptr", "docs", "tf", "doc_len"):
+            if not np.array_equal(getattr(got, part), getattr(want[name], part)):
+                problems.append(f"postings {name}.{part} differ from a fresh build")
     return problems
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from langchain_enhanced_memory.store import postings
 from tests.cli_run import CLI, cli_env, run_cli
 from tests.reliability.harness import (
     Workspace,
@@ -45,15 +46,17 @@ class VectorKillReport:
     phases: dict[str, int] = field(
         default_factory=lambda: {"new vectors as blobs": 0, "writing the vector file": 0}
     )
-    files_after: int = 0  # side files once a last run completes (one: the old ones went)
+    files_after: int = 0  # vector files once a last run completes (the named segments only)
     problems: list[str] = field(default_factory=list)
 
 
-def _named(ws: Path) -> dict[str, str]:
-    """``derived`` rows naming a side file: model -> file name (read-only)."""
+def _named(ws: Path) -> set[str]:
+    """The side files (segments) ``derived`` rows name (read-only)."""
+    from langchain_enhanced_memory.store.vectors import parse_layouts
+
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
-        rows = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
-        return {name: json.loads(data)["file"] for name, data in rows}
+        rows = conn.execute("SELECT data FROM derived WHERE name LIKE 'vectors:%'")
+        return {lay.file for (data,) in rows for lay in parse_layouts(data) or []}
 
 
 def _blobs(ws: Path) -> int:
@@ -68,21 +71,22 @@ def _side_files(ws: Path) -> set[str]:
 
 def _unnamed_file(ws: Path, known: set[str]) -> bool:
     """A new side file (or its temporary) that no row names: a write before its commit."""
-    return bool(_side_files(ws) - known - set(_named(ws).values()))
+    return bool(_side_files(ws) - known - _named(ws))
 
 
 def check_vectors(ws: Path) -> list[str]:
-    """Every named side file opens whole and holds every cache row said to be in it."""
-    from langchain_enhanced_memory.store.matrices import Layout, VectorFile, hash_keys
+    """Every named side file opens whole; the cache rows said to be in one are in one."""
+    from langchain_enhanced_memory.store.matrices import VectorFile, hash_keys
+    from langchain_enhanced_memory.store.vectors import parse_layouts
 
     problems = []
     folder = index_path(ws).with_suffix(".vectors")
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
         named = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
         for name, data in named.fetchall():
-            layout = Layout.from_json(data)
-            vf = VectorFile.open(folder, layout) if layout else None
-            if vf is None:
+            layouts = parse_layouts(data) or []
+            files = [VectorFile.open(folder, lay) for lay in layouts]
+            if not layouts or any(vf is None for vf in files):
                 problems.append(f"{name}: side file missing or not whole")
                 continue
             model = name.split(":", 1)[1]
@@ -92,7 +96,11 @@ def check_vectors(ws: Path) -> list[str]:
                     "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
                 )
             ]
-            lost = int((vf.lookup(hash_keys(held)) < 0).sum()) if held else 0
+            keys = hash_keys(held)
+            found = np.zeros(keys.size, dtype=bool)
+            for vf in files:
+                found |= vf.lookup(keys) >= 0  # type: ignore[union-attr]
+            lost = int((~found).sum())
             if lost:
                 problems.append(f"{name}: {lost} cache rows point at vectors the file lacks")
     return problems
@@ -146,6 +154,14 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
         report.problems += check_vectors(root)
         folder = index_path(root).with_suffix(".vectors")
         report.files_after = len(list(folder.glob("*.vec")))
+        if _side_files(root) != _named(root):
+            report.problems.append("side files no row names were left after the last run")
+        with sqlite3.connect(f"file:{index_path(root)}?mode=ro", uri=True) as conn:
+            named_segments = postings.named_segments(conn)
+        if {p.name for p in folder.glob("*.seg")} != set(
+            named_segments[0] if named_segments else []
+        ):
+            report.problems.append("postings segments no row names were left after the last run")
         from langchain_enhanced_memory.store.index import MemoryIndex
 
         snap = MemoryIndex(root).snapshot(f"ollama/{MODEL}")

@@ -19,3 +19,12 @@ def _no_network() -> Iterator[None]:
         yield
     finally:
         enable_socket()
+
+
+@pytest.fixture(autouse=True)
+def _read_side_files_as_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test workspaces are small: read their side files as a large index's are (pread)."""
+    from langchain_enhanced_memory.store import matrices, postings
+
+    monkeypatch.setattr(matrices, "READ_ABOVE", 0)
+    monkeypatch.setattr(postings, "READ_ABOVE", 0)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import itertools
 import logging
 import os
@@ -14,17 +13,16 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import Postings, dequantize, quantize, rrf
+from langchain_enhanced_memory.core.scoring import rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store import sync, vectors
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.matrices import FileRows, side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
-
-PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 
 
 def _embed(emb: WordEmbeddings):
@@ -220,6 +218,26 @@ def _notes_index(
     return idx, emb
 
 
+def _lines(snap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The live line vectors of a snapshot over its parts: owner row, int8 rows, scales."""
+    assert snap.vectors is not None
+    owner, lines, scale = [], [], []
+    for part in snap.vectors.parts:
+        live = part.rows[part.owner] >= 0
+        owner.append(part.rows[part.owner][live])
+        lines.append(part.lines[np.arange(part.lines.shape[0])][live])
+        scale.append(part.line_scale[np.arange(part.line_scale.shape[0])][live])
+    order = np.argsort(np.concatenate(owner), kind="stable")
+    return np.concatenate(owner)[order], np.concatenate(lines)[order], np.concatenate(scale)[order]
+
+
+def _chunk_vector(snap, row: int) -> tuple[np.ndarray, float]:
+    """A chunk's vector as stored (dequantized) and half its int8 step."""
+    dense = snap.dense_vectors()
+    assert dense is not None
+    return dense[row], float(np.abs(dense[row]).max()) / 127 / 2 + 1e-6
+
+
 def test_chunk_vectors_embedded_embeds_every_chunk_text_too(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path, MemorySettings(chunk_vectors="embedded"))
     assert emb.texts[-3:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) + 3
@@ -227,9 +245,8 @@ def test_chunk_vectors_embedded_embeds_every_chunk_text_too(tmp_path: Path) -> N
     row = snap.paths.index("memory/2026-03-01.md")
     text = emb.texts[[t.endswith(NOTE_LINES[-1]) for t in emb.texts].index(True)]
     want = np.asarray(emb.embed_documents([text]), dtype=np.float32)[0]
-    assert snap.vectors is not None and snap.vector_scale is not None
-    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
-    assert np.allclose(got, want, atol=float(snap.vector_scale[row]) / 2 + 1e-6)
+    got, half_step = _chunk_vector(snap, row)
+    assert np.allclose(got, want, atol=half_step)
 
 
 def test_a_chunk_whose_lines_all_have_vectors_gets_its_mean_without_embedding(
@@ -245,11 +262,10 @@ def test_a_chunk_whose_lines_all_have_vectors_gets_its_mean_without_embedding(
     snap = idx.snapshot("fake/m")
     assert snap.has_vector is not None and snap.has_vector.all()
     row = snap.paths.index("memory/2026-03-01.md")
-    assert snap.line_vectors is not None and snap.vectors is not None
-    want = dequantize(snap.line_vectors, snap.line_scale).sum(axis=0)  # the lines as stored
-    assert snap.vector_scale is not None
-    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
-    assert np.allclose(got, want / np.linalg.norm(want), atol=float(snap.vector_scale[row]) / 2)
+    _, lines, scale = _lines(snap)
+    want = dequantize(lines, scale).sum(axis=0)  # the lines as stored
+    got, half_step = _chunk_vector(snap, row)
+    assert np.allclose(got, want / np.linalg.norm(want), atol=half_step)
 
 
 def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> None:
@@ -260,22 +276,22 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert emb.texts[1:] == NOTE_LINES and len(emb.texts) == len(idx.snapshot()) - 1 + 3
     snap = idx.snapshot("fake/m")
     row = snap.paths.index("memory/2026-03-01.md")
-    assert snap.line_owner is not None and snap.line_vectors is not None
-    assert snap.line_owner.tolist() == [row] * 3
+    owner, lines, scale = _lines(snap)
+    assert owner.tolist() == [row] * 3
     want = np.asarray(emb.embed_documents(NOTE_LINES), dtype=np.float32)
-    assert snap.line_vectors.dtype == np.int8  # stored and searched as int8 + a scale per row
-    assert snap.line_scale is not None
-    step = float(snap.line_scale.max())  # int8: within half a step of each value
-    assert np.allclose(dequantize(snap.line_vectors, snap.line_scale), want, atol=step / 2 + 1e-6)
-    total = dequantize(snap.line_vectors, snap.line_scale).sum(axis=0)  # as stored
-    mean = total / np.linalg.norm(total)
-    assert snap.vectors is not None and snap.vector_scale is not None
-    got = dequantize(snap.vectors[row : row + 1], snap.vector_scale[row : row + 1])[0]
-    assert np.allclose(got, mean, atol=float(snap.vector_scale[row]) / 2 + 1e-6)
-    # Once complete, the generation's vectors are one side file, mapped read-only, and
-    # the cache rows it holds are emptied: each vector is stored once.
-    assert isinstance(snap.vectors, np.memmap) and isinstance(snap.line_vectors, np.memmap)
-    assert not snap.line_vectors.flags.writeable
+    assert lines.dtype == np.int8  # stored and searched as int8 + a scale per row
+    step = float(scale.max())  # int8: within half a step of each value
+    assert np.allclose(dequantize(lines, scale), want, atol=step / 2 + 1e-6)
+    total = dequantize(lines, scale).sum(axis=0)  # the chunk's vector: its lines' mean
+    got, half_step = _chunk_vector(snap, row)
+    assert np.allclose(got, total / np.linalg.norm(total), atol=half_step)
+    # Once complete, the generation's vectors are one side file (chunk rows mapped
+    # read-only, line rows read from it when scored), and the cache rows it holds
+    # are emptied: each vector is stored once.
+    assert snap.vectors is not None and len(snap.vectors.parts) == 1
+    part = snap.vectors.parts[0]
+    assert isinstance(part.matrix, np.memmap) and not part.matrix.flags.writeable
+    assert isinstance(part.lines, FileRows)
     files = list(side_folder(idx.path).glob("*.vec"))
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
@@ -284,9 +300,8 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
         assert blobs.fetchone()[0] == 0
     assert "vectors:fake/m" in names
     again = MemoryIndex(ws).snapshot("fake/m")
-    assert again.line_owner is not None and again.line_vectors is not None
-    assert again.line_owner.tolist() == [row] * 3
-    assert np.array_equal(again.line_vectors, snap.line_vectors)
+    assert _lines(again)[0].tolist() == [row] * 3
+    assert np.array_equal(_lines(again)[1], lines)
     # A damaged side file is not misread: its vectors are forgotten and embedded again.
     files[0].write_bytes(files[0].read_bytes()[:-8])
     third = MemoryIndex(ws)
@@ -295,8 +310,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     embed_missing(third, "fake/m", _embed(emb))
     assert len(emb.texts) == len(third.snapshot()) - 1 + 3
     fourth = third.snapshot("fake/m")
-    assert fourth.line_vectors is not None
-    assert np.array_equal(fourth.line_vectors, snap.line_vectors)
+    assert np.array_equal(_lines(fourth)[1], lines)
 
 
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
@@ -310,14 +324,14 @@ def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     # Only the one new line: the grown chunk's vector is the mean of its lines, the
     # old ones from the cache.
     assert emb.texts == ["- Bob moved to Lisbon in May."]
-    snap = idx.snapshot("fake/m")
-    assert snap.line_vectors is not None and snap.line_vectors.shape[0] == 4
+    assert _lines(idx.snapshot("fake/m"))[1].shape[0] == 4
 
 
 def test_original_profile_embeds_no_lines(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path, MemorySettings(profile="original"))
     assert not set(NOTE_LINES) & set(emb.texts)
-    assert idx.snapshot("fake/m").line_vectors is None
+    vecs = idx.snapshot("fake/m").vectors
+    assert vecs is not None and not vecs.has_lines
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
@@ -414,44 +428,3 @@ def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
     assert sorted(start for start, _ in spans)[1] >= first_end
     rest = sorted(spans)[1:]
     assert any(b[0] < a[1] for a, b in itertools.pairwise(rest)), "the rest ran in parallel"
-
-
-def test_postings_after_edits_equal_a_rebuild(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    idx = MemoryIndex(workspace)
-    idx.sync()
-    merges = []
-    merged = Postings.merged
-    monkeypatch.setattr(Postings, "merged", lambda *a: merges.append(1) or merged(*a))
-    notes = workspace / "memory"
-    (notes / "2026-02-08.md").write_text("# 2026-02-08\n\n## Decisions\n\nPostgres 17 now.\n")
-    (notes / "2026-02-07.md").unlink()
-    (notes / "2026-02-10.md").write_text("# 2026-02-10\n\n## Retro\n\nKeep the rollback script.\n")
-    for _ in range(2):  # the second sync merges into postings that were merged themselves
-        idx.sync()
-        with idx.connect() as conn:
-            stored = sync.unpack_postings(
-                conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
-            )
-            rebuilt = sync._build_postings(conn, "", ())
-        for name, post in rebuilt.items():
-            for part in ("keys", "indptr", "docs", "tf", "doc_len"):
-                assert np.array_equal(getattr(stored[name], part), getattr(post, part)), name
-        (workspace / "MEMORY.md").write_text("# Preferences\n\nTea, and emacs keybindings.\n")
-    assert len(merges) == 8  # four lists, twice: merged, not rebuilt
-
-
-def test_postings_of_an_older_version_still_load(workspace: Path) -> None:
-    idx = MemoryIndex(workspace)
-    idx.sync()
-    with idx.connect() as conn:
-        blob = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()[0]
-        want = sync.unpack_postings(blob)
-        assert not want["text"].docs.flags.writeable  # views of the blob, not copies
-        buf = io.BytesIO()  # the npz archive versions before this one wrote
-        np.savez(buf, **{f"{n}.{k}": getattr(p, k) for n, p in want.items() for k in PARTS})
-        conn.execute("UPDATE derived SET data=? WHERE name='postings'", (buf.getvalue(),))
-    snap = MemoryIndex(workspace).snapshot()
-    for part in PARTS:
-        assert np.array_equal(getattr(snap.text_post, part), getattr(want["text"], part))

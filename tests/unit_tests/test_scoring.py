@@ -9,7 +9,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from langchain_enhanced_memory.core import scoring
 from langchain_enhanced_memory.core.scoring import (
     Postings,
     bm25,
@@ -206,18 +205,3 @@ def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:
     assert np.allclose(got, want)
     assert rrf([], k=60).shape == (0,)
 
-
-@pytest.mark.parametrize("n", [0, 1, 7, 300])
-def test_cosines_of_int8_rows_match_the_float_product(n: int) -> None:
-    rng = np.random.default_rng(n)
-    rows = rng.normal(size=(n, 48)).astype(np.float32)
-    q, scale = scoring.quantize(rows)
-    qvec = rng.normal(size=48).astype(np.float32)
-    want = scoring.dequantize(q, scale) @ qvec
-    got = scoring.cosines(q, scale, qvec)
-    assert got.shape == (n,) and got.dtype == np.float32
-    # The query is rounded to int8 too: within half its step times each row's length.
-    step = np.abs(qvec).max() / 127
-    bound = np.abs(scoring.dequantize(q, scale)).sum(axis=1) * step / 2 + 1e-5
-    assert np.all(np.abs(got - want) <= bound)
-    assert np.allclose(scoring.cosines(rows, None, qvec), rows @ qvec, atol=1e-5)  # float rows

@@ -19,6 +19,7 @@ from langchain_enhanced_memory.core.scoring import Postings, without_vector
 from langchain_enhanced_memory.core.settings import FusionWeights, MemorySettings
 from langchain_enhanced_memory.core.snapshot import Snapshot
 from langchain_enhanced_memory.core.text import path_text, phrases, tokenize
+from langchain_enhanced_memory.core.vectorset import VectorSet
 from langchain_enhanced_memory.engine import MemorySearch
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
@@ -51,7 +52,7 @@ def snapshot(vectors: np.ndarray | None = None) -> Snapshot:
         phrase_post=Postings.build(phrases(t) for t in terms),
         header_post=Postings.build(tokenize(h) for _, h, _ in DOCS),
         path_post=Postings.build(tokenize(path_text(p)) for p, _, _ in DOCS),
-        vectors=vectors,
+        vectors=None if vectors is None else VectorSet.of(vectors),
         has_vector=None if vectors is None else np.ones(n, bool),
     )
 

@@ -1,0 +1,182 @@
+"""Vectors: the int8 codec, the product, and a generation's vectors kept in parts.
+
+The parts are an older base plus small deltas, scored as one matrix. Each
+part holds the int8 rows (and a float32 scale each, :func:`quantize`)
+of some chunks and of their lines; a chunk a later change replaced stays in its
+part, masked out (its live row is -1). :class:`VectorSet` gives ranking what
+one matrix in row order would: every live row's cosine, and the cosines of
+the lines of chosen rows. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import simsimd
+
+from .scoring import group_rows
+
+__all__ = ["RowSource", "VectorPart", "VectorSet", "cosines", "dequantize", "quantize"]
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows as int8 with a float32 scale each: ``row ~= q * scale`` (a quarter of float32).
+
+    The one precision vectors are stored and searched in: locomo-dev's mrr@10
+    is unchanged to four digits against float32 (README "Index size"), and an
+    int8 matrix times a float32 query runs near float32 speed (float16 does not).
+    """
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2:
+        vectors = vectors.reshape(len(vectors), -1)
+    peak = np.abs(vectors).max(axis=1) if vectors.shape[1] else np.zeros(len(vectors), np.float32)
+    scale = (peak / 127.0).astype(np.float32)
+    safe = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """The float32 rows of :func:`quantize`'s output (``scale`` None: already float)."""
+    out = np.asarray(q, dtype=np.float32)
+    return out if scale is None else out * np.asarray(scale, dtype=np.float32)[:, None]
+
+
+def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> np.ndarray:
+    """Dot product of every (quantized) row with ``qvec``.
+
+    int8 rows go through SimSIMD's int8 dot kernel, with the query quantized
+    to int8 too (its rounding moves a cosine by about 0.1 %): 14 ms instead of
+    numpy's 161 ms at 1M x 384 on one core (benchmarks/ann.py). Float rows use
+    einsum, which stays on one thread: `@` wakes OpenBLAS's pool, which costs
+    more than the product itself on a busy 2-core machine (benchmarks/speed.py).
+    """
+    q = np.asarray(qvec, dtype=np.float32)
+    if matrix.dtype == np.int8 and matrix.size:
+        q8, q_scale = quantize(q[None])
+        raw = simsimd.cdist(q8, np.ascontiguousarray(matrix), metric="dot", out_dtype="float32")
+        out = np.asarray(raw, dtype=np.float32).reshape(-1)
+        out *= q_scale[0]  # in place: a million rows make each pass a millisecond
+    else:
+        out = np.einsum("ij,j->i", matrix, q)
+    if scale is not None:
+        out *= scale
+    return out
+
+
+class RowSource(Protocol):
+    """Rows read when asked for (line vectors a store reads from its file, not mapped)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...  # noqa: D102
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray: ...  # noqa: D105
+
+
+@dataclass(frozen=True)
+class VectorPart:
+    """The vectors of some chunks and their lines (often read-only maps of a side file).
+
+    Attributes:
+        matrix: int8 chunk rows.
+        scale: Their scales (None: plain float rows).
+        rows: The live row of each chunk row, -1 for a replaced chunk.
+        lines: int8 line rows, grouped by chunk (an array, or rows read on demand).
+        line_scale: Their scales.
+        owner: The chunk row (in this part) of each line row, non-decreasing.
+    """
+
+    matrix: np.ndarray
+    scale: np.ndarray | None
+    rows: np.ndarray
+    lines: np.ndarray | RowSource | None = None
+    line_scale: np.ndarray | RowSource | None = None
+    owner: np.ndarray | None = None
+
+
+@dataclass
+class VectorSet:
+    """The vectors of ``n`` live rows across parts (each live row in at most one part)."""
+
+    parts: list[VectorPart]
+    n: int
+    has_vector: np.ndarray = field(init=False)
+    _part: np.ndarray = field(init=False, repr=False)  # part of each live row, -1: none
+    _local: np.ndarray = field(init=False, repr=False)  # its chunk row in that part
+    _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
+
+    def __post_init__(self) -> None:
+        self._part = np.full(self.n, -1, dtype=np.int32)
+        self._local = np.zeros(self.n, dtype=np.int64)
+        for p, part in enumerate(self.parts):
+            live = np.flatnonzero(part.rows >= 0)
+            self._part[part.rows[live]] = p
+            self._local[part.rows[live]] = live
+        self.has_vector = self._part >= 0
+        first = self.parts[0].rows if self.parts else np.zeros(0, np.int64)
+        self._whole = len(self.parts) == 1 and bool(
+            np.array_equal(first, np.arange(self.n, dtype=first.dtype))
+        )
+
+    @classmethod
+    def of(cls, matrix: np.ndarray, scale: np.ndarray | None = None) -> VectorSet:
+        """One part of chunk rows in row order, no lines (e.g. vectors built in memory)."""
+        rows = np.arange(matrix.shape[0], dtype=np.int64)
+        return cls([VectorPart(matrix, scale, rows)], int(matrix.shape[0]))
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension (0 without parts)."""
+        return int(self.parts[0].matrix.shape[1]) if self.parts else 0
+
+    @property
+    def has_lines(self) -> bool:
+        """Whether any part holds line rows."""
+        return any(p.lines is not None and p.lines.shape[0] for p in self.parts)
+
+    def cosines(self, qvec: np.ndarray) -> np.ndarray:
+        """The dot product of each live row with ``qvec`` (0 for a row without a vector)."""
+        if self._whole:
+            part = self.parts[0]
+            return cosines(part.matrix, part.scale, qvec)
+        out = np.zeros(self.n, dtype=np.float32)
+        for part in self.parts:
+            live = part.rows >= 0
+            if part.matrix.shape[0]:
+                out[part.rows[live]] = cosines(part.matrix, part.scale, qvec)[live]
+        return out
+
+    def line_cosines(
+        self, rows: np.ndarray, qvec: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Cosine and live row of each line of ``rows`` (sorted, unique); None without lines."""
+        if not self.has_lines:
+            return None
+        values, owners = [], []
+        part_of = self._part[rows]
+        for p, part in enumerate(self.parts):
+            if part.lines is None or part.owner is None:
+                continue
+            mine = rows[part_of == p]
+            local = np.sort(self._local[mine])
+            at = group_rows(part.owner, local)
+            if at.size == 0:
+                continue
+            scale = None if part.line_scale is None else part.line_scale[at]
+            values.append(cosines(part.lines[at], scale, qvec))
+            owners.append(part.rows[part.owner[at]])
+        if not values:
+            return None
+        value, owner = np.concatenate(values), np.concatenate(owners)
+        order = np.argsort(owner, kind="stable")  # each row's lines together, rows ascending
+        return value[order], owner[order]
+
+    def dense(self) -> np.ndarray:
+        """Every live row as float32 (zeros without a vector), for exports and the graph."""
+        out = np.zeros((self.n, self.dim), dtype=np.float32)
+        for part in self.parts:
+            live = part.rows >= 0
+            out[part.rows[live]] = dequantize(part.matrix, part.scale)[live]
+        return out

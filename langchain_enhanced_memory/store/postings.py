@@ -1,0 +1,325 @@
+"""The posting lists on disk: segment files a generation names, mapped read-only by searchers.
+
+A segment file holds the four posting lists of some chunks (their ids, then
+each list's arrays, 8-byte aligned after a JSON layout), written under a
+temporary name, flushed and renamed into the side folder (:mod:`.matrices`).
+The ``derived`` row ``postings`` names the generation's segments, oldest first,
+and commits with the sync that wrote them: a kill before the commit leaves the
+previous generation's segments named, and the new file an orphan that the
+next run's :func:`sweep` removes (only after a commit, under the writer lock).
+A one-file change writes a delta segment of that file's new chunks; the chunks
+it replaced stay in their segment, masked out because they left ``chunks``
+(:mod:`..core.segments`). Segments are merged when there are too many or the
+deltas and replaced rows pass a share of the base, and by ``index --compact``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import mmap
+import os
+import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..core.scoring import FENCE, PostingLists, Postings, term_key
+from ..core.segments import SegmentedPostings, compacted, place_rows
+from ..core.text import path_text, phrases, tokenize
+from .db import chunk_ids, generation_of
+from .matrices import READ_ABOVE, Fd, FileRows, fsync_dir, sweep
+
+__all__ = [
+    "FIELDS",
+    "SegmentsMoved",
+    "build_postings",
+    "compact_postings",
+    "load_postings",
+    "named_segments",
+    "open_segments",
+    "sweep_segments",
+    "write_postings",
+]
+
+log = logging.getLogger("langchain_enhanced_memory")
+
+FIELDS = ("text", "phrase", "header", "path")
+_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
+_MAGIC = b"EMS1"
+_SUFFIX = ".seg"
+# A merge rewrites segments: all deltas once there are this many segments, and
+# everything once deltas plus replaced rows pass this share of the base.
+MAX_SEGMENTS = 8
+MERGE_SHARE = 0.125
+
+
+class SegmentsMoved(Exception):
+    """The segments this read names were replaced (and removed) by a writer since."""
+
+
+@dataclass
+class _Segment:
+    """A segment file: its chunk ids (ascending) and its four posting lists.
+
+    A writer maps the file (it merges whole arrays); a searcher reads each
+    list's columns on demand (:class:`FilePostings`) from a large one.
+    """
+
+    name: str
+    ids: np.ndarray
+    posts: dict[str, Postings]
+    reads: dict[str, FilePostings] | None = None
+
+    @classmethod
+    def open(cls, folder: Path, name: str, searcher: bool = False) -> _Segment | None:
+        """Open a segment file; None when it is missing or damaged."""
+        try:
+            with open(folder / name, "rb") as fh:
+                buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            if buf[:4] != _MAGIC:
+                return None
+            size = int.from_bytes(buf[4:8], "little")
+            base = 8 + size
+            layout = {
+                key: (np.dtype(dt), n, base + at) for key, dt, n, at in json.loads(buf[8:base])
+            }
+            arrays = {
+                key: np.frombuffer(buf, dtype=dt, count=n, offset=at)
+                for key, (dt, n, at) in layout.items()
+            }
+            posts = {f: _postings(arrays, f) for f in FIELDS}
+            reads = None
+            large = len(buf) >= READ_ABOVE  # a small delta stays a map
+            if searcher and large and all(p.fence is not None for p in posts.values()):
+                fd = Fd.open(folder / name)
+                reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
+            ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
+            return cls(name=name, ids=ids, posts=posts, reads=reads)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def searched(self) -> dict[str, PostingLists]:
+        """The lists a searcher scores (read on demand when the file has fences)."""
+        return dict(self.reads) if self.reads else dict(self.posts)
+
+
+def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
+    """One field's posting lists, with its fence when it is the right one."""
+    post = Postings(**{p: arrays[f"{name}.{p}"] for p in _PARTS})
+    fence = arrays.get(f"{name}.fence")
+    if fence is None or fence.size != -(-post.keys.size // FENCE):
+        return post
+    return dataclasses.replace(post, fence=fence)
+
+
+class FilePostings:
+    """One field's posting lists, each column read from the segment file when asked for.
+
+    Through a map, every page a query touches stays in the process's RSS (and
+    the kernel maps 64 KB around it): at 100k chunks a few dozen queries map
+    most of a 90 MB file. Read with ``pread``, the pages stay in the page cache
+    (shared, not counted) and a query holds only its own columns. The fence
+    and the document lengths are small and copied into memory.
+    """
+
+    def __init__(self, fd: Fd, layout: dict, name: str, mapped: Postings) -> None:
+        def rows(part: str) -> FileRows:
+            dtype, count, offset = layout[f"{name}.{part}"]
+            return FileRows(fd, offset, count, dtype, ())
+
+        self._keys, self._indptr = rows("keys"), rows("indptr")
+        self._docs, self._tf = rows("docs"), rows("tf")
+        self._fence = np.array(mapped.fence)
+        self.doc_len = np.array(mapped.doc_len)
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents."""
+        return int(self.doc_len.shape[0])
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and term frequencies of ``term`` (empty when unknown): four reads."""
+        key = np.uint64(term_key(term))
+        lo = max(int(np.searchsorted(self._fence, key, "right")) - 1, 0) * FENCE
+        block = self._keys.span(lo, min(lo + FENCE, self._keys.shape[0]))
+        t = int(np.searchsorted(block, key))
+        if t >= block.size or block[t] != key:
+            return self._docs.span(0, 0), self._tf.span(0, 0)
+        start, end = self._indptr.span(lo + t, lo + t + 2).tolist()
+        return self._docs.span(start, end), self._tf.span(start, end)
+
+
+def _write_segment(folder: Path, generation: int, ids: np.ndarray, posts: dict) -> _Segment:
+    """Write a segment file (temporary name, flushed, renamed) and map it."""
+    arrays = {"ids": np.asarray(ids, dtype=np.int64)}
+    arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
+    arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
+    layout, parts, offset = [], [], 0
+    for key, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        layout.append([key, a.dtype.str, a.size, offset])
+        parts += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
+        offset += a.nbytes + len(parts[-1])
+    head = json.dumps(layout).encode()
+    head += b" " * (-(len(head) + 8) % 8)
+    name = f"post-g{generation}-{secrets.token_hex(4)}{_SUFFIX}"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".tmp-{name}"
+    with open(tmp, "wb") as fh:
+        fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
+        for part in parts:
+            fh.write(part)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / name)
+    fsync_dir(folder)
+    seg = _Segment.open(folder, name)
+    if seg is None:
+        raise OSError(f"segment file {name} did not read back")
+    return seg
+
+
+def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
+    """The segment files the ``derived`` row names, and the highest chunk id they ever held.
+
+    None when the row is missing or of an older version (one blob).
+    """
+    row = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
+    if row is None:
+        return None
+    try:
+        state = json.loads(row[0])
+        return [str(s) for s in state["segments"]], int(state["last_id"])
+    except (TypeError, ValueError, KeyError, UnicodeDecodeError):
+        return None
+
+
+def open_segments(folder: Path, names: list[str], searcher: bool = False) -> list[_Segment] | None:
+    """Open the named segment files; None when one is missing or damaged."""
+    segments = [_Segment.open(folder, name, searcher) for name in names]
+    return None if any(s is None for s in segments) else segments  # type: ignore[return-value]
+
+
+def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
+    """The four posting lists of the chunks ``where`` selects, from their stored terms."""
+    query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
+    rows = conn.execute(query, args).fetchall()
+    # Header chains and paths repeat across chunks: tokenize each distinct one once.
+    header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
+    path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
+    return {
+        "text": Postings.build(r[0].split() for r in rows),
+        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
+        "header": Postings.build(header_terms[r[1]] for r in rows),
+        "path": Postings.build(path_terms[r[2]] for r in rows),
+    }
+
+
+def load_postings(
+    conn: sqlite3.Connection,
+    folder: Path,
+    live_ids: np.ndarray,
+    moved: Callable[[list[str]], bool],
+) -> dict[str, PostingLists]:
+    """The generation's four posting lists, read as one each over its mapped segments.
+
+    When a named segment will not open and ``moved(names)`` says a writer
+    named others since this read began, :class:`SegmentsMoved` is raised (read
+    again). Otherwise, when the named segments are not there (a version older
+    than them, or a file gone), they are built in memory from the stored
+    terms, the same lists.
+    """
+    named = named_segments(conn)
+    segments = open_segments(folder, named[0], searcher=True) if named else None
+    if named and segments is None and moved(named[0]):
+        raise SegmentsMoved(named[0])
+    rows = place_rows([s.ids for s in segments], live_ids) if segments is not None else None
+    if segments is None or rows is None:
+        if live_ids.size:
+            log.debug("postings segments missing: built from the stored terms")
+        return dict(build_postings(conn, "", ()))
+    if len(segments) == 1 and rows[0].size == live_ids.size:
+        return segments[0].searched()  # one segment, every row live: the lists as they are
+    lists = [s.searched() for s in segments]
+    return {f: SegmentedPostings([x[f] for x in lists], rows, live_ids.size) for f in FIELDS}
+
+
+def write_postings(
+    conn: sqlite3.Connection, folder: Path, generation: int, first_new_id: int | None
+) -> None:
+    """Name ``generation``'s segments in ``derived`` (inside the sync's transaction).
+
+    Args:
+        conn: The connection, inside the sync's transaction.
+        folder: The side folder.
+        generation: The generation being written.
+        first_new_id: Chunk ids from here on are the sync's new chunks, and the
+            previous generation's segments still describe every other chunk;
+            None rebuilds one segment from every chunk's stored terms.
+    """
+    named = named_segments(conn) if first_new_id is not None else None
+    segments = open_segments(folder, named[0]) if named else None
+    live = chunk_ids(conn)
+    if segments is not None:
+        old_live = live[live < first_new_id]
+        if place_rows([s.ids for s in segments], old_live) is None:
+            segments = None
+    if segments is None:
+        segments = [_write_segment(folder, generation, live, build_postings(conn, "", ()))]
+    else:
+        new = live[live >= first_new_id]
+        if new.size:
+            added = build_postings(conn, "WHERE id >= ?", (first_new_id,))
+            segments.append(_write_segment(folder, generation, new, added))
+        segments = _merged(folder, generation, segments, live)
+    last_id = max([int(live[-1]) if live.size else 0] + [named[1] if named else 0])
+    state = {"segments": [s.name for s in segments], "last_id": last_id}
+    conn.execute(
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)", (generation, json.dumps(state))
+    )
+
+
+def _merged(
+    folder: Path, generation: int, segments: list[_Segment], live: np.ndarray, full: bool = False
+) -> list[_Segment]:
+    """``segments`` with a suffix merged into one when the policy (or ``full``) says so."""
+    rows = place_rows([s.ids for s in segments], live)
+    assert rows is not None  # the caller checked the old segments and added the new chunks
+    base = max(rows[0].size, 1)
+    deltas = sum(r.size for r in rows[1:])
+    dropped = sum(int((r < 0).sum()) for r in rows)
+    if full or (deltas + dropped) > MERGE_SHARE * base:
+        start = 0
+    elif len(segments) > MAX_SEGMENTS:
+        start = 1
+    else:
+        return segments
+    if len(segments) - start == 1 and (rows[start] >= 0).all():
+        return segments
+    tail = segments[start:]
+    posts = {f: compacted([s.posts[f] for s in tail], rows[start:]) for f in FIELDS}
+    ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, rows[start:], strict=True)])
+    return [*segments[:start], _write_segment(folder, generation, ids, posts)]
+
+
+def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
+    """Merge the named segments into one (``index --compact``; writer lock held)."""
+    named = named_segments(conn)
+    segments = open_segments(folder, named[0]) if named else None
+    live = chunk_ids(conn)
+    if named is None or segments is None or place_rows([s.ids for s in segments], live) is None:
+        return  # the next sync rebuilds them
+    merged = _merged(folder, generation_of(conn), segments, live, full=True)
+    state = {"segments": [s.name for s in merged], "last_id": named[1]}
+    conn.execute("UPDATE derived SET data=? WHERE name='postings'", (json.dumps(state),))
+
+
+def sweep_segments(conn: sqlite3.Connection, folder: Path) -> int:
+    """Remove segment files the ``derived`` row does not name (after a commit, lock held)."""
+    named = named_segments(conn)
+    return sweep(folder, set(named[0]) if named else set(), suffix=_SUFFIX)

@@ -1,0 +1,305 @@
+"""Vectors in segments: a delta per change, scored as one matrix, merged, collected, compacted."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langchain_enhanced_memory.core import vectorset
+from langchain_enhanced_memory.core.ranking import rank
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.vectorset import VectorPart, VectorSet, dequantize, quantize
+from langchain_enhanced_memory.store import folding, postings
+from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.upkeep import embed_missing
+from tests.fakes import WordEmbeddings
+
+MODEL = "fake/m"
+NOW = datetime(2026, 3, 1, 9, 0)
+WORDS = "kestrel owl heron migration budget retro thursday grace review plan rollback".split()
+QUERIES = ["kestrel migration", "retro thursday grace", "owl budget", "plan the review"]
+
+
+def _embed(emb: WordEmbeddings):
+    return lambda texts: np.asarray(emb.embed_documents(texts), dtype=np.float32)
+
+
+def _parts(seed: int) -> tuple[VectorSet, np.ndarray, list[list[np.ndarray]]]:
+    """Random parts with masked rows; the dense live rows and each live row's lines."""
+    rng = np.random.default_rng(seed)
+    n_rows = int(rng.integers(1, 30))
+    free = list(rng.permutation(n_rows))
+    dense = np.zeros((n_rows, 8), np.float32)
+    lines: list[list[np.ndarray]] = [[] for _ in range(n_rows)]
+    parts = []
+    while free:
+        k = int(rng.integers(1, 6))
+        take, free = free[:k], free[k:]
+        rows = np.asarray(sorted(take) + [-1] * int(rng.integers(0, 3)), dtype=np.int64)
+        rng.shuffle(rows)
+        vecs = rng.normal(size=(rows.size, 8)).astype(np.float32)
+        q, scale = quantize(vecs)
+        counts = rng.integers(0, 4, size=rows.size)
+        lv = rng.normal(size=(int(counts.sum()), 8)).astype(np.float32)
+        lq, lscale = quantize(lv)
+        owner = np.repeat(np.arange(rows.size, dtype=np.int32), counts)
+        for i, r in enumerate(rows):
+            if r >= 0:
+                dense[r] = dequantize(q[i : i + 1], scale[i : i + 1])[0]
+                lines[r] = list(dequantize(lq, lscale)[owner == i])
+        parts.append(VectorPart(q, scale, rows, lq, lscale, owner))
+    return VectorSet(parts, n_rows), dense, lines
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_parts_score_like_one_matrix_of_the_live_rows(seed: int) -> None:
+    vs, dense, lines = _parts(seed)
+    covered = np.zeros(len(lines), bool)
+    for part in vs.parts:
+        covered[part.rows[part.rows >= 0]] = True
+    assert np.array_equal(vs.has_vector, covered)
+    q = np.random.default_rng(seed + 99).normal(size=8).astype(np.float32)
+    qr = dequantize(*quantize(q[None]))[0]  # int8 rows are scored with the query in int8
+    assert np.allclose(vs.cosines(q), dense @ qr, atol=1e-5)
+    assert np.allclose(vs.dense(), dense)
+    rows = np.flatnonzero(np.random.default_rng(seed).random(len(lines)) < 0.5)
+    got = vs.line_cosines(rows, q)
+    want = [(float(v @ qr), int(r)) for r in rows for v in lines[r]]
+    if got is None:
+        assert not want or not vs.has_lines
+        return
+    assert (np.diff(got[1]) >= 0).all()  # each row's lines together, rows ascending
+    got_pairs = sorted(zip(got[1].tolist(), got[0].tolist(), strict=True))
+    want_pairs = sorted((r, v) for v, r in want)
+    assert [r for r, _ in got_pairs] == [r for r, _ in want_pairs]
+    assert np.allclose([v for _, v in got_pairs], [v for _, v in want_pairs], atol=1e-5)
+
+
+def _note(rng: random.Random) -> str:
+    sections = []
+    for s in range(rng.randint(1, 3)):
+        bullets = "\n".join(
+            "- " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
+            for _ in range(rng.randint(1, 3))
+        )
+        sections.append(f"## Part {s}\n\n{bullets}\n")
+    return "# Note\n\n" + "\n".join(sections)
+
+
+def _named_vec(idx: MemoryIndex) -> list[str]:
+    with sqlite3.connect(idx.path) as conn:
+        (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
+        return [s["file"] for s in json.loads(data[0])["segments"]]
+
+
+def _keyed(snap, query: str, qvec: np.ndarray, settings: MemorySettings) -> dict:
+    scores = rank(snap, query, NOW, settings, qvec).scores
+    return {(p, int(s)): float(v) for p, s, v in zip(snap.paths, snap.start, scores, strict=True)}
+
+
+def test_segmented_vectors_rank_like_a_fresh_build_after_random_edits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postings, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(postings, "MERGE_SHARE", 0.6)
+    rng = random.Random(11)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(10):
+        (ws / "memory" / f"2026-02-{i + 10}.md").write_text(_note(rng))
+    settings = MemorySettings()
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws, settings)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    counts = []
+    for step in range(12):
+        notes = sorted((ws / "memory").glob("*.md"))
+        action = rng.choice(["edit", "edit", "add", "delete"] if len(notes) > 2 else ["add"])
+        if action == "edit":
+            rng.choice(notes).write_text(_note(rng))
+        elif action == "add":
+            (ws / "memory" / f"2026-01-{step + 10}.md").write_text(_note(rng))
+        else:
+            rng.choice(notes).unlink()
+        idx.sync()
+        emb.texts.clear()
+        embed_missing(idx, MODEL, _embed(emb))
+        counts.append(len(_named_vec(idx)))
+        snap = MemoryIndex(ws, settings).snapshot(MODEL)  # a fresh process maps the segments
+        assert snap.has_vector is not None and snap.has_vector.all()
+        fresh = MemoryIndex(ws, settings, path=tmp_path / f"fresh-{step}.sqlite")
+        fresh.sync()
+        embed_missing(fresh, MODEL, _embed(WordEmbeddings()))
+        other = fresh.snapshot(MODEL)
+        assert other.vectors is not None and len(other.vectors.parts) == 1
+        for query in QUERIES:
+            qvec = np.asarray(emb.embed_query(query), np.float32)
+            mine, theirs = _keyed(snap, query, qvec, settings), _keyed(other, query, qvec, settings)
+            assert mine.keys() == theirs.keys()
+            assert all(abs(mine[k] - theirs[k]) <= 1e-5 for k in mine), query
+        on_disk = {p.name for p in side_folder(idx.path).glob("*.vec")}
+        assert on_disk == set(_named_vec(idx))  # what no generation names was collected
+    assert max(counts) > 1 and min(counts[counts.index(max(counts)) :]) < max(counts), counts
+
+
+def test_a_one_file_change_writes_a_small_delta_and_reads_only_its_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(3)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(30):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    (base,) = _named_vec(idx)
+    (ws / "memory" / "2026-02-05.md").write_text("# Note\n\n- kestrel owl\n")
+    idx.sync()
+    read: list[int] = []
+    real = folding.vectors.generation_keys
+
+    def counted(conn, settings, ids=None):
+        read.append(-1 if ids is None else len(ids))
+        return real(conn, settings, ids)
+
+    monkeypatch.setattr(folding.vectors, "generation_keys", counted)
+    emb.texts.clear()
+    embed_missing(idx, MODEL, _embed(emb))
+    assert len(emb.texts) == 1 and "kestrel owl" in emb.texts[0]  # its one chunk (one line)
+    assert read and all(0 <= n <= 1 for n in read), read  # the changed file's one chunk
+    names = _named_vec(idx)
+    assert names[0] == base and len(names) == 2  # the base is kept, a delta added
+    folder = side_folder(idx.path)
+    assert (folder / names[1]).stat().st_size < (folder / base).stat().st_size / 10
+
+
+def test_compact_merges_vector_segments_and_collects_the_masked_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postings, "MERGE_SHARE", 10.0)  # deltas pile up until the compact
+    rng = random.Random(5)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(6):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    for i in range(3):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+        idx.sync()
+        embed_missing(idx, MODEL, _embed(emb))
+    assert len(_named_vec(idx)) == 4
+    with sqlite3.connect(idx.path) as conn:
+        rows_before = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    q = np.asarray(emb.embed_query("kestrel owl"), np.float32)
+    before = rank(idx.snapshot(MODEL), "kestrel owl", NOW, MemorySettings(), q).scores
+    idx.compact()
+    (one,) = _named_vec(idx)
+    assert [p.name for p in side_folder(idx.path).glob("*.vec")] == [one]
+    with sqlite3.connect(idx.path) as conn:  # the replaced chunks' vectors are collected
+        assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] < rows_before
+    after = MemoryIndex(ws).snapshot(MODEL)
+    assert after.vectors is not None and len(after.vectors.parts) == 1
+    assert np.allclose(rank(after, "kestrel owl", NOW, MemorySettings(), q).scores, before)
+    assert not MemoryIndex(ws).missing_embeddings(MODEL)
+
+
+def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(9)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(8):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    named = _named_vec(idx)
+    (ws / "memory" / "2026-02-03.md").write_text("# Note\n\n- heron review\n")
+    idx.sync()
+    real = folding.write
+
+    def written_then_killed(*a, **k):
+        real(*a, **k)
+        raise KeyboardInterrupt  # as a kill between the file and the commit
+
+    monkeypatch.setattr(folding, "write", written_then_killed)
+    with pytest.raises(KeyboardInterrupt):
+        embed_missing(idx, MODEL, _embed(emb))
+    monkeypatch.undo()
+    assert _named_vec(idx) == named
+    snap = MemoryIndex(ws).snapshot(MODEL)  # searchable: the new chunk's vector is a blob
+    assert snap.has_vector is not None and snap.has_vector.all()
+    embed_missing(idx, MODEL, _embed(emb))
+    on_disk = {p.name for p in side_folder(idx.path).glob("*.vec")}
+    assert on_disk == set(_named_vec(idx)) != set(named)  # the new segment, the orphan gone
+
+
+def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(4)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(5):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    want = idx.snapshot(MODEL).dense_vectors()
+    # Make it what the version before wrote: one file of the generation's rows in
+    # row order (no chunk ids), named by a single layout.
+    (name,) = _named_vec(idx)
+    path = side_folder(idx.path) / name
+    with sqlite3.connect(idx.path) as conn:
+        (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
+        layout = json.loads(data[0])["segments"][0]
+        ids_bytes = layout["chunks"] * 8
+        path.write_bytes(path.read_bytes()[:-ids_bytes])
+        del layout["ids"]
+        conn.execute(
+            "UPDATE derived SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
+        )
+    old = MemoryIndex(ws)
+    assert not old.missing_embeddings(MODEL)
+    snap = old.snapshot(MODEL)
+    assert snap.vectors is not None and np.array_equal(snap.dense_vectors(), want)
+    (ws / "memory" / "2026-02-01.md").write_text("# Note\n\n- heron plan\n")
+    old.sync()
+    emb.texts.clear()
+    embed_missing(old, MODEL, _embed(emb))
+    assert len(emb.texts) == 1  # only the new chunk: the old file's vectors were reused
+    (new,) = _named_vec(old)
+    assert new != name and not path.exists()
+    assert MemoryIndex(ws).snapshot(MODEL).has_vector.all()
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 300])
+def test_cosines_of_int8_rows_match_the_float_product(n: int) -> None:
+    rng = np.random.default_rng(n)
+    rows = rng.normal(size=(n, 48)).astype(np.float32)
+    q, scale = vectorset.quantize(rows)
+    qvec = rng.normal(size=48).astype(np.float32)
+    want = vectorset.dequantize(q, scale) @ qvec
+    got = vectorset.cosines(q, scale, qvec)
+    assert got.shape == (n,) and got.dtype == np.float32
+    # The query is rounded to int8 too: within half its step times each row's length.
+    step = np.abs(qvec).max() / 127
+    bound = np.abs(vectorset.dequantize(q, scale)).sum(axis=1) * step / 2 + 1e-5
+    assert np.all(np.abs(got - want) <= bound)
+    assert np.allclose(vectorset.cosines(rows, None, qvec), rows @ qvec, atol=1e-5)  # float rows
