@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.original import OriginalChunker
-from .sync import mean_lines
+from .sync import mean_line_hashes
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
@@ -269,7 +269,8 @@ def seed_from_vectors_json(
 def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: MigrationReport) -> None:
     with index.connect() as conn:
         rows = conn.execute(
-            "SELECT c.embed_hash, c.path, c.text FROM chunks c LEFT JOIN embed_cache e"
+            "SELECT c.embed_hash, c.path, c.text, c.line_hashes FROM chunks c"
+            " LEFT JOIN embed_cache e"
             " ON e.model=? AND e.text_hash=c.embed_hash WHERE e.text_hash IS NULL ORDER BY c.id",
             (model_id,),
         ).fetchall()
@@ -277,8 +278,8 @@ def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: Migratio
     vecs: list[np.ndarray] = []
     seen: set[str] = set()
     cut = OriginalChunker(index.settings)
-    for embed_hash, path, text in rows:
-        if embed_hash in seen or mean_lines(text, index.settings):
+    for embed_hash, path, text, digests in rows:
+        if embed_hash in seen or mean_line_hashes(text, digests, index.settings):
             continue  # a chunk whose vector is its lines' mean: the lines get embedded
         vec, exact = matcher.vector(path, text, cut)
         if vec is None:

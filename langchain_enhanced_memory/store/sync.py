@@ -31,7 +31,7 @@ __all__ = [
     "is_stale",
     "keyword_text",
     "line_digests",
-    "mean_lines",
+    "mean_line_hashes",
     "sha",
     "sync_text",
     "vector_hash",
@@ -76,14 +76,22 @@ def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
     return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
 
 
-def mean_lines(text: str, settings: MemorySettings) -> list[str]:
-    """The lines whose mean vector is the chunk's vector; empty when its text is embedded.
+def mean_line_hashes(text: str, digests: bytes | None, settings: MemorySettings) -> list[str]:
+    """Hashes of the lines whose mean vector is the chunk's; empty when its text is embedded.
 
     With ``chunk_vectors="lines"`` a chunk with two or more embedded lines
     (:func:`..core.chunking.line_texts`) is not embedded a second time as a
     whole: the same words already went through the model line by line.
+
+    Args:
+        text: The chunk's text.
+        digests: Its stored ``line_hashes`` (None: not stored yet, cut and hashed here).
+        settings: The recipe.
     """
-    return line_texts(text, settings.embed_max_chars) if _lines_make_chunks(settings) else []
+    if not _lines_make_chunks(settings):
+        return []
+    d = digests if digests is not None else line_digests(text, settings)
+    return [d[i : i + 32].hex() for i in range(0, len(d), 32)]
 
 
 def _lines_make_chunks(settings: MemorySettings) -> bool:

@@ -118,8 +118,10 @@ class _Means:
     ) -> None:
         at = {h: n for n, h in enumerate(order)}
         # A chunk waits for the last of its lines in the run; -1: all have a vector already.
-        self.waiting = sorted(means, key=lambda m: max((at.get(h, -1) for h in m[1]), default=-1))
-        self.last = [max((at.get(h, -1) for h in lines), default=-1) for _, lines in self.waiting]
+        self.waiting = sorted(
+            ((max(at.get(h, -1) for h in lines), chunk, lines) for chunk, lines in means),
+            key=lambda w: w[0],
+        )
         self.needed = Counter(h for _, lines in means for h in set(lines))
         others = [h for h in self.needed if h not in at]
         self.known = index.cached_vectors(model, others) if others else {}
@@ -134,8 +136,8 @@ class _Means:
                 self.known[h] = v
         self.seen += len(hashes)
         done, rows = [], []
-        while self.next < len(self.waiting) and self.last[self.next] < self.seen:
-            chunk, lines = self.waiting[self.next]
+        while self.next < len(self.waiting) and self.waiting[self.next][0] < self.seen:
+            _, chunk, lines = self.waiting[self.next]
             self.next += 1
             if all(h in self.known for h in lines):  # else left to the next run
                 total = np.sum([self.known[h] for h in lines], axis=0)
@@ -146,8 +148,9 @@ class _Means:
                 if not self.needed[h]:
                     del self.needed[h]
                     self.known.pop(h, None)
-        dim = vectors.shape[1] if vectors.ndim == 2 else 0
-        return done, np.asarray(rows, dtype=np.float32).reshape(len(rows), -1 if rows else dim)
+        if not rows:
+            return done, np.zeros((0, vectors.shape[1]), dtype=np.float32)
+        return done, np.asarray(rows, dtype=np.float32)
 
 
 def _in_flight(

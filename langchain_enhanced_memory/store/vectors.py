@@ -22,7 +22,7 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize
 from .db import generation_of
 from .matrices import Layout, VectorFile, decode, encode, hash_keys
-from .sync import embed_text, line_digests, mean_lines, sha
+from .sync import embed_text, line_digests, mean_line_hashes, sha
 
 __all__ = [
     "CacheWriter",
@@ -95,7 +95,7 @@ class Missing:
     Attributes:
         texts: ``(hash, text)`` to embed, unique: chunk texts, then lines chunk by chunk.
         means: ``(chunk hash, its line hashes)`` of chunks whose vector is the
-            mean of their lines' (:func:`.sync.mean_lines`), once those are in.
+            mean of their lines' (:func:`.sync.mean_line_hashes`), once those are in.
     """
 
     texts: list[tuple[str, str]] = field(default_factory=list)
@@ -132,10 +132,11 @@ def missing_embeddings(
     out: dict[str, str] = {}
     means: dict[str, list[str]] = {}
     ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
-    for h, header, headers, text in _chunk_rows(conn, ids, "embed_hash, header, headers, text"):
-        lines = mean_lines(text, settings)
+    columns = "embed_hash, header, headers, text, line_hashes"
+    for h, header, headers, text, digests in _chunk_rows(conn, ids, columns):
+        lines = mean_line_hashes(text, digests, settings)
         if lines:
-            means.setdefault(h, [sha(line) for line in lines])
+            means.setdefault(h, lines)
         else:
             chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
             out.setdefault(h, embed_text(chunk, settings))

@@ -93,6 +93,21 @@ def _note(rng: random.Random) -> str:
     return "# Note\n\n" + "\n".join(sections)
 
 
+def _embedded(
+    tmp_path: Path, rng: random.Random, notes: int
+) -> tuple[Path, MemoryIndex, WordEmbeddings]:
+    """A workspace of ``notes`` daily notes, synced and embedded under ``MODEL``."""
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    for i in range(notes):
+        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
+    emb = WordEmbeddings()
+    idx = MemoryIndex(ws)
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    return ws, idx, emb
+
+
 def _named_vec(idx: MemoryIndex) -> list[str]:
     with sqlite3.connect(idx.path) as conn:
         (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
@@ -154,14 +169,7 @@ def test_a_one_file_change_writes_a_small_delta_and_reads_only_its_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(3)
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    for i in range(30):
-        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
-    idx.sync()
-    embed_missing(idx, MODEL, _embed(emb))
+    ws, idx, emb = _embedded(tmp_path, rng, 30)
     (base,) = _named_vec(idx)
     (ws / "memory" / "2026-02-05.md").write_text("# Note\n\n- kestrel owl\n")
     idx.sync()
@@ -188,14 +196,7 @@ def test_compact_merges_vector_segments_and_collects_the_masked_rows(
 ) -> None:
     monkeypatch.setattr(postings, "MERGE_SHARE", 10.0)  # deltas pile up until the compact
     rng = random.Random(5)
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    for i in range(6):
-        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
-    idx.sync()
-    embed_missing(idx, MODEL, _embed(emb))
+    ws, idx, emb = _embedded(tmp_path, rng, 6)
     for i in range(3):
         (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
         idx.sync()
@@ -220,14 +221,7 @@ def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(9)
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    for i in range(8):
-        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
-    idx.sync()
-    embed_missing(idx, MODEL, _embed(emb))
+    ws, idx, emb = _embedded(tmp_path, rng, 8)
     named = _named_vec(idx)
     (ws / "memory" / "2026-02-03.md").write_text("# Note\n\n- heron review\n")
     idx.sync()
@@ -253,14 +247,7 @@ def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(4)
-    ws = tmp_path / "ws"
-    (ws / "memory").mkdir(parents=True)
-    for i in range(5):
-        (ws / "memory" / f"2026-02-{i:02d}.md").write_text(_note(rng))
-    emb = WordEmbeddings()
-    idx = MemoryIndex(ws)
-    idx.sync()
-    embed_missing(idx, MODEL, _embed(emb))
+    ws, idx, emb = _embedded(tmp_path, rng, 5)
     want = idx.snapshot(MODEL).dense_vectors()
     # Make it what the version before wrote: one file of the generation's rows in
     # row order (no chunk ids), named by a single layout.
