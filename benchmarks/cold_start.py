@@ -143,6 +143,7 @@ def main() -> int:
         cli = [exe] if exe else [sys.executable, "-m", "langchain_enhanced_memory.cli"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
         env.pop("OPENCLAW_WORKSPACE_DIR", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # a pip install has bytecode
 
         t0 = time.perf_counter()
         r = subprocess.run(

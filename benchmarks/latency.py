@@ -71,6 +71,8 @@ def _timed(fn: Callable[[Any], Any], items: list[Any]) -> dict[str, float]:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENHANCED_", "OPENCLAW_"))}
+    # A pip install has bytecode; without it every process compiles each edited module again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({"ENHANCED_MEMORY_DAEMON": "0", "ENHANCED_MEMORY_LOG": "0", **extra})
     return env
 

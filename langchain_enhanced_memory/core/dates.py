@@ -106,6 +106,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 __all__ = ["MONTHS", "MONTH_PREFIXES", "WEEKDAYS", "DateQuery", "day_of", "parse_dates"]
@@ -376,14 +377,24 @@ _Handler = Callable[[_Match, date, str, "_Match | None"], "_Found | None"]
 
 @dataclass(frozen=True)
 class _Rule:
-    pattern: re.Pattern[str]
+    source: str
     handler: _Handler
     anchors: tuple[str, ...]  # the pattern is matched where these occur; () = scan everything
     bad_before: frozenset[str]  # a match is ignored when preceded by one of these
-    prefix: re.Pattern[str] | None  # text just before the match that belongs to it
+    prefix_source: str | None  # text just before the match that belongs to it
     prefix_len: int  # the longest prefix looked for
     prefix_tails: frozenset[str]  # the characters a prefix can end with
     prefix_required: bool
+
+    # Compiled on first use: most rules' anchors never occur in a query, and
+    # compiling all of them cost a one-shot search about 15 ms at import.
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
+
+    @cached_property
+    def prefix(self) -> re.Pattern[str] | None:
+        return None if self.prefix_source is None else re.compile(self.prefix_source + r"\Z")
 
 
 # "[2026年]10" written before 月: the month (and year) of the Chinese date rules.
@@ -406,11 +417,8 @@ def _rule(
     prefix_tails: str = "",
     prefix_required: bool = False,
 ) -> _Rule:
-    pre = re.compile(prefix + r"\Z") if prefix is not None else None
     tails = frozenset(prefix_tails)
-    return _Rule(
-        re.compile(pattern), handler, anchors, bad_before, pre, prefix_len, tails, prefix_required
-    )
+    return _Rule(pattern, handler, anchors, bad_before, prefix, prefix_len, tails, prefix_required)
 
 
 def _day(d: date | None) -> _Found:
