@@ -12,8 +12,9 @@ unless asked). The JSON each tool returns comes from :mod:`.analysis.answers`,
 the builder the MCP server uses too.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: LangChain resolves ``_run``'s type
+# hints on every call, and string annotations were compiled again each time
+# (0.2 ms of a 2 ms search).
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
