@@ -16,6 +16,7 @@ from langchain_enhanced_memory.core.scoring import (
     feedback_terms,
     group_max,
     group_rows,
+    kth_largest,
     match_fraction,
     rrf,
     top_k,
@@ -134,6 +135,31 @@ def test_top_k_matches_a_full_stable_sort(seed: int) -> None:
     k = int(rng.integers(1, 60))
     expected = sorted(range(200), key=lambda i: (-scores[i], i))[:k]
     assert top_k(scores, k).tolist() == expected
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_top_k_of_many_scores_matches_a_full_stable_sort(seed: int) -> None:
+    # Large enough for kth_largest's block bound, with heavy ties (zeros, equal maxima).
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20_000, 60_000))
+    scores = rng.random(n).astype(np.float32)
+    if seed % 3 == 0:
+        scores[rng.random(n) < 0.97] = 0.0  # mostly unmatched chunks
+    if seed % 3 == 1:
+        scores = np.round(scores * 4) / 4  # five distinct values
+    if seed % 4 == 0:
+        scores[: n // 2] = 0.0  # one half of the blocks all zero
+    k = int(rng.choice([1, 5, 10, 200, 201]))
+    expected = np.lexsort((np.arange(n), -scores))[:k]
+    assert top_k(scores, k).tolist() == expected.tolist()
+    assert kth_largest(scores, k) == float(np.sort(scores)[::-1][k - 1])
+
+
+def test_kth_largest_ranks_nan_last_like_a_selection() -> None:
+    scores = np.linspace(0, 1, 50_000, dtype=np.float32)
+    scores[7] = np.nan
+    assert kth_largest(scores, 3) == float(scores[-3])
+    assert 7 not in top_k(scores, 10).tolist()
 
 
 def test_date_multiplier_days_win_over_ranges() -> None:
