@@ -66,6 +66,17 @@ def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> n
     return out
 
 
+def _run_or_rows(dest: np.ndarray) -> slice | np.ndarray:
+    """``dest`` as a slice when it is one ascending run (a base part's live rows, usually).
+
+    Placing a part's cosines is then a copy, not a scatter of a million rows per query.
+    """
+    start = int(dest[0]) if dest.size else 0
+    if np.array_equal(dest, np.arange(start, start + dest.size)):
+        return slice(start, start + dest.size)
+    return dest
+
+
 class RowSource(Protocol):
     """Rows read when asked for (line vectors a store reads from its file, not mapped)."""
 
@@ -105,19 +116,24 @@ class VectorSet:
     has_vector: np.ndarray = field(init=False)
     _part: np.ndarray = field(init=False, repr=False)  # part of each live row, -1: none
     _local: np.ndarray = field(init=False, repr=False)  # its chunk row in that part
+    # Per part: its live chunk rows (None: all) and where they land (a slice when contiguous).
+    _places: list[tuple[np.ndarray | None, slice | np.ndarray]] = field(init=False, repr=False)
     _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
 
     def __post_init__(self) -> None:
         self._part = np.full(self.n, -1, dtype=np.int32)
         self._local = np.zeros(self.n, dtype=np.int64)
+        self._places = []
         for p, part in enumerate(self.parts):
-            live = np.flatnonzero(part.rows >= 0)
-            self._part[part.rows[live]] = p
-            self._local[part.rows[live]] = live
+            live = part.rows >= 0
+            dest = part.rows[live]
+            self._part[dest] = p
+            self._local[dest] = np.flatnonzero(live)
+            self._places.append((None if live.all() else live, _run_or_rows(dest)))
         self.has_vector = self._part >= 0
-        first = self.parts[0].rows if self.parts else np.zeros(0, np.int64)
-        self._whole = len(self.parts) == 1 and bool(
-            np.array_equal(first, np.arange(self.n, dtype=first.dtype))
+        first = self._places[0] if len(self.parts) == 1 else (np.zeros(0, bool), slice(0))
+        self._whole = (
+            first[0] is None and isinstance(first[1], slice) and first[1] == slice(0, self.n)
         )
 
     @classmethod
@@ -142,10 +158,10 @@ class VectorSet:
             part = self.parts[0]
             return cosines(part.matrix, part.scale, qvec)
         out = np.zeros(self.n, dtype=np.float32)
-        for part in self.parts:
-            live = part.rows >= 0
+        for part, (live, dest) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
-                out[part.rows[live]] = cosines(part.matrix, part.scale, qvec)[live]
+                values = cosines(part.matrix, part.scale, qvec)
+                out[dest] = values if live is None else values[live]
         return out
 
     def line_cosines(

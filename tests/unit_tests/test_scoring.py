@@ -221,6 +221,12 @@ def test_group_rows_are_the_rows_of_the_wanted_groups(seed: int) -> None:
     members = np.unique(rng.integers(0, 15, size=int(rng.integers(0, 8))))
     want = [i for m in members for i in np.flatnonzero(groups == m)]
     assert group_rows(groups, members).tolist() == want
+    # Groups narrower than the members (int32 line owners, int64 rows), and wanted
+    # groups beyond what the narrow type holds (they match nothing).
+    narrow = groups.astype(np.int32)
+    wide = np.r_[members, 2**40].astype(np.int64)
+    assert group_rows(narrow, wide).tolist() == want
+    assert group_rows(groups.astype(np.uint16), wide - 2**40 - 1).tolist() == []
 
 
 def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:

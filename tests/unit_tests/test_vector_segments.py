@@ -58,6 +58,28 @@ def _parts(seed: int) -> tuple[VectorSet, np.ndarray, list[list[np.ndarray]]]:
     return VectorSet(parts, n_rows), dense, lines
 
 
+@pytest.mark.parametrize("tombstones", [False, True])
+def test_a_base_with_replaced_rows_and_a_delta_score_like_one_matrix(tombstones: bool) -> None:
+    # The usual layout after a one-file re-index: the base's live rows are one run
+    # (placed by a copy), the delta's rows come after it.
+    rng = np.random.default_rng(7)
+    base_rows = np.asarray([0, 1, -1, 2, 3, -1, 4] if tombstones else [0, 1, 2, 3, 4])
+    delta_rows = np.asarray([6, 5])
+    n = 7
+    dense = np.zeros((n, 8), np.float32)
+    parts = []
+    for rows in (base_rows, delta_rows):
+        q8, scale = quantize(rng.normal(size=(rows.size, 8)).astype(np.float32))
+        dense[rows[rows >= 0]] = dequantize(q8, scale)[rows >= 0]
+        parts.append(VectorPart(q8, scale, rows))
+    vs = VectorSet(parts, n)
+    q = rng.normal(size=8).astype(np.float32)
+    qr = dequantize(*quantize(q[None]))[0]
+    assert np.allclose(vs.cosines(q), dense @ qr, atol=1e-5)
+    alone = VectorSet(parts[:1], 5)  # the base alone, before the delta
+    assert np.allclose(alone.cosines(q), dense[:5] @ qr, atol=1e-5)
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_parts_score_like_one_matrix_of_the_live_rows(seed: int) -> None:
     vs, dense, lines = _parts(seed)
