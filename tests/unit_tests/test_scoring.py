@@ -236,4 +236,3 @@ def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:
     want = [1 / 61, 1 / 63 + 1 / 61, 1 / 62 + 1 / 62]
     assert np.allclose(got, want)
     assert rrf([], k=60).shape == (0,)
-
