@@ -44,7 +44,12 @@ def dequantize(q: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     return out if scale is None else out * np.asarray(scale, dtype=np.float32)[:, None]
 
 
-def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> np.ndarray:
+THREADED_ROWS = 100_000  # below this, starting threads costs more than the scan
+
+
+def cosines(
+    matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray, threads: int = 1
+) -> np.ndarray:
     """Dot product of every (quantized) row with ``qvec``.
 
     int8 rows go through SimSIMD's int8 dot kernel, with the query quantized
@@ -52,11 +57,20 @@ def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> n
     numpy's 161 ms at 1M x 384 on one core (benchmarks/ann.py). Float rows use
     einsum, which stays on one thread: `@` wakes OpenBLAS's pool, which costs
     more than the product itself on a busy 2-core machine (benchmarks/speed.py).
+    ``threads`` (0: one per core) splits an int8 scan of :data:`THREADED_ROWS`
+    rows or more: the scan reads the whole matrix, and one core does not reach
+    the memory bandwidth.
     """
     q = np.asarray(qvec, dtype=np.float32)
     if matrix.dtype == np.int8 and matrix.size:
         q8, q_scale = quantize(q[None])
-        raw = simsimd.cdist(q8, np.ascontiguousarray(matrix), metric="dot", out_dtype="float32")
+        raw = simsimd.cdist(
+            q8,
+            np.ascontiguousarray(matrix),
+            metric="dot",
+            out_dtype="float32",
+            threads=threads if matrix.shape[0] >= THREADED_ROWS else 1,
+        )
         out = np.asarray(raw, dtype=np.float32).reshape(-1)
         out *= q_scale[0]  # in place: a million rows make each pass a millisecond
     else:
@@ -152,15 +166,18 @@ class VectorSet:
         """Whether any part holds line rows."""
         return any(p.lines is not None and p.lines.shape[0] for p in self.parts)
 
-    def cosines(self, qvec: np.ndarray) -> np.ndarray:
-        """The dot product of each live row with ``qvec`` (0 for a row without a vector)."""
+    def cosines(self, qvec: np.ndarray, threads: int = 1) -> np.ndarray:
+        """The dot product of each live row with ``qvec`` (0 for a row without a vector).
+
+        ``threads``: of each large part's scan (:func:`cosines`).
+        """
         if self._whole:
             part = self.parts[0]
-            return cosines(part.matrix, part.scale, qvec)
+            return cosines(part.matrix, part.scale, qvec, threads)
         out = np.zeros(self.n, dtype=np.float32)
         for part, (live, dest) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
-                values = cosines(part.matrix, part.scale, qvec)
+                values = cosines(part.matrix, part.scale, qvec, threads)
                 out[dest] = values if live is None else values[live]
         return out
 

@@ -14,7 +14,14 @@ import pytest
 from langchain_enhanced_memory.core import vectorset
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.core.vectorset import VectorPart, VectorSet, dequantize, quantize
+from langchain_enhanced_memory.core.vectorset import (
+    THREADED_ROWS,
+    VectorPart,
+    VectorSet,
+    cosines,
+    dequantize,
+    quantize,
+)
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
@@ -312,3 +319,13 @@ def test_cosines_of_int8_rows_match_the_float_product(n: int) -> None:
     bound = np.abs(vectorset.dequantize(q, scale)).sum(axis=1) * step / 2 + 1e-5
     assert np.all(np.abs(got - want) <= bound)
     assert np.allclose(vectorset.cosines(rows, None, qvec), rows @ qvec, atol=1e-5)  # float rows
+
+
+def test_a_threaded_scan_gives_the_one_thread_cosines() -> None:
+    rng = np.random.default_rng(3)
+    q8, scale = quantize(rng.normal(size=(THREADED_ROWS + 17, 8)).astype(np.float32))
+    q = rng.normal(size=8).astype(np.float32)
+    one = cosines(q8, scale, q, threads=1)
+    for threads in (0, 2):
+        assert np.array_equal(cosines(q8, scale, q, threads=threads), one)
+    assert np.array_equal(VectorSet.of(q8, scale).cosines(q, threads=2), one)
