@@ -88,7 +88,7 @@ def rank(
             # A filter's rows only: the others score 0 and top-k never sees them.
             return out if mask is None else np.where(mask, out, 0.0)
 
-        cos = _cosines(snap, qv)
+        cos = _cosines(snap, qv, settings.scan_threads)
         sig["vector"] = _normalize(cos, settings, mask)
         out = fused(sig["vector"])
         lines = _line_cosines(snap, qv, settings, out)
@@ -133,10 +133,10 @@ def rank(
     return Ranking(scores, signals, dates, expansion)
 
 
-def _cosines(snap: Snapshot, qvec: np.ndarray | None) -> np.ndarray:
+def _cosines(snap: Snapshot, qvec: np.ndarray | None, threads: int) -> np.ndarray:
     if qvec is None or snap.vectors is None or not snap.vectors.parts:
         return np.zeros(len(snap), dtype=np.float32)
-    return snap.vectors.cosines(qvec)
+    return snap.vectors.cosines(qvec, threads)
 
 
 def _line_cosines(

@@ -21,6 +21,7 @@ from . import scoring
 from .chunking import Chunk, chunk_lines
 from .dates import DateQuery, parse_dates
 from .original import OriginalChunker, OriginalDates, SubstringLexical
+from .segments import ReadOnce
 from .settings import MemorySettings
 from .snapshot import Snapshot
 from .text import STOPWORDS_QUERY, phrases, query_terms, tokenize
@@ -149,14 +150,15 @@ class BM25Lexical:
     ) -> dict[str, np.ndarray]:
         """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
         s = self.settings
-        keyword = scoring.bm25(snap.text_post, terms, s.bm25_k1, s.bm25_b)
+        text = ReadOnce(snap.text_post)
+        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b)
         if s.phrase_weight and pairs:
             keyword += s.phrase_weight * scoring.bm25(snap.phrase_post, pairs, s.bm25_k1, s.bm25_b)
         return {
             "keyword": scoring.max_normalize(keyword, mask),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
-            "_coverage": scoring.match_fraction(snap.text_post, terms),
+            "_coverage": scoring.match_fraction(text, terms),
         }
 
     def feedback_source(self, snap: Snapshot, i: int) -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .scoring import PostingLists, Postings
 
-__all__ = ["SegmentedPostings", "compacted", "locate", "place_rows"]
+__all__ = ["ReadOnce", "SegmentedPostings", "compacted", "locate", "place_rows"]
 
 _EMPTY = Postings.build([])
 
@@ -109,6 +109,34 @@ class SegmentedPostings:
         if len(docs) == 1:
             return docs[0], tfs[0]
         return np.concatenate(docs), np.concatenate(tfs)
+
+
+class ReadOnce:
+    """A field's postings with each column read once (then kept for this object's life).
+
+    A query reads the text field's columns twice, for BM25 and for coverage;
+    read from the segment file, a common term's column is megabytes at 1M chunks.
+    """
+
+    def __init__(self, post: PostingLists) -> None:
+        self._post = post
+        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    @property
+    def doc_len(self) -> np.ndarray:
+        """Number of terms in each document."""
+        return self._post.doc_len
+
+    @property
+    def n_docs(self) -> int:
+        """Number of documents."""
+        return self._post.n_docs
+
+    def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Documents and term frequencies of ``term`` (read on the first call)."""
+        if term not in self._columns:
+            self._columns[term] = self._post.column(term)
+        return self._columns[term]
 
 
 def compacted(segments: list[Postings], rows: list[np.ndarray]) -> Postings:

@@ -79,6 +79,13 @@ class MemorySettings(BaseModel):
         ' README "The first query never waits"); embedded: chunk texts are embedded too.'
         " Chunks always embed their own text when line_vector_share is 0",
     )
+    scan_threads: int = Field(
+        0,
+        ge=0,
+        description="threads of the exact vector scan of a workspace of 100k chunks or more"
+        " (0: one per core): 12 instead of 19 ms at 1M on an idle 2-core machine, about"
+        " even when the other core is busy",
+    )
     line_candidates: int = Field(
         200, ge=1, description="best chunks by the other signals whose lines are scored"
     )

@@ -44,7 +44,12 @@ def dequantize(q: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     return out if scale is None else out * np.asarray(scale, dtype=np.float32)[:, None]
 
 
-def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> np.ndarray:
+THREADED_ROWS = 100_000  # below this, starting threads costs more than the scan
+
+
+def cosines(
+    matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray, threads: int = 1
+) -> np.ndarray:
     """Dot product of every (quantized) row with ``qvec``.
 
     int8 rows go through SimSIMD's int8 dot kernel, with the query quantized
@@ -52,11 +57,20 @@ def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> n
     numpy's 161 ms at 1M x 384 on one core (benchmarks/ann.py). Float rows use
     einsum, which stays on one thread: `@` wakes OpenBLAS's pool, which costs
     more than the product itself on a busy 2-core machine (benchmarks/speed.py).
+    ``threads`` (0: one per core) splits an int8 scan of :data:`THREADED_ROWS`
+    rows or more: the scan reads the whole matrix, and one core does not reach
+    the memory bandwidth.
     """
     q = np.asarray(qvec, dtype=np.float32)
     if matrix.dtype == np.int8 and matrix.size:
         q8, q_scale = quantize(q[None])
-        raw = simsimd.cdist(q8, np.ascontiguousarray(matrix), metric="dot", out_dtype="float32")
+        raw = simsimd.cdist(
+            q8,
+            np.ascontiguousarray(matrix),
+            metric="dot",
+            out_dtype="float32",
+            threads=threads if matrix.shape[0] >= THREADED_ROWS else 1,
+        )
         out = np.asarray(raw, dtype=np.float32).reshape(-1)
         out *= q_scale[0]  # in place: a million rows make each pass a millisecond
     else:
@@ -64,6 +78,17 @@ def cosines(matrix: np.ndarray, scale: np.ndarray | None, qvec: np.ndarray) -> n
     if scale is not None:
         out *= scale
     return out
+
+
+def _run_or_rows(dest: np.ndarray) -> slice | np.ndarray:
+    """``dest`` as a slice when it is one ascending run (a base part's live rows, usually).
+
+    Placing a part's cosines is then a copy, not a scatter of a million rows per query.
+    """
+    start = int(dest[0]) if dest.size else 0
+    if np.array_equal(dest, np.arange(start, start + dest.size)):
+        return slice(start, start + dest.size)
+    return dest
 
 
 class RowSource(Protocol):
@@ -105,19 +130,24 @@ class VectorSet:
     has_vector: np.ndarray = field(init=False)
     _part: np.ndarray = field(init=False, repr=False)  # part of each live row, -1: none
     _local: np.ndarray = field(init=False, repr=False)  # its chunk row in that part
+    # Per part: its live chunk rows (None: all) and where they land (a slice when contiguous).
+    _places: list[tuple[np.ndarray | None, slice | np.ndarray]] = field(init=False, repr=False)
     _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
 
     def __post_init__(self) -> None:
         self._part = np.full(self.n, -1, dtype=np.int32)
         self._local = np.zeros(self.n, dtype=np.int64)
+        self._places = []
         for p, part in enumerate(self.parts):
-            live = np.flatnonzero(part.rows >= 0)
-            self._part[part.rows[live]] = p
-            self._local[part.rows[live]] = live
+            live = part.rows >= 0
+            dest = part.rows[live]
+            self._part[dest] = p
+            self._local[dest] = np.flatnonzero(live)
+            self._places.append((None if live.all() else live, _run_or_rows(dest)))
         self.has_vector = self._part >= 0
-        first = self.parts[0].rows if self.parts else np.zeros(0, np.int64)
-        self._whole = len(self.parts) == 1 and bool(
-            np.array_equal(first, np.arange(self.n, dtype=first.dtype))
+        first = self._places[0] if len(self.parts) == 1 else (np.zeros(0, bool), slice(0))
+        self._whole = (
+            first[0] is None and isinstance(first[1], slice) and first[1] == slice(0, self.n)
         )
 
     @classmethod
@@ -136,16 +166,19 @@ class VectorSet:
         """Whether any part holds line rows."""
         return any(p.lines is not None and p.lines.shape[0] for p in self.parts)
 
-    def cosines(self, qvec: np.ndarray) -> np.ndarray:
-        """The dot product of each live row with ``qvec`` (0 for a row without a vector)."""
+    def cosines(self, qvec: np.ndarray, threads: int = 1) -> np.ndarray:
+        """The dot product of each live row with ``qvec`` (0 for a row without a vector).
+
+        ``threads``: of each large part's scan (:func:`cosines`).
+        """
         if self._whole:
             part = self.parts[0]
-            return cosines(part.matrix, part.scale, qvec)
+            return cosines(part.matrix, part.scale, qvec, threads)
         out = np.zeros(self.n, dtype=np.float32)
-        for part in self.parts:
-            live = part.rows >= 0
+        for part, (live, dest) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
-                out[part.rows[live]] = cosines(part.matrix, part.scale, qvec)[live]
+                values = cosines(part.matrix, part.scale, qvec, threads)
+                out[dest] = values if live is None else values[live]
         return out
 
     def line_cosines(

@@ -16,6 +16,7 @@ from langchain_enhanced_memory.core.scoring import (
     feedback_terms,
     group_max,
     group_rows,
+    kth_largest,
     match_fraction,
     rrf,
     top_k,
@@ -136,6 +137,31 @@ def test_top_k_matches_a_full_stable_sort(seed: int) -> None:
     assert top_k(scores, k).tolist() == expected
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_top_k_of_many_scores_matches_a_full_stable_sort(seed: int) -> None:
+    # Large enough for kth_largest's block bound, with heavy ties (zeros, equal maxima).
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20_000, 60_000))
+    scores = rng.random(n).astype(np.float32)
+    if seed % 3 == 0:
+        scores[rng.random(n) < 0.97] = 0.0  # mostly unmatched chunks
+    if seed % 3 == 1:
+        scores = np.round(scores * 4) / 4  # five distinct values
+    if seed % 4 == 0:
+        scores[: n // 2] = 0.0  # one half of the blocks all zero
+    k = int(rng.choice([1, 5, 10, 200, 201]))
+    expected = np.lexsort((np.arange(n), -scores))[:k]
+    assert top_k(scores, k).tolist() == expected.tolist()
+    assert kth_largest(scores, k) == float(np.sort(scores)[::-1][k - 1])
+
+
+def test_kth_largest_ranks_nan_last_like_a_selection() -> None:
+    scores = np.linspace(0, 1, 50_000, dtype=np.float32)
+    scores[7] = np.nan
+    assert kth_largest(scores, 3) == float(scores[-3])
+    assert 7 not in top_k(scores, 10).tolist()
+
+
 def test_date_multiplier_days_win_over_ranges() -> None:
     days = np.asarray([-1, 10, 11, 12, 20], dtype=np.int64)
     mult = date_multiplier(days, [12], [(10, 12)], day_boost=3.0, range_boost=1.5)
@@ -195,6 +221,12 @@ def test_group_rows_are_the_rows_of_the_wanted_groups(seed: int) -> None:
     members = np.unique(rng.integers(0, 15, size=int(rng.integers(0, 8))))
     want = [i for m in members for i in np.flatnonzero(groups == m)]
     assert group_rows(groups, members).tolist() == want
+    # Groups narrower than the members (int32 line owners, int64 rows), and wanted
+    # groups beyond what the narrow type holds (they match nothing).
+    narrow = groups.astype(np.int32)
+    wide = np.r_[members, 2**40].astype(np.int64)
+    assert group_rows(narrow, wide).tolist() == want
+    assert group_rows(groups.astype(np.uint16), wide - 2**40 - 1).tolist() == []
 
 
 def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:
@@ -204,4 +236,3 @@ def test_rrf_sums_reciprocal_ranks_of_the_retrieving_signals() -> None:
     want = [1 / 61, 1 / 63 + 1 / 61, 1 / 62 + 1 / 62]
     assert np.allclose(got, want)
     assert rrf([], k=60).shape == (0,)
-

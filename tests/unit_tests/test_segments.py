@@ -13,7 +13,12 @@ import pytest
 
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.scoring import FENCE, Postings, bm25, match_fraction
-from langchain_enhanced_memory.core.segments import SegmentedPostings, compacted, place_rows
+from langchain_enhanced_memory.core.segments import (
+    ReadOnce,
+    SegmentedPostings,
+    compacted,
+    place_rows,
+)
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.text import tokenize
 from langchain_enhanced_memory.store import postings, sync
@@ -299,3 +304,21 @@ def test_small_side_files_stay_maps(workspace: Path, monkeypatch: pytest.MonkeyP
     snap = MemoryIndex(workspace).snapshot()
     assert isinstance(snap.text_post, Postings) and snap.text_post.fence is not None
     assert _docs(snap, "postgres").size == 2
+
+
+def test_read_once_reads_each_column_once_and_scores_like_the_postings() -> None:
+    post = Postings.build([["a", "b"], ["b"], ["c", "a", "a"]])
+    reads: list[str] = []
+
+    class Counting:
+        doc_len, n_docs = post.doc_len, post.n_docs
+
+        def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+            reads.append(term)
+            return post.column(term)
+
+    once = ReadOnce(Counting())
+    assert np.array_equal(bm25(once, ["a", "b", "z"]), bm25(post, ["a", "b", "z"]))
+    assert np.array_equal(match_fraction(once, ["a", "z"]), match_fraction(post, ["a", "z"]))
+    assert sorted(reads) == ["a", "b", "z"]
+    assert once.n_docs == 3 and np.array_equal(once.doc_len, post.doc_len)

@@ -14,7 +14,14 @@ import pytest
 from langchain_enhanced_memory.core import vectorset
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.core.vectorset import VectorPart, VectorSet, dequantize, quantize
+from langchain_enhanced_memory.core.vectorset import (
+    THREADED_ROWS,
+    VectorPart,
+    VectorSet,
+    cosines,
+    dequantize,
+    quantize,
+)
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
@@ -56,6 +63,28 @@ def _parts(seed: int) -> tuple[VectorSet, np.ndarray, list[list[np.ndarray]]]:
                 lines[r] = list(dequantize(lq, lscale)[owner == i])
         parts.append(VectorPart(q, scale, rows, lq, lscale, owner))
     return VectorSet(parts, n_rows), dense, lines
+
+
+@pytest.mark.parametrize("tombstones", [False, True])
+def test_a_base_with_replaced_rows_and_a_delta_score_like_one_matrix(tombstones: bool) -> None:
+    # The usual layout after a one-file re-index: the base's live rows are one run
+    # (placed by a copy), the delta's rows come after it.
+    rng = np.random.default_rng(7)
+    base_rows = np.asarray([0, 1, -1, 2, 3, -1, 4] if tombstones else [0, 1, 2, 3, 4])
+    delta_rows = np.asarray([6, 5])
+    n = 7
+    dense = np.zeros((n, 8), np.float32)
+    parts = []
+    for rows in (base_rows, delta_rows):
+        q8, scale = quantize(rng.normal(size=(rows.size, 8)).astype(np.float32))
+        dense[rows[rows >= 0]] = dequantize(q8, scale)[rows >= 0]
+        parts.append(VectorPart(q8, scale, rows))
+    vs = VectorSet(parts, n)
+    q = rng.normal(size=8).astype(np.float32)
+    qr = dequantize(*quantize(q[None]))[0]
+    assert np.allclose(vs.cosines(q), dense @ qr, atol=1e-5)
+    alone = VectorSet(parts[:1], 5)  # the base alone, before the delta
+    assert np.allclose(alone.cosines(q), dense[:5] @ qr, atol=1e-5)
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -290,3 +319,13 @@ def test_cosines_of_int8_rows_match_the_float_product(n: int) -> None:
     bound = np.abs(vectorset.dequantize(q, scale)).sum(axis=1) * step / 2 + 1e-5
     assert np.all(np.abs(got - want) <= bound)
     assert np.allclose(vectorset.cosines(rows, None, qvec), rows @ qvec, atol=1e-5)  # float rows
+
+
+def test_a_threaded_scan_gives_the_one_thread_cosines() -> None:
+    rng = np.random.default_rng(3)
+    q8, scale = quantize(rng.normal(size=(THREADED_ROWS + 17, 8)).astype(np.float32))
+    q = rng.normal(size=8).astype(np.float32)
+    one = cosines(q8, scale, q, threads=1)
+    for threads in (0, 2):
+        assert np.array_equal(cosines(q8, scale, q, threads=threads), one)
+    assert np.array_equal(VectorSet.of(q8, scale).cosines(q, threads=2), one)
