@@ -139,16 +139,14 @@ class VectorSet:
         self._local = np.zeros(self.n, dtype=np.int64)
         self._places = []
         for p, part in enumerate(self.parts):
-            live = part.rows >= 0
-            dest = part.rows[live]
-            self._part[dest] = p
-            self._local[dest] = np.flatnonzero(live)
-            self._places.append((None if live.all() else live, _run_or_rows(dest)))
+            mask = part.rows >= 0
+            rows = part.rows[mask]
+            self._part[rows] = p
+            self._local[rows] = np.flatnonzero(mask)
+            self._places.append((None if mask.all() else mask, _run_or_rows(rows)))
         self.has_vector = self._part >= 0
-        first = self._places[0] if len(self.parts) == 1 else (np.zeros(0, bool), slice(0))
-        self._whole = (
-            first[0] is None and isinstance(first[1], slice) and first[1] == slice(0, self.n)
-        )
+        live, dest = self._places[0] if len(self.parts) == 1 else (None, None)
+        self._whole = live is None and isinstance(dest, slice) and dest == slice(0, self.n)
 
     @classmethod
     def of(cls, matrix: np.ndarray, scale: np.ndarray | None = None) -> VectorSet:
