@@ -1,10 +1,11 @@
-"""Embedding what lacks a vector: batches in flight at once, each committed as it lands.
+"""Embedding what lacks a vector: batches in flight at once, committed as they land.
 
 Runs under the index's embedding lock, so two runs at once embed each text once;
 a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
-fits (:mod:`.migrate`). A failure keeps every batch already stored, so the next
-run embeds only the rest.
+fits (:mod:`.migrate`). Batches are committed together every half second
+(:class:`.vectors.CacheWriter`); a failure keeps every batch already embedded, so
+the next run embeds only the rest.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def embed_missing(
     progress: ProgressFactory | None = None,
     wait: bool = True,
 ) -> int:
-    """Embed every chunk and line lacking a vector for ``model``, committing batch by batch.
+    """Embed every chunk and line lacking a vector for ``model``, committing as batches land.
 
     Args:
         index: The (synced) index.
@@ -180,9 +181,9 @@ class EmbedJob:
     """Embeds what lacks a vector on a thread, so searches answer in the meantime.
 
     Batches are committed as they land (as in :func:`embed_missing`), so a kill
-    loses at most the batches in flight and the next job resumes. A failure is
-    logged and kept in :attr:`error`; :meth:`due` holds off a retry for
-    ``retry_s`` seconds so a dead embedder is not asked again on every search.
+    loses at most the last half second of batches and the next job resumes. A
+    failure is logged and kept in :attr:`error`; :meth:`due` holds off a retry
+    for ``retry_s`` seconds so a dead embedder is not asked again on every search.
 
     Args:
         index: The index to fill.
