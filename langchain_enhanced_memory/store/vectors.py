@@ -21,9 +21,9 @@ import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
-from ..core.vectorset import dequantize
+from ..core.vectorset import dequantize, quantize
 from .db import generation_of
-from .matrices import Layout, VectorFile, decode, encode, hash_keys
+from .matrices import Layout, VectorFile, decode, encode_rows, hash_keys
 from .sync import embed_text, line_digests, mean_line_hashes, sha
 
 __all__ = [
@@ -248,13 +248,12 @@ def store_vectors(
     conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
 ) -> None:
     """Add vectors to the cache in one transaction (survives a later failure)."""
-    _commit_rows(conn, _cache_rows(model, hashes, vectors))
+    _commit_rows(conn, _cache_rows(model, hashes, *quantize(vectors)))
 
 
-def _cache_rows(model: str, hashes: list[str], vectors: np.ndarray) -> list[tuple]:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    dim = vectors.shape[1]
-    return [(model, h, dim, blob) for h, blob in zip(hashes, encode(vectors), strict=False)]
+def _cache_rows(model: str, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> list[tuple]:
+    dim = q.shape[1]
+    return [(model, h, dim, blob) for h, blob in zip(hashes, encode_rows(q, scale), strict=False)]
 
 
 _INSERT = "INSERT OR REPLACE INTO embed_cache VALUES "
@@ -306,9 +305,9 @@ class CacheWriter:
         self._last = time.monotonic()
         self._wait = flush_s
 
-    def store(self, hashes: list[str], vectors: np.ndarray) -> None:
-        """Take one batch; commit what is held when it is time."""
-        self._rows += _cache_rows(self.model, hashes, vectors)
+    def store(self, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> None:
+        """Take one batch, quantized (:func:`..core.vectorset.quantize`); commit when it is time."""
+        self._rows += _cache_rows(self.model, hashes, q, scale)
         if time.monotonic() - self._last >= self._wait:
             self.flush()
 
