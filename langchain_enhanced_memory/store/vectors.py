@@ -278,6 +278,9 @@ def _commit_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     conn.execute("COMMIT")
 
 
+_MAX_WAIT_S = 60.0
+
+
 class CacheWriter:
     """Stores batches of vectors for one model on one connection, committed together.
 
@@ -286,10 +289,10 @@ class CacheWriter:
     commit writes every page it touched to the WAL (then, with embedder
     threads busy, waits for the GIL after each SQLite call). Batches are held
     in memory and committed together once ``flush_s`` seconds, or ten times
-    the last commit's duration, have passed since the last commit (and by
-    :meth:`flush`): commits take at most about a tenth of a run, a slow
-    embedder's vectors are committed every ``flush_s``, and a kill loses only
-    what was held, leaving what was committed, like any other kill.
+    the last commit's duration (a minute at most), have passed since the last
+    commit (and by :meth:`flush`): commits take about a tenth of a run or
+    less, a slow embedder's vectors are committed every ``flush_s``, and a
+    kill loses only what was held, leaving what was committed, like any other kill.
 
     Args:
         conn: The connection (autocommit mode).
@@ -319,7 +322,7 @@ class CacheWriter:
             _commit_rows(self.conn, self._rows)
         self._rows = []
         self._last = time.monotonic()
-        self._wait = max(self.flush_s, 10 * (self._last - started))
+        self._wait = min(max(self.flush_s, 10 * (self._last - started)), _MAX_WAIT_S)
 
 
 def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
