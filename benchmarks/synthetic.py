@@ -19,7 +19,9 @@ Run ``python benchmarks/synthetic.py DIR --chunks 10000`` to write one.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
+import threading
 import time
 import zlib
 from datetime import datetime, timedelta
@@ -213,11 +215,16 @@ def queries(n: int, seed: int = 1) -> list[str]:
 def project(texts: list[str]) -> np.ndarray:
     """Unit 384-d vectors: a fixed random projection of each text's hashed tokens."""
     matrix = _projection()
+    ids = [[zlib.crc32(t.encode()) % _BUCKETS for t in _TOKEN_RE.findall(s.lower())] for s in texts]
+    counts = np.fromiter(map(len, ids), dtype=np.int64, count=len(texts))
     out = np.zeros((len(texts), DIM), dtype=np.float32)
-    for i, text in enumerate(texts):
-        ids = [zlib.crc32(t.encode()) % _BUCKETS for t in _TOKEN_RE.findall(text.lower())]
-        if ids:
-            out[i] = matrix[ids].sum(axis=0)
+    some = np.flatnonzero(counts)
+    if some.size:
+        # One gather and one sum per run of rows, in the order a per-text sum adds them.
+        rows = matrix[np.fromiter(itertools.chain.from_iterable(ids), np.int64, int(counts.sum()))]
+        starts = np.r_[0, np.cumsum(counts)[:-1]][some]
+        for i, a, n in zip(some.tolist(), starts.tolist(), counts[some].tolist(), strict=True):
+            out[i] = rows[a : a + n].sum(axis=0)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.where(norms > 0, norms, 1.0)
 
@@ -234,11 +241,18 @@ def _projection() -> np.ndarray:
 class ProjectionEmbeddings(Embeddings):
     """A model-free LangChain embedder (see :func:`project`) with an optional fixed cost.
 
+    Like the local model (:class:`..embeddings.local.LocalEmbeddings`), one
+    call computes at a time (a lock), so the index run's batches in flight
+    wait for it instead of contending for the GIL; and it counts the CPU time
+    it spends itself, which is the stand-in model's and not the index's.
+
     Args:
         cost_s: Seconds slept per text, standing in for a real model (0: none).
 
     Attributes:
-        calls: ``embed_documents`` calls so far; ``texts``: how many texts.
+        calls: ``embed_documents`` calls so far; ``texts``: how many texts;
+            ``cpu_s``: CPU seconds spent in them (projection and the lists
+            LangChain's interface returns; the sleeps are not CPU).
     """
 
     model = "synthetic-projection-384"
@@ -247,13 +261,19 @@ class ProjectionEmbeddings(Embeddings):
         self.cost_s = cost_s
         self.calls = 0
         self.texts = 0
+        self.cpu_s = 0.0
+        self._lock = threading.Lock()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.calls += 1
-        self.texts += len(texts)
-        if self.cost_s:
-            time.sleep(self.cost_s * len(texts))
-        return project(list(texts)).tolist()
+        with self._lock:
+            t0 = time.thread_time()
+            self.calls += 1
+            self.texts += len(texts)
+            if self.cost_s:
+                time.sleep(self.cost_s * len(texts))
+            out = project(list(texts)).tolist()
+            self.cpu_s += time.thread_time() - t0
+            return out
 
     def embed_query(self, text: str) -> list[float]:
         return project([text])[0].tolist()

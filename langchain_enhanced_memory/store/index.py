@@ -157,15 +157,21 @@ class MemoryIndex:
 
     @contextlib.contextmanager
     def embedding_writer(self, model: str) -> Iterator[vectors.CacheWriter]:
-        """One connection for a run of :meth:`store_embeddings` (a commit per batch).
+        """One connection for a run of :meth:`store_embeddings` (batches committed together).
 
-        The caller holds the embedding lock; when the run ends complete, the
-        generation's vectors are written to their side file, under the writer
-        lock (a text sync must not change the generation while it is sealed).
+        The caller holds the embedding lock. What the writer holds is committed
+        when the run ends, also by an error (the batches embedded before it are
+        kept); when the run ends complete, the generation's vectors are written
+        to their side file, under the writer lock (a text sync must not change
+        the generation while it is sealed).
         """
         try:
             with self.db.open() as conn:
-                yield vectors.CacheWriter(conn, model)
+                writer = vectors.CacheWriter(conn, model)
+                try:
+                    yield writer
+                finally:
+                    writer.flush()
         finally:
             self.forget_vectors(model)
         with self.db.writer_lock():

@@ -36,6 +36,7 @@ __all__ = [
     "VectorFile",
     "decode",
     "encode",
+    "encode_rows",
     "fsync_dir",
     "hash_keys",
     "key_prefix",
@@ -247,8 +248,17 @@ def key_prefix(key: int) -> str:
 
 def encode(vectors: np.ndarray) -> list[bytes]:
     """Each row as an ``embed_cache`` blob: int8 values, then the float32 scale."""
-    q, scale = quantize(vectors)
-    return [row.tobytes() + s.tobytes() for row, s in zip(q, scale, strict=True)]
+    return encode_rows(*quantize(vectors))
+
+
+def encode_rows(q: np.ndarray, scale: np.ndarray) -> list[bytes]:
+    """:func:`encode` of rows already quantized."""
+    n, dim = q.shape
+    raw = np.empty((n, dim + 4), dtype=np.uint8)
+    raw[:, :dim] = q.view(np.uint8)
+    raw[:, dim:] = np.asarray(scale, dtype=np.float32).reshape(n, 1).view(np.uint8)
+    flat, width = raw.tobytes(), dim + 4
+    return [flat[i : i + width] for i in range(0, n * width, width)]
 
 
 def decode(blobs: list[bytes], dim: int) -> tuple[np.ndarray, np.ndarray]:

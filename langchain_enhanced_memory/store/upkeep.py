@@ -1,10 +1,11 @@
-"""Embedding what lacks a vector: batches in flight at once, each committed as it lands.
+"""Embedding what lacks a vector: batches in flight at once, committed as they land.
 
 Runs under the index's embedding lock, so two runs at once embed each text once;
 a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
-fits (:mod:`.migrate`). A failure keeps every batch already stored, so the next
-run embeds only the rest.
+fits (:mod:`.migrate`). Batches are committed together every half second
+(:class:`.vectors.CacheWriter`); a failure keeps every batch already embedded, so
+the next run embeds only the rest.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def embed_missing(
     progress: ProgressFactory | None = None,
     wait: bool = True,
 ) -> int:
-    """Embed every chunk and line lacking a vector for ``model``, committing batch by batch.
+    """Embed every chunk and line lacking a vector for ``model``, committing as batches land.
 
     Args:
         index: The (synced) index.
@@ -83,9 +84,9 @@ def _embed_locked(
         _in_flight(embed, batches[len(head) :], settings.embed_concurrency),
     )
     with index.embedding_writer(model) as writer:
-        ready = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
-        if ready[0]:  # chunks whose lines all have a vector already
-            writer.store(*ready)
+        ready, rows = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
+        if ready:  # chunks whose lines all have a vector already
+            writer.store(ready, *quantize(rows))
         for batch, vectors in runs:
             # Batches in flight at once were not checked against each other: one size only.
             if dim is not None and vectors.shape[1] != dim:
@@ -95,8 +96,13 @@ def _embed_locked(
                     kind="invalid_output",
                 )
             dim = vectors.shape[1]
-            hashes, more = [h for h, _ in batch], means.feed([h for h, _ in batch], vectors)
-            writer.store(hashes + more[0], np.vstack([vectors, more[1]]))
+            hashes = [h for h, _ in batch]
+            q, scale = quantize(vectors)
+            # As stored (int8): a mean is the same whether its lines were embedded now or before.
+            chunks, rows = means.feed(hashes, dequantize(q, scale))
+            writer.store(hashes, q, scale)
+            if chunks:  # in the same commit as the last of their lines
+                writer.store(chunks, *quantize(rows))
             done += len(batch)
             if tick:
                 tick(len(batch))
@@ -127,30 +133,37 @@ class _Means:
         self.known = index.cached_vectors(model, others) if others else {}
         self.seen = self.next = 0
 
-    def feed(self, hashes: list[str], vectors: np.ndarray) -> tuple[list[str], np.ndarray]:
-        """Take a batch just embedded; the hashes and vectors of the chunks it completes."""
-        # As stored (int8): a mean is the same whether its lines were embedded now or before.
-        stored = dequantize(*quantize(vectors)) if len(hashes) else vectors
+    def feed(self, hashes: list[str], stored: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Take a batch (as stored); the hashes and vectors of the chunks it completes."""
+        known, needed = self.known, self.needed
         for h, v in zip(hashes, stored, strict=True):
-            if h in self.needed:
-                self.known[h] = v
+            if h in needed:
+                known[h] = v
         self.seen += len(hashes)
-        done, rows = [], []
+        done: list[str] = []
+        ends: list[int] = []
+        picked: list[np.ndarray] = []
         while self.next < len(self.waiting) and self.waiting[self.next][0] < self.seen:
             _, chunk, lines = self.waiting[self.next]
             self.next += 1
-            if all(h in self.known for h in lines):  # else left to the next run
-                total = np.sum([self.known[h] for h in lines], axis=0)
+            if all(h in known for h in lines):  # else left to the next run
                 done.append(chunk)
-                rows.append(total / max(float(np.linalg.norm(total)), 1e-12))
+                picked += [known[h] for h in lines]
+                ends.append(len(picked))
             for h in set(lines):
-                self.needed[h] -= 1
-                if not self.needed[h]:
-                    del self.needed[h]
-                    self.known.pop(h, None)
-        if not rows:
-            return done, np.zeros((0, vectors.shape[1]), dtype=np.float32)
-        return done, np.asarray(rows, dtype=np.float32)
+                needed[h] -= 1
+                if not needed[h]:
+                    del needed[h]
+                    known.pop(h, None)
+        if not done:
+            return done, np.zeros((0, stored.shape[1]), dtype=np.float32)
+        # One copy of the lines' rows; each chunk's sum and norm are as if taken alone.
+        lines_of = np.asarray(picked, dtype=np.float32)
+        totals = np.stack(
+            [lines_of[a:b].sum(axis=0) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        )
+        norms = np.array([np.linalg.norm(t) for t in totals], dtype=np.float32)
+        return done, totals / np.maximum(norms, np.float32(1e-12))[:, None]
 
 
 def _in_flight(
@@ -180,9 +193,9 @@ class EmbedJob:
     """Embeds what lacks a vector on a thread, so searches answer in the meantime.
 
     Batches are committed as they land (as in :func:`embed_missing`), so a kill
-    loses at most the batches in flight and the next job resumes. A failure is
-    logged and kept in :attr:`error`; :meth:`due` holds off a retry for
-    ``retry_s`` seconds so a dead embedder is not asked again on every search.
+    loses at most the last half second of batches and the next job resumes. A
+    failure is logged and kept in :attr:`error`; :meth:`due` holds off a retry
+    for ``retry_s`` seconds so a dead embedder is not asked again on every search.
 
     Args:
         index: The index to fill.

@@ -10,8 +10,10 @@ see :mod:`.matrices`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,9 +21,9 @@ import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
-from ..core.vectorset import dequantize
+from ..core.vectorset import dequantize, quantize
 from .db import generation_of
-from .matrices import Layout, VectorFile, decode, encode, hash_keys
+from .matrices import Layout, VectorFile, decode, encode_rows, hash_keys
 from .sync import embed_text, line_digests, mean_line_hashes, sha
 
 __all__ = [
@@ -246,25 +248,81 @@ def store_vectors(
     conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
 ) -> None:
     """Add vectors to the cache in one transaction (survives a later failure)."""
-    vectors = np.asarray(vectors, dtype=np.float32)
+    _commit_rows(conn, _cache_rows(model, hashes, *quantize(vectors)))
+
+
+def _cache_rows(model: str, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> list[tuple]:
+    dim = q.shape[1]
+    return [(model, h, dim, blob) for h, blob in zip(hashes, encode_rows(q, scale), strict=False)]
+
+
+_INSERT = "INSERT OR REPLACE INTO embed_cache VALUES "
+# Rows a statement inserts: sqlite3 lets other threads run around each step, and
+# while embedder threads are busy, taking the GIL back after each row's step
+# cost more than the row.
+_PER_STEP = 256
+
+
+def _commit_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     conn.execute("BEGIN IMMEDIATE")
-    rows = [
-        (model, h, vectors.shape[1], blob) for h, blob in zip(hashes, encode(vectors), strict=False)
-    ]
-    conn.executemany("INSERT OR REPLACE INTO embed_cache VALUES (?,?,?,?)", rows)
+    try:
+        whole = len(rows) - len(rows) % _PER_STEP
+        if whole:
+            steps = range(0, whole, _PER_STEP)
+            params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
+            conn.executemany(_INSERT + ",".join(["(?,?,?,?)"] * _PER_STEP), params)
+        conn.executemany(_INSERT + "(?,?,?,?)", rows[whole:])
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     conn.execute("COMMIT")
 
 
-class CacheWriter:
-    """Stores batches of vectors for one model on one connection (a commit per batch)."""
+_MAX_WAIT_S = 60.0
 
-    def __init__(self, conn: sqlite3.Connection, model: str) -> None:
+
+class CacheWriter:
+    """Stores batches of vectors for one model on one connection, committed together.
+
+    A commit per embedder batch (20 texts) cost more than the vectors: cache
+    keys are hashes, so each row lands on its own page of the table, and a
+    commit writes every page it touched to the WAL (then, with embedder
+    threads busy, waits for the GIL after each SQLite call). Batches are held
+    in memory and committed together once ``flush_s`` seconds, or ten times
+    the last commit's duration (a minute at most), have passed since the last
+    commit (and by :meth:`flush`): commits take about a tenth of a run or
+    less, a slow embedder's vectors are committed every ``flush_s``, and a
+    kill loses only what was held, leaving what was committed, like any other kill.
+
+    Args:
+        conn: The connection (autocommit mode).
+        model: Model id the vectors are cached under.
+        flush_s: The shortest time between commits (0: a commit per batch).
+    """
+
+    def __init__(self, conn: sqlite3.Connection, model: str, flush_s: float = 0.5) -> None:
         self.conn = conn
         self.model = model
+        self.flush_s = flush_s
+        self._rows: list[tuple] = []
+        self._last = time.monotonic()
+        self._wait = flush_s
 
-    def store(self, hashes: list[str], vectors: np.ndarray) -> None:
-        """Commit one batch."""
-        store_vectors(self.conn, self.model, hashes, vectors)
+    def store(self, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> None:
+        """Take one batch, quantized (:func:`..core.vectorset.quantize`); commit when it is time."""
+        self._rows += _cache_rows(self.model, hashes, q, scale)
+        if time.monotonic() - self._last >= self._wait:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the batches held (in key order: the pages they touch one after another)."""
+        started = time.monotonic()
+        if self._rows:
+            self._rows.sort(key=lambda r: r[1])  # stable: a later copy of a hash still wins
+            _commit_rows(self.conn, self._rows)
+        self._rows = []
+        self._last = time.monotonic()
+        self._wait = min(max(self.flush_s, 10 * (self._last - started)), _MAX_WAIT_S)
 
 
 def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
