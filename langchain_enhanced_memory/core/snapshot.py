@@ -6,6 +6,7 @@ it. Nothing here does I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,10 @@ class Snapshot:
     paths: list[str]
     start: np.ndarray
     end: np.ndarray
-    header: list[str]
-    headers: list[str]
-    texts: list[str]
+    # Often read-only maps of the segment files, decoded per row (core.strings).
+    header: Sequence[str]
+    headers: Sequence[str]
+    texts: Sequence[str]
     kinds: list[str]
     dates: list[str | None]
     day: np.ndarray  # date ordinal of the chunk's daily note, -1 when undated

@@ -1,7 +1,8 @@
 """The posting lists on disk: segment files a generation names, mapped read-only by searchers.
 
-A segment file holds the four posting lists of some chunks (their ids, then
-each list's arrays, 8-byte aligned after a JSON layout), written under a
+A segment file holds the four posting lists of some chunks and those chunks'
+rows (their ids, then each list's arrays and the rows' columns,
+:mod:`.chunkrows`, 8-byte aligned after a JSON layout), written under a
 temporary name, flushed and renamed into the side folder (:mod:`.matrices`).
 The ``derived`` row ``postings`` names the generation's segments, oldest first,
 and commits with the sync that wrote them: a kill before the commit leaves the
@@ -31,6 +32,7 @@ import numpy as np
 from ..core.scoring import FENCE, PostingLists, Postings, term_key
 from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
+from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
 from .matrices import READ_ABOVE, Fd, FileRows, fsync_dir, sweep
 
@@ -39,6 +41,7 @@ __all__ = [
     "SegmentsMoved",
     "build_postings",
     "compact_postings",
+    "live_ids",
     "load_postings",
     "named_segments",
     "open_segments",
@@ -64,7 +67,7 @@ class SegmentsMoved(Exception):
 
 @dataclass
 class _Segment:
-    """A segment file: its chunk ids (ascending) and its four posting lists.
+    """A segment file: its chunk ids (ascending), its four posting lists and its rows.
 
     A writer maps the file (it merges whole arrays); a searcher reads each
     list's columns on demand (:class:`FilePostings`) from a large one.
@@ -73,6 +76,7 @@ class _Segment:
     name: str
     ids: np.ndarray
     posts: dict[str, Postings]
+    rows: SegmentRows | None  # None in a file older than the rows
     reads: dict[str, FilePostings] | None = None
 
     @classmethod
@@ -99,7 +103,8 @@ class _Segment:
                 fd = Fd.open(folder / name)
                 reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
             ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
-            return cls(name=name, ids=ids, posts=posts, reads=reads)
+            rows = SegmentRows.from_arrays(arrays, ids.size)
+            return cls(name=name, ids=ids, posts=posts, rows=rows, reads=reads)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -154,11 +159,14 @@ class FilePostings:
         return self._docs.span(start, end), self._tf.span(start, end)
 
 
-def _write_segment(folder: Path, generation: int, ids: np.ndarray, posts: dict) -> _Segment:
+def _write_segment(
+    folder: Path, generation: int, ids: np.ndarray, posts: dict, rows: SegmentRows
+) -> _Segment:
     """Write a segment file (temporary name, flushed, renamed) and map it."""
     arrays = {"ids": np.asarray(ids, dtype=np.int64)}
     arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
     arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
+    arrays |= rows.arrays()
     layout, parts, offset = [], [], 0
     for key, a in arrays.items():
         a = np.ascontiguousarray(a)
@@ -209,15 +217,44 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
     """The four posting lists of the chunks ``where`` selects, from their stored terms."""
     query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
     rows = conn.execute(query, args).fetchall()
+    return _postings_of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+
+def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
+    """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
+    query = (
+        "SELECT path, start_line, end_line, header, headers, text, terms"
+        f" FROM chunks {where} ORDER BY id"
+    )
+    rows = conn.execute(query, args).fetchall()
+    posts = _postings_of([r[6] for r in rows], [r[4] for r in rows], [r[0] for r in rows])
+    return posts, SegmentRows.build(rows)
+
+
+def _postings_of(terms: list[str], headers: list[str], paths: list[str]) -> dict[str, Postings]:
+    """The four posting lists of chunks with these stored terms, header chains and paths."""
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
-    header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
-    path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
+    header_terms = {h: tokenize(h) for h in set(headers)}
+    path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
     return {
-        "text": Postings.build(r[0].split() for r in rows),
-        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
-        "header": Postings.build(header_terms[r[1]] for r in rows),
-        "path": Postings.build(path_terms[r[2]] for r in rows),
+        "text": Postings.build(t.split() for t in terms),
+        "phrase": Postings.build(phrases(t.split()) for t in terms),
+        "header": Postings.build(header_terms[h] for h in headers),
+        "path": Postings.build(path_terms[p] for p in paths),
     }
+
+
+def live_ids(conn: sqlite3.Connection) -> np.ndarray:
+    """The generation's chunk ids, ascending: the copy the sync kept, else from ``chunks``.
+
+    Reading the ids from ``chunks`` scans the whole table (at 100k chunks 40
+    ms); the sync that named the segments stores them with them.
+    """
+    row = conn.execute("SELECT generation, data FROM derived WHERE name='live'").fetchone()
+    if row is not None and row[0] == generation_of(conn) and isinstance(row[1], bytes):
+        if len(row[1]) % 8 == 0:
+            return np.frombuffer(row[1], dtype=np.int64)
+    return chunk_ids(conn)
 
 
 def load_postings(
@@ -225,8 +262,11 @@ def load_postings(
     folder: Path,
     live_ids: np.ndarray,
     moved: Callable[[list[str]], bool],
-) -> dict[str, PostingLists]:
-    """The generation's four posting lists, read as one each over its mapped segments.
+) -> tuple[dict[str, PostingLists], ChunkRows | None]:
+    """The generation's four posting lists and its rows, from its mapped segments.
+
+    Each list is read as one over the segments; the rows are None when a
+    segment is older than them.
 
     When a named segment will not open and ``moved(names)`` says a writer
     named others since this read began, :class:`SegmentsMoved` is raised (read
@@ -242,11 +282,14 @@ def load_postings(
     if segments is None or rows is None:
         if live_ids.size:
             log.debug("postings segments missing: built from the stored terms")
-        return dict(build_postings(conn, "", ()))
+        return dict(build_postings(conn, "", ())), None
+    seg_rows = [s.rows for s in segments]
+    chunks = None if None in seg_rows else place(seg_rows, rows, live_ids.size)  # type: ignore[arg-type]
     if len(segments) == 1 and rows[0].size == live_ids.size:
-        return segments[0].searched()  # one segment, every row live: the lists as they are
+        return segments[0].searched(), chunks  # one segment, every row live: the lists as they are
     lists = [s.searched() for s in segments]
-    return {f: SegmentedPostings([x[f] for x in lists], rows, live_ids.size) for f in FIELDS}
+    posts = {f: SegmentedPostings([x[f] for x in lists], rows, live_ids.size) for f in FIELDS}
+    return dict(posts), chunks
 
 
 def write_postings(
@@ -267,20 +310,23 @@ def write_postings(
     live = chunk_ids(conn)
     if segments is not None:
         old_live = live[live < first_new_id]
-        if place_rows([s.ids for s in segments], old_live) is None:
+        if any(s.rows is None for s in segments):  # older than the rows: written again
+            segments = None
+        elif place_rows([s.ids for s in segments], old_live) is None:
             segments = None
     if segments is None:
-        segments = [_write_segment(folder, generation, live, build_postings(conn, "", ()))]
+        segments = [_write_segment(folder, generation, live, *_built(conn, "", ()))]
     else:
         new = live[live >= first_new_id]
         if new.size:
-            added = build_postings(conn, "WHERE id >= ?", (first_new_id,))
-            segments.append(_write_segment(folder, generation, new, added))
+            added = _built(conn, "WHERE id >= ?", (first_new_id,))
+            segments.append(_write_segment(folder, generation, new, *added))
         segments = _merged(folder, generation, segments, live)
     last_id = max([int(live[-1]) if live.size else 0] + [named[1] if named else 0])
     state = {"segments": [s.name for s in segments], "last_id": last_id}
     conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?)", (generation, json.dumps(state))
+        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?), ('live', ?, ?)",
+        (generation, json.dumps(state), generation, live.astype(np.int64).tobytes()),
     )
 
 
@@ -301,10 +347,13 @@ def _merged(
         return segments
     if len(segments) - start == 1 and (rows[start] >= 0).all():
         return segments
-    tail = segments[start:]
-    posts = {f: compacted([s.posts[f] for s in tail], rows[start:]) for f in FIELDS}
-    ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, rows[start:], strict=True)])
-    return [*segments[:start], _write_segment(folder, generation, ids, posts)]
+    tail, where = segments[start:], rows[start:]
+    posts = {f: compacted([s.posts[f] for s in tail], where) for f in FIELDS}
+    ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, where, strict=True)])
+    kept = SegmentRows.concat(
+        [s.rows.take(np.flatnonzero(r >= 0)) for s, r in zip(tail, where, strict=True)]  # type: ignore[union-attr]
+    )
+    return [*segments[:start], _write_segment(folder, generation, ids, posts, kept)]
 
 
 def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
@@ -314,6 +363,8 @@ def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
     live = chunk_ids(conn)
     if named is None or segments is None or place_rows([s.ids for s in segments], live) is None:
         return  # the next sync rebuilds them
+    if any(s.rows is None for s in segments):  # older than the rows: one segment, written anew
+        segments = [_write_segment(folder, generation_of(conn), live, *_built(conn, "", ()))]
     merged = _merged(folder, generation_of(conn), segments, live, full=True)
     state = {"segments": [s.name for s in merged], "last_id": named[1]}
     conn.execute("UPDATE derived SET data=? WHERE name='postings'", (json.dumps(state),))

@@ -1,11 +1,12 @@
 """Loading a generation as a :class:`..core.snapshot.Snapshot`: texts, postings and matrices.
 
-The postings are the segment files ``derived`` names (:mod:`.postings`), and
-once every chunk has a vector the vectors are the model's segment files
-(:mod:`.folding`, :mod:`.matrices`): opened, not read, so a fresh process
-searches without re-tokenizing or re-assembling anything and holds no private
-copy of them (chunk rows mapped read-only; posting columns of a large segment
-and line rows read with ``pread`` as a query needs them). A loaded snapshot is
+The chunk rows and postings are the segment files ``derived`` names
+(:mod:`.postings`, :mod:`.chunkrows`), and once every chunk has a vector the
+vectors are the model's segment files (:mod:`.folding`, :mod:`.matrices`):
+opened, not read, so a fresh process searches without re-tokenizing or
+re-assembling anything and holds no private copy of them (texts and headers
+decoded when shown; chunk vectors mapped read-only; posting columns of a large
+segment and line rows read with ``pread`` as a query needs them). A loaded snapshot is
 kept until the generation changes.
 """
 
@@ -21,10 +22,11 @@ import numpy as np
 
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
+from .chunkrows import ChunkRows
 from .db import IndexDB, chunk_ids, generation_of
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
 from .matrices import Layout, side_folder
-from .postings import SegmentsMoved, load_postings, named_segments
+from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .vectors import current_layouts
 
 __all__ = ["SnapshotCache"]
@@ -183,35 +185,62 @@ def _load_text(
     folder: Path,
     moved: Callable[[list[str]], bool],
 ) -> Snapshot:
-    # Files apart, not joined per chunk (a quarter of the load at 100k), and each
-    # file's path, kind and date one object shared by its chunks.
+    # Files apart, not joined per chunk, and each file's path, kind and date one
+    # object shared by its chunks.
     files = {
         path: (path, kind, day, date.fromisoformat(day).toordinal() if day else -1)
         for path, kind, day in conn.execute("SELECT path, kind, date FROM files")
     }
-    rows = conn.execute(
-        "SELECT id, path, start_line, end_line, header, headers, text FROM chunks ORDER BY id"
-    ).fetchall()
-    if not all(row[1] in files for row in rows):  # never after a committed sync
-        rows = [row for row in rows if row[1] in files]
-    cols = list(zip(*rows, strict=False)) if rows else [()] * 7
-    of_file = [files[p] for p in cols[1]]
-    ids = np.asarray(cols[0], dtype=np.int64)
-    posts = load_postings(conn, folder, ids, moved)
+    ids = live_ids(conn)
+    posts, rows = load_postings(conn, folder, ids, moved)
+    if rows is None or not all(rows.names[u] in files for u in np.unique(rows.path).tolist()):
+        # Segments older than their rows (or a row of no file, never after a
+        # committed sync): the rows from SQLite.
+        selected, rows = _select_rows(conn, files)
+        if not np.array_equal(selected, ids):
+            ids = selected
+            posts = load_postings(conn, folder, ids, moved)[0]
+    # A segment's table also names files only replaced rows had (none of these rows).
+    table = [files.get(name, (name, "", None, -1)) for name in rows.names]
+    of_row = np.asarray(rows.path, dtype=np.intp)
+
+    def column(i: int) -> list:
+        return np.asarray([f[i] for f in table] or [None], dtype=object)[of_row].tolist()
+
     return Snapshot(
         generation=generation,
         ids=ids,
-        paths=[f[0] for f in of_file],
-        start=np.asarray(cols[2], dtype=np.int32),
-        end=np.asarray(cols[3], dtype=np.int32),
-        header=list(cols[4]),
-        headers=list(cols[5]),
-        texts=list(cols[6]),
-        kinds=[f[1] for f in of_file],
-        dates=[f[2] for f in of_file],
-        day=np.asarray([f[3] for f in of_file], dtype=np.int64),
+        paths=column(0),
+        start=rows.start,
+        end=rows.end,
+        header=rows.header,
+        headers=rows.headers,
+        texts=rows.texts,
+        kinds=column(1),
+        dates=column(2),
+        day=np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row],
         text_post=posts["text"],
         phrase_post=posts["phrase"],
         header_post=posts["header"],
         path_post=posts["path"],
+    )
+
+
+def _select_rows(conn: sqlite3.Connection, files: dict[str, tuple]) -> tuple[np.ndarray, ChunkRows]:
+    """The ids and rows of every chunk of a file in ``files``, from SQLite."""
+    rows = conn.execute(
+        "SELECT id, path, start_line, end_line, header, headers, text FROM chunks ORDER BY id"
+    ).fetchall()
+    rows = [row for row in rows if row[1] in files]
+    cols = list(zip(*rows, strict=False)) if rows else [()] * 7
+    names = list(dict.fromkeys(cols[1]))
+    at = {name: i for i, name in enumerate(names)}
+    return np.asarray(cols[0], dtype=np.int64), ChunkRows(
+        start=np.asarray(cols[2], dtype=np.int32),
+        end=np.asarray(cols[3], dtype=np.int32),
+        path=np.fromiter((at[p] for p in cols[1]), np.int32, count=len(rows)),
+        names=names,
+        header=list(cols[4]),
+        headers=list(cols[5]),
+        texts=list(cols[6]),
     )

@@ -166,8 +166,9 @@ def test_a_foreign_socket_is_not_trusted(workspace: Path) -> None:
 def test_two_engines_started_at_once_end_as_one(workspace: Path) -> None:
     cmd = [*CLI, "daemon", "run", "--workspace", str(workspace)]
     procs = [
-        subprocess.Popen(cmd, env=cli_env(**ON), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen(
+            cmd, env=cli_env(**ON), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
         for _ in range(2)
     ]
     try:

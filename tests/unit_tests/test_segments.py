@@ -22,6 +22,8 @@ from langchain_enhanced_memory.core.segments import (
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.text import tokenize
 from langchain_enhanced_memory.store import postings, sync
+from langchain_enhanced_memory.store.chunkrows import SegmentRows
+from langchain_enhanced_memory.store.db import chunk_ids
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
 from tests.unit_tests.test_scoring import brute_bm25, random_corpus
@@ -30,6 +32,7 @@ PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 NOW = datetime(2026, 3, 1, 9, 0)
 QUERIES = ["kestrel migration", "retro thursday grace", "owl budget", "heron", "plan the review"]
 WORDS = "kestrel owl heron migration budget retro thursday grace review plan rollback".split()
+WORDS += ["café", "迁移计划", "😀"]  # rows are kept as UTF-8 bytes: more than one byte a character
 
 
 def _segmented(seed: int) -> tuple[list[list[str]], SegmentedPostings, list[Postings], list]:
@@ -95,6 +98,35 @@ def _keyed(snap, query: str, settings: MemorySettings) -> dict[tuple[str, int], 
     return {(p, int(s)): float(v) for p, s, v in zip(snap.paths, snap.start, scores, strict=True)}
 
 
+def _rows(snap) -> list[tuple]:
+    """Each row of a snapshot as SQLite holds it, with its file's kind and date."""
+    return list(
+        zip(
+            snap.ids.tolist(),
+            snap.paths,
+            snap.start.tolist(),
+            snap.end.tolist(),
+            list(snap.header),
+            list(snap.headers),
+            [snap.texts[i] for i in range(len(snap))],
+            snap.kinds,
+            snap.dates,
+            snap.day.tolist(),
+            strict=True,
+        )
+    )
+
+
+def _sql_rows(idx: MemoryIndex) -> list[tuple]:
+    with idx.connect() as conn:
+        rows = conn.execute(
+            "SELECT c.id, c.path, c.start_line, c.end_line, c.header, c.headers, c.text,"
+            " f.kind, f.date FROM chunks c JOIN files f USING (path) ORDER BY c.id"
+        ).fetchall()
+    day = [datetime.fromisoformat(r[8]).toordinal() if r[8] else -1 for r in rows]
+    return [(*r, d) for r, d in zip(rows, day, strict=True)]
+
+
 def test_a_segmented_index_ranks_like_a_fresh_build_after_random_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +155,8 @@ def test_a_segmented_index_ranks_like_a_fresh_build_after_random_edits(
         idx.sync()
         snap = idx.snapshot()
         kinds.add(type(snap.text_post).__name__)
+        kinds.add(type(snap.texts).__name__)
+        assert _rows(snap) == _sql_rows(idx)  # each chunk's row, read from its segment
         with idx.connect() as conn:
             named = postings.named_segments(conn)
             rebuilt = postings.build_postings(conn, "", ())
@@ -147,7 +181,7 @@ def test_a_segmented_index_ranks_like_a_fresh_build_after_random_edits(
             mine = _keyed(snap, query, settings)
             assert mine.keys() == other.keys()
             assert all(abs(mine[k] - other[k]) <= 1e-6 for k in mine), query
-    assert "SegmentedPostings" in kinds, "some generation read several segments"
+    assert {"SegmentedPostings", "PlacedStrings"} <= kinds, "some generation read several segments"
     assert max(counts) > 1 and min(counts[1:]) < max(counts), counts  # and merged them
     on_disk = {p.name for p in side_folder(idx.path).glob("*.seg")}
     assert on_disk == set(named[0])  # every segment no generation names was collected
@@ -252,7 +286,8 @@ def test_a_fenced_lookup_finds_what_a_plain_one_does(tmp_path: Path) -> None:
     assert plain.keys.size > 4 * FENCE  # several pages of keys
     folder = tmp_path / "side"
     ids = np.arange(1, len(docs) + 1, dtype=np.int64)
-    seg = postings._write_segment(folder, 1, ids, {f: plain for f in postings.FIELDS})
+    rows = SegmentRows.build([("MEMORY.md", i, i, "", "", " ".join(d)) for i, d in enumerate(docs)])
+    seg = postings._write_segment(folder, 1, ids, {f: plain for f in postings.FIELDS}, rows)
     fenced = seg.posts["text"]
     assert fenced.fence is not None and fenced.fence.size == -(-plain.keys.size // FENCE)
     searched = postings.open_segments(folder, [seg.name], searcher=True)
@@ -322,3 +357,44 @@ def test_read_once_reads_each_column_once_and_scores_like_the_postings() -> None
     assert np.array_equal(match_fraction(once, ["a", "z"]), match_fraction(post, ["a", "z"]))
     assert sorted(reads) == ["a", "b", "z"]
     assert once.n_docs == 3 and np.array_equal(once.doc_len, post.doc_len)
+
+
+@pytest.mark.parametrize("how", ["a change", "index --compact"])
+def test_segments_older_than_their_rows_still_search_and_are_written_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.setattr(SegmentRows, "arrays", lambda self: {})  # as versions before the rows
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    monkeypatch.undo()
+    folder = side_folder(idx.path)
+    with idx.connect() as conn:
+        named = postings.named_segments(conn)
+    assert named is not None
+    old = postings.open_segments(folder, named[0])
+    assert old is not None and all(s.rows is None for s in old)
+    snap = MemoryIndex(workspace).snapshot()  # its rows from SQLite
+    assert isinstance(snap.texts, list) and _rows(snap) == _sql_rows(idx)
+    if how == "a change":
+        (workspace / "memory" / "2026-03-01.md").write_text("# New\n\nA kestrel today.\n")
+        idx.sync()  # writes one segment again, with the rows
+    else:
+        idx.compact()
+    with idx.connect() as conn:
+        named = postings.named_segments(conn)
+    assert named is not None and len(named[0]) == 1
+    new = postings.open_segments(folder, named[0])
+    assert new is not None and new[0].rows is not None
+    snap = MemoryIndex(workspace).snapshot()
+    assert not isinstance(snap.texts, list) and _rows(snap) == _sql_rows(idx)
+
+
+def test_the_live_ids_the_sync_kept_are_read_only_for_their_generation(workspace: Path) -> None:
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    with idx.connect() as conn:
+        assert np.array_equal(postings.live_ids(conn), chunk_ids(conn))
+        conn.execute("UPDATE derived SET data=? WHERE name='live'", (np.arange(3).tobytes(),))
+        assert postings.live_ids(conn).size == 3  # what the row says, for its generation
+        conn.execute("UPDATE derived SET generation=generation - 1 WHERE name='live'")
+        assert np.array_equal(postings.live_ids(conn), chunk_ids(conn))  # stale: not trusted
