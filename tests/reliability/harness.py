@@ -161,6 +161,7 @@ def check_postings(ws: Path) -> list[str]:
     """
     from langchain_enhanced_memory.core.segments import compacted, place_rows
     from langchain_enhanced_memory.store import postings
+    from langchain_enhanced_memory.store.chunkrows import place
     from langchain_enhanced_memory.store.db import chunk_ids
 
     folder = index_path(ws).with_suffix(".vectors")
@@ -171,11 +172,32 @@ def check_postings(ws: Path) -> list[str]:
         segments = postings.open_segments(folder, named[0])
         if segments is None:
             return [f"a named postings segment is missing or not whole: {named[0]}"]
-        rows = place_rows([s.ids for s in segments], chunk_ids(conn))
+        live = chunk_ids(conn)
+        rows = place_rows([s.ids for s in segments], live)
         if rows is None:
             return ["the postings segments do not hold every chunk once"]
+        if not np.array_equal(postings.live_ids(conn), live):
+            return ["the chunk ids kept with the segments are not the chunks'"]
         want = postings.build_postings(conn, "", ())
+        sql_rows = conn.execute(
+            "SELECT path, start_line, end_line, header, headers, text FROM chunks ORDER BY id"
+        ).fetchall()
     problems = []
+    if any(s.rows is None for s in segments):
+        problems.append("a named postings segment has no chunk rows")
+    else:
+        got_rows = place([s.rows for s in segments], rows, live.size)  # type: ignore[misc]
+        seen = zip(
+            [got_rows.names[i] for i in got_rows.path.tolist()],
+            got_rows.start.tolist(),
+            got_rows.end.tolist(),
+            list(got_rows.header),
+            list(got_rows.headers),
+            list(got_rows.texts),
+            strict=True,
+        )
+        if list(seen) != sql_rows:
+            problems.append("the chunk rows of the segments differ from the chunks'")
     for name in postings.FIELDS:
         got = compacted([s.posts[name] for s in segments], rows)
         for part in ("keys", "indptr", "docs", "tf", "doc_len"):
