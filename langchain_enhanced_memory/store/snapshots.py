@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
-from .chunkrows import ChunkRows
+from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
 from .matrices import Layout, side_folder
@@ -193,7 +193,8 @@ def _load_text(
     }
     ids = live_ids(conn)
     posts, rows = load_postings(conn, folder, ids, moved)
-    if rows is None or not all(rows.names[u] in files for u in np.unique(rows.path).tolist()):
+    used = [] if rows is None else used_paths(rows.path, len(rows.names)).tolist()
+    if rows is None or not all(rows.names[u] in files for u in used):
         # Segments older than their rows (or a row of no file, never after a
         # committed sync): the rows from SQLite.
         selected, rows = _select_rows(conn, files)
