@@ -34,7 +34,7 @@ from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import path_text, phrases, tokenize
 from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
-from .matrices import READ_ABOVE, Fd, FileRows, fsync_dir, sweep
+from .matrices import Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
     "FIELDS",
@@ -59,6 +59,10 @@ _SUFFIX = ".seg"
 # everything once deltas plus replaced rows pass this share of the base.
 MAX_SEGMENTS = 8
 MERGE_SHARE = 0.125
+# Posting lists up to this size are mapped: a query reads a few columns faster
+# from a map than with four preads a term (10k chunks, about 9 MB: 0.2-0.3 ms a
+# keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
+READ_ABOVE = 16 << 20
 
 
 class SegmentsMoved(Exception):
@@ -98,7 +102,9 @@ class _Segment:
             }
             posts = {f: _postings(arrays, f) for f in FIELDS}
             reads = None
-            large = len(buf) >= READ_ABOVE  # a small delta stays a map
+            # Small lists stay a map (the rows are mapped whatever the size).
+            listed = sum(a.nbytes for k, a in arrays.items() if k.split(".")[0] in FIELDS)
+            large = listed >= READ_ABOVE
             if searcher and large and all(p.fence is not None for p in posts.values()):
                 fd = Fd.open(folder / name)
                 reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
