@@ -151,15 +151,27 @@ class BM25Lexical:
         """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
         s = self.settings
         text = ReadOnce(snap.text_post)
-        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b)
+        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b, self._norms(snap, "text"))
         if s.phrase_weight and pairs:
-            keyword += s.phrase_weight * scoring.bm25(snap.phrase_post, pairs, s.bm25_k1, s.bm25_b)
+            phrase = scoring.bm25(
+                snap.phrase_post, pairs, s.bm25_k1, s.bm25_b, self._norms(snap, "phrase")
+            )
+            keyword += s.phrase_weight * phrase
         return {
             "keyword": scoring.max_normalize(keyword, mask),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
             "_coverage": scoring.match_fraction(text, terms),
         }
+
+    def _norms(self, snap: Snapshot, field: str) -> np.ndarray:
+        """The field's BM25 length terms, kept with the generation for these constants."""
+        s = self.settings
+        key = f"bm25_norms:{field}:{s.bm25_k1}:{s.bm25_b}"
+        if key not in snap.memo:
+            post = snap.text_post if field == "text" else snap.phrase_post
+            snap.memo[key] = scoring.bm25_norms(post.doc_len, s.bm25_k1, s.bm25_b)
+        return snap.memo[key]
 
     def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
         """Terms PRF may take from chunk ``i``."""

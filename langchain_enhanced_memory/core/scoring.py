@@ -175,19 +175,46 @@ class Postings:
         return self.docs[lo:hi], self.tf[lo:hi]
 
 
-def bm25(post: PostingLists, terms: Sequence[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
-    """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``."""
+def bm25_norms(doc_len: np.ndarray, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+    """Each document's BM25 length term, ``k1 * (1 - b + b * len / avgdl)``.
+
+    The same for every query of a generation: computed once, a query's terms
+    only gather it (at 1M chunks a common term's column is most documents).
+    """
+    avgdl = max(float(doc_len.mean()), 1e-9) if doc_len.size else 1e-9
+    return k1 * (1.0 - b + b * doc_len / avgdl)
+
+
+def bm25(
+    post: PostingLists,
+    terms: Sequence[str],
+    k1: float = 1.2,
+    b: float = 0.75,
+    norms: np.ndarray | None = None,
+) -> np.ndarray:
+    """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``.
+
+    ``norms`` is :func:`bm25_norms` of ``post.doc_len`` (computed here when None).
+    """
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if post.n_docs == 0:
         return scores
-    avgdl = max(float(post.doc_len.mean()), 1e-9)
+    if norms is None:
+        norms = bm25_norms(post.doc_len, k1, b)
+    first = True
     for term in terms:
         docs, tf = post.column(term)
         if docs.size == 0:
             continue
         idf = math.log1p((post.n_docs - docs.size + 0.5) / (docs.size + 0.5))
-        norm = k1 * (1.0 - b + b * post.doc_len[docs] / avgdl)
-        scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm)
+        part = tf * idf  # in place from here: each step rounds as the plain formula does
+        part *= k1 + 1.0
+        part /= tf + norms[docs]
+        if first:  # a column's documents are distinct: the first term is written, not added
+            scores[docs] = part
+            first = False
+        else:
+            scores[docs] += part
     return scores
 
 

@@ -12,6 +12,7 @@ import pytest
 from langchain_enhanced_memory.core.scoring import (
     Postings,
     bm25,
+    bm25_norms,
     date_multiplier,
     feedback_terms,
     group_max,
@@ -94,6 +95,34 @@ def test_bm25_matches_brute_force(seed: int, k1: float, b: float) -> None:
     got = bm25(Postings.build(docs), terms, k1, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, brute_bm25(docs, terms, k1, b), rtol=1e-5, atol=1e-6)
+
+
+def _bm25_plain(post: Postings, terms: list[str], k1: float, b: float) -> np.ndarray:
+    """The formula written out, one term at a time, as the scoring first did it."""
+    scores = np.zeros(post.n_docs, dtype=np.float32)
+    avgdl = max(float(post.doc_len.mean()), 1e-9)
+    for term in terms:
+        docs, tf = post.column(term)
+        if docs.size:
+            idf = math.log1p((post.n_docs - docs.size + 0.5) / (docs.size + 0.5))
+            norm = k1 * (1.0 - b + b * post.doc_len[docs] / avgdl)
+            scores[docs] += idf * tf * (k1 + 1.0) / (tf + norm)
+    return scores
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bm25_in_place_is_bit_identical_to_the_plain_formula(seed: int) -> None:
+    docs = random_corpus(seed)
+    if not any(docs):
+        docs[0] = ["t1"]
+    post = Postings.build(docs)
+    rng = random.Random(seed + 200)
+    terms = [f"t{rng.randint(0, 30)}" for _ in range(5)] + ["unknown"]  # repeats too
+    for k1, b in [(1.2, 0.75), (2.0, 0.3)]:
+        want = _bm25_plain(post, terms, k1, b)
+        assert np.array_equal(bm25(post, terms, k1, b), want)
+        norms = bm25_norms(post.doc_len, k1, b)  # kept per generation by the recipe
+        assert np.array_equal(bm25(post, terms, k1, b, norms), want)
 
 
 def test_bm25_prefers_rarer_terms_and_shorter_documents() -> None:
