@@ -84,7 +84,9 @@ def rank(
                 )
             else:
                 f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
-            out = f * mult + prior
+            f *= mult  # in place, the same rounding as f * mult + prior
+            f += prior
+            out = f
             # A filter's rows only: the others score 0 and top-k never sees them.
             return out if mask is None else np.where(mask, out, 0.0)
 

@@ -223,9 +223,16 @@ def match_fraction(post: PostingLists, terms: Sequence[str]) -> np.ndarray:
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if not terms:
         return scores
+    first = True
     for term in terms:
-        scores[post.column(term)[0]] += 1.0
-    return scores / len(terms)
+        docs = post.column(term)[0]
+        if first:  # distinct documents: written, not added (a common term is most rows)
+            scores[docs] = 1.0
+            first = docs.size == 0
+        else:
+            scores[docs] += 1.0
+    scores /= len(terms)
+    return scores
 
 
 def substring_fraction(texts: Sequence[str], words: Sequence[str]) -> np.ndarray:
@@ -262,7 +269,9 @@ def minmax_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.n
     lo, hi = float(kept.min()), float(kept.max())
     if hi - lo < 1e-12:
         return np.zeros_like(scores)
-    return (scores - lo) / (hi - lo)
+    out = scores - lo
+    out /= hi - lo
+    return out
 
 
 def fuse(
@@ -272,13 +281,16 @@ def fuse(
     header: np.ndarray,
     filepath: np.ndarray,
 ) -> np.ndarray:
-    """Weighted sum of the four signals."""
-    return (
-        weights.vector * vector
-        + weights.keyword * keyword
-        + weights.header * header
-        + weights.filepath * filepath
-    ).astype(np.float32, copy=False)
+    """Weighted sum of the four signals (float32; summed in this order, in place)."""
+    out = np.multiply(vector, weights.vector, dtype=np.float32)
+    part = np.empty_like(out)  # one buffer for each term: at 1M rows a new array is 4 MB
+    for signal, weight in (
+        (keyword, weights.keyword),
+        (header, weights.header),
+        (filepath, weights.filepath),
+    ):
+        out += np.multiply(signal, weight, out=part, dtype=np.float32)
+    return out
 
 
 def rrf(signals: Sequence[tuple[np.ndarray, np.ndarray]], k: float = 60.0) -> np.ndarray:
