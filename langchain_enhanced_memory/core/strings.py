@@ -99,6 +99,15 @@ class Strings(Sequence[str]):
         lo, hi = self.offsets[i : i + 2].tolist()
         return self.data[lo:hi].tobytes().decode("utf-8", _ERRORS)
 
+    def tolist(self) -> list[str]:
+        """Every string, decoded at once (one slice per string when all are ASCII)."""
+        lo, hi = self.offsets[[0, -1]].tolist() if len(self) else (0, 0)
+        raw = self.data[lo:hi].tobytes()
+        if not raw.isascii():
+            return list(self)
+        text, bounds = raw.decode("ascii"), (self.offsets - lo).tolist()
+        return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
     def __iter__(self) -> Iterator[str]:
         data, bounds = self.data, self.offsets.tolist()
         for lo, hi in zip(bounds, bounds[1:], strict=False):

@@ -110,7 +110,7 @@ class SegmentRows:
         table: dict[str, int] = {}
         paths = []
         for p in parts:
-            names = list(p.paths)
+            names = p.paths.tolist()
             used = used_paths(p.path, len(names))
             remap = np.zeros(len(names), dtype=np.int32)
             remap[used] = [table.setdefault(names[u], len(table)) for u in used.tolist()]
@@ -149,7 +149,7 @@ def place(segments: list[SegmentRows], rows: list[np.ndarray], n: int) -> ChunkR
     """
     if len(segments) == 1 and rows[0].size == n and (n == 0 or rows[0][-1] == n - 1):
         s = segments[0]  # one segment, every row live and in order: its columns as they are
-        return ChunkRows(s.start, s.end, s.path, list(s.paths), s.header, s.headers, s.text)
+        return ChunkRows(s.start, s.end, s.path, s.paths.tolist(), s.header, s.headers, s.text)
     start = np.zeros(n, dtype=np.int32)
     end = np.zeros(n, dtype=np.int32)
     path = np.zeros(n, dtype=np.int32)
@@ -162,7 +162,7 @@ def place(segments: list[SegmentRows], rows: list[np.ndarray], n: int) -> ChunkR
         start[at], end[at] = s.start[live], s.end[live]
         path[at] = s.path[live] + len(names)
         part[at], local[at] = i, np.flatnonzero(live)
-        names += list(s.paths)
+        names += s.paths.tolist()
 
     def placed(name: str) -> PlacedStrings:
         return PlacedStrings([getattr(s, name) for s in segments], part, local)

@@ -187,10 +187,9 @@ def _load_text(
 ) -> Snapshot:
     # Files apart, not joined per chunk, and each file's path, kind and date one
     # object shared by its chunks.
-    files = {
-        path: (path, kind, day, date.fromisoformat(day).toordinal() if day else -1)
-        for path, kind, day in conn.execute("SELECT path, kind, date FROM files")
-    }
+    listed = conn.execute("SELECT path, kind, date FROM files").fetchall()
+    ordinal = {day: date.fromisoformat(day).toordinal() for day in {f[2] for f in listed} if day}
+    files = {path: (path, kind, day, ordinal.get(day, -1)) for path, kind, day in listed}
     ids = live_ids(conn)
     posts, rows = load_postings(conn, folder, ids, moved)
     used = [] if rows is None else used_paths(rows.path, len(rows.names)).tolist()

@@ -23,6 +23,10 @@ def test_strings_read_like_the_list(seed: int) -> None:
     got = Strings.encode(want)
     assert len(got) == len(want)
     assert list(got) == want
+    assert got.tolist() == want
+    assert Strings.encode([w.encode("ascii", "ignore").decode() for w in want]).tolist() == [
+        w.encode("ascii", "ignore").decode() for w in want
+    ]  # the all-ASCII way
     assert [got[i] for i in range(len(want))] == want
     assert [got[-i] for i in range(1, len(want) + 1)] == [want[-i] for i in range(1, len(want) + 1)]
     assert got[1:7:2] == want[1:7:2]
