@@ -128,6 +128,10 @@ class Globs:
         self.exclude = [p for p in (_split_pattern(g) for g in exclude) if p]
         self.include_rx = [_glob_regex(p) for p in self.include]
         self.exclude_rx = [_glob_regex(p) for p in self.exclude]
+        # Each side as one alternation: one regex call a file, not one a glob
+        # (the change check runs it on every file of the workspace).
+        self._include = _either(self.include_rx)
+        self._exclude = _either(self.exclude_rx)
 
     def may_contain(self, dir_rel: str, dir_parts: tuple[str, ...]) -> bool:
         """Whether files under this directory could be selected at all."""
@@ -139,6 +143,13 @@ class Globs:
     def selects(self, rel: str) -> bool:
         """Whether a file is included and not excluded."""
         key = rel + "/"
-        return any(rx.fullmatch(key) for rx in self.include_rx) and not any(
-            rx.fullmatch(key) for rx in self.exclude_rx
-        )
+        if self._include is None or self._include.fullmatch(key) is None:
+            return False
+        return self._exclude is None or self._exclude.fullmatch(key) is None
+
+
+def _either(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One regex matching what any of ``patterns`` matches (None for none)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{rx.pattern})" for rx in patterns))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from langchain_enhanced_memory.core.globs import glob_match
+from langchain_enhanced_memory.core.globs import Globs, glob_match
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.store import workspace as ws
 from langchain_enhanced_memory.store.workspace import (
@@ -420,3 +420,17 @@ def test_read_lines_line_numbers_match_editor(tmp_path: Path) -> None:
     p = tmp_path / "a.md"
     p.write_bytes(("\r\n".join(lines) + "\r\n").encode("utf-8"))
     assert read_lines(p) == lines
+
+
+def test_globs_select_what_one_glob_at_a_time_selects() -> None:
+    paths = ["MEMORY.md", "memory/a.md", "memory/x/y.md", "notes/a.md", "memory/archive/old.md"]
+    paths += ["memory/a+b.md", "USER.md", "memory/[.md", "a.md"]
+    sets = [(), ("memory/**/*.md",), ("memory/**/*.md", "MEMORY.md", "*.md"), ("**",)]
+    for include in sets:
+        for exclude in [(), ("**/archive/**",), ("memory/a?.md", "**/y.md")]:
+            globs = Globs(include, exclude)
+            for p in paths:
+                want = any(glob_match(p, g) for g in include) and not any(
+                    glob_match(p, g) for g in exclude
+                )
+                assert globs.selects(p) is want, (p, include, exclude)
