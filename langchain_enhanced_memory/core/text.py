@@ -195,12 +195,15 @@ def tokenize(
     return out
 
 
+PHRASE_SEP = "_"  # never inside a term, so a pair cannot collide with a term
+
+
 def phrases(terms: list[str]) -> list[str]:
     """Adjacent term pairs ("meteor_shower"): a phrase match outranks scattered words.
 
-    ``_`` never occurs inside a term, so a pair cannot collide with a term.
+    The index builds the same pairs from term ids (:meth:`.scoring.Postings.build_with_pairs`).
     """
-    return [a + "_" + b for a, b in zip(terms, terms[1:], strict=False)]
+    return [a + PHRASE_SEP + b for a, b in zip(terms, terms[1:], strict=False)]
 
 
 def query_terms(text: str) -> list[str]:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core.scoring import FENCE, PostingLists, Postings, term_key
 from ..core.segments import SegmentedPostings, compacted, place_rows
-from ..core.text import path_text, phrases, tokenize
+from ..core.text import PHRASE_SEP, path_text, tokenize
 from .db import chunk_ids, generation_of
 from .matrices import READ_ABOVE, Fd, FileRows, fsync_dir, sweep
 
@@ -212,9 +212,11 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in {r[1] for r in rows}}
     path_terms = {p: tokenize(path_text(p)) for p in {r[2] for r in rows}}
+    # The phrase pairs come from the text's term ids: each terms string split once.
+    text, phrase = Postings.build_with_pairs([r[0].split() for r in rows], PHRASE_SEP)
     return {
-        "text": Postings.build(r[0].split() for r in rows),
-        "phrase": Postings.build(phrases(r[0].split()) for r in rows),
+        "text": text,
+        "phrase": phrase,
         "header": Postings.build(header_terms[r[1]] for r in rows),
         "path": Postings.build(path_terms[r[2]] for r in rows),
     }
