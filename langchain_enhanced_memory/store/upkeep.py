@@ -23,15 +23,12 @@ from ..core.errors import EmbeddingError
 from ..core.vectorset import dequantize, quantize
 from .index import MemoryIndex
 from .migrate import seed_from_vectors_json
-from .vectors import CacheWriter
 
 __all__ = ["EmbedJob", "ProgressFactory", "embed_missing"]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
 Batch = list[tuple[str, str]]
-#: Most texts stored as one group (:func:`_in_flight`).
-GROUP_TEXTS = 1024
 #: Given how many texts will be embedded, a callback for each batch done (or None).
 ProgressFactory = Callable[[int], "Callable[[int], None] | None"]
 
@@ -90,46 +87,26 @@ def _embed_locked(
         ready, rows = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
         if ready:  # chunks whose lines all have a vector already
             writer.store(ready, *quantize(rows))
-        for group in runs:
-            dim = dim or int(group[0][1].shape[1])
+        for batch, vectors in runs:
             # Batches in flight at once were not checked against each other: one size only.
-            fits = _same_size(group, dim)
-            if fits:
-                _store(writer, means, group[:fits])
-                for batch, _ in group[:fits]:
-                    done += len(batch)
-                    if tick:
-                        tick(len(batch))
-            if fits < len(group):  # the batches before it are stored
+            if dim is not None and vectors.shape[1] != dim:
                 raise EmbeddingError(
-                    f"embedder returned {group[fits][1].shape[1]}-d vectors, expected {dim}"
+                    f"embedder returned {vectors.shape[1]}-d vectors, expected {dim}"
                     f" (the size already cached for {model})",
                     kind="invalid_output",
                 )
+            dim = vectors.shape[1]
+            hashes = [h for h, _ in batch]
+            q, scale = quantize(vectors)
+            # As stored (int8): a mean is the same whether its lines were embedded now or before.
+            chunks, rows = means.feed(hashes, dequantize(q, scale))
+            writer.store(hashes, q, scale)
+            if chunks:  # in the same commit as the last of their lines
+                writer.store(chunks, *quantize(rows))
+            done += len(batch)
+            if tick:
+                tick(len(batch))
     return done
-
-
-def _same_size(group: list[tuple[Batch, np.ndarray]], dim: int) -> int:
-    """How many of the group's first batches have vectors of size ``dim``."""
-    for n, (_, vectors) in enumerate(group):
-        if vectors.shape[1] != dim:
-            return n
-    return len(group)
-
-
-def _store(writer: CacheWriter, means: _Means, group: list[tuple[Batch, np.ndarray]]) -> None:
-    """Quantize a group of batches at once, and store it with the chunk means it completes.
-
-    One numpy pass over the group instead of one per 20-text batch: quantizing
-    is row by row, so the rows are those of each batch taken alone.
-    """
-    hashes = [h for batch, _ in group for h, _ in batch]
-    q, scale = quantize(np.concatenate([v for _, v in group]) if len(group) > 1 else group[0][1])
-    # As stored (int8): a mean is the same whether its lines were embedded now or before.
-    chunks, rows = means.feed(hashes, dequantize(q, scale))
-    writer.store(hashes, q, scale)
-    if chunks:  # in the same commit as the last of their lines
-        writer.store(chunks, *quantize(rows))
 
 
 class _Means:
@@ -191,36 +168,23 @@ class _Means:
 
 def _in_flight(
     embed: Callable[[list[str]], np.ndarray], batches: list[Batch], concurrency: int
-) -> Iterator[list[tuple[Batch, np.ndarray]]]:
-    """Yield ``(batch, vectors)`` in order, in groups, with up to ``concurrency`` batches in flight.
+) -> Iterator[tuple[Batch, np.ndarray]]:
+    """Yield ``(batch, vectors)`` in order, with up to ``concurrency`` batches in flight.
 
-    A group is the next batch and those after it that are already back (up to
-    :data:`GROUP_TEXTS` texts): when the embedder is faster than storing, the
-    store's per-batch cost is paid once per group; a slow one yields one batch
-    at a time. On a failure the batches not yet started are cancelled and the
-    error is raised once every earlier batch has been yielded (and so stored).
+    On a failure the batches not yet started are cancelled and the error is
+    raised once every earlier batch has been yielded (and so stored).
     """
     if concurrency <= 1 or len(batches) <= 1:
         for batch in batches:
-            yield [(batch, embed([t for _, t in batch]))]
+            yield batch, embed([t for _, t in batch])
         return
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="embed")
     try:
         futures = [pool.submit(embed, [t for _, t in batch]) for batch in batches]
-        at = 0
-        while at < len(batches):
-            group = [(batches[at], futures[at].result())]
-            texts = len(batches[at])
-            at += 1
-            while at < len(batches) and texts < GROUP_TEXTS and futures[at].done():
-                if futures[at].exception() is not None:
-                    break  # raised by the next group's first result, after this one
-                group.append((batches[at], futures[at].result()))
-                texts += len(batches[at])
-                at += 1
-            yield group
+        for batch, future in zip(batches, futures, strict=True):
+            yield batch, future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
