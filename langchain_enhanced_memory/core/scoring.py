@@ -7,7 +7,6 @@ lists of its own terms, so scoring cost grows with matches, not corpus size.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -16,29 +15,10 @@ from typing import Protocol
 
 import numpy as np
 
+from .invert import pair_arrays, term_arrays, term_ids, term_key
 from .settings import FusionWeights
 
 FENCE = 512  # keys per page (4 KB) of a mapped key array
-
-
-class _Vocab(dict):
-    """Term -> id, assigning the next id to an unseen term on lookup."""
-
-    def __missing__(self, term: str) -> int:
-        self[term] = n = len(self)
-        return n
-
-
-def term_key(term: str) -> int:
-    """Stable 64-bit key of a term (BLAKE2b).
-
-    The vocabulary is a sorted ``uint64`` array of these keys instead of a
-    dict of strings: a fresh process loads it without building millions of
-    Python objects (phrase pairs make the vocabulary large), and a collision
-    needs about 2**32 distinct terms.
-    """
-    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
 
 
 class PostingLists(Protocol):
@@ -86,32 +66,20 @@ class Postings:
 
         Columns are ordered by term key; within a term, documents are ascending.
         """
-        vocab = _Vocab()
-        ids: list[int] = []
-        lengths: list[int] = []
-        for terms in documents:
-            lengths.append(len(terms))
-            ids.extend(map(vocab.__getitem__, terms))
-        n_docs = len(lengths)
-        doc = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        keys = np.fromiter(map(term_key, vocab), dtype=np.uint64, count=len(vocab))
-        order = np.argsort(keys, kind="stable")
-        rank = np.empty(len(vocab), dtype=np.int64)
-        rank[order] = np.arange(len(vocab))
-        # One sort of (term, doc) keys gives the CSC layout and the term frequencies.
-        pairs, tf = np.unique(
-            rank[np.asarray(ids, dtype=np.int64)] * max(n_docs, 1) + doc, return_counts=True
-        )
-        terms_of = pairs // max(n_docs, 1)
-        indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(terms_of, minlength=len(vocab)), out=indptr[1:])
-        return cls(
-            keys=keys[order],
-            indptr=indptr,
-            docs=(pairs % max(n_docs, 1)).astype(np.int32),
-            tf=tf.astype(np.float32),
-            doc_len=np.asarray(lengths, dtype=np.float32),
-        )
+        return cls(**term_arrays(term_ids(documents)))
+
+    @classmethod
+    def build_with_pairs(
+        cls, documents: Iterable[Sequence[str]], sep: str
+    ) -> tuple[Postings, Postings]:
+        """:meth:`build` of the documents, and of their adjacent term pairs joined by ``sep``.
+
+        The pairs' postings are those of :meth:`build` over ``[a + sep + b for
+        each adjacent a, b]`` (:func:`.text.phrases`), without making a string
+        per occurrence.
+        """
+        ids = term_ids(documents)
+        return cls(**term_arrays(ids)), cls(**pair_arrays(ids, sep))
 
     def merged(self, keep: np.ndarray, added: Postings) -> Postings:
         """These postings less the documents ``keep`` is False for, then ``added``'s after them.

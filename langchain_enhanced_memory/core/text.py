@@ -159,6 +159,28 @@ def _cjk_grams(run: str) -> list[str]:
     return out
 
 
+class _WordTerms(dict):
+    """Lowercase ASCII word -> its term, or "" when the word is dropped (filled on lookup)."""
+
+    LIMIT = 200_000  # words remembered (a bound for long-running servers)
+
+    def __init__(self, stopwords: frozenset[str], stemmed: bool) -> None:
+        super().__init__()
+        self.stopwords, self.stemmed = stopwords, stemmed
+
+    def __missing__(self, word: str) -> str:
+        dropped = word in self.stopwords or (len(word) < 2 and not word.isdigit())
+        term = "" if dropped else stem(word) if self.stemmed else word
+        if len(self) < self.LIMIT:
+            self[word] = term
+        return term
+
+
+@lru_cache(maxsize=8)
+def _ascii_terms(stopwords: frozenset[str], stemmed: bool) -> _WordTerms:
+    return _WordTerms(stopwords, stemmed)
+
+
 def tokenize(
     text: str, *, stopwords: frozenset[str] = STOPWORDS_EN, stemmed: bool = True
 ) -> list[str]:
@@ -174,12 +196,10 @@ def tokenize(
     """
     if text.isascii():
         # The same terms, twice as fast: on ASCII, NFKC and casefold are lower() and
-        # only the word group can match.
-        return [
-            stem(w) if stemmed else w
-            for w in _ASCII_WORD_RE.findall(text.lower())
-            if w not in stopwords and (len(w) > 1 or w.isdigit())
-        ]
+        # only the word group can match. Each word's term (or "": dropped) is looked
+        # up, not worked out again at each occurrence.
+        terms = _ascii_terms(stopwords, stemmed)
+        return list(filter(None, map(terms.__getitem__, _ASCII_WORD_RE.findall(text.lower()))))
     out: list[str] = []
     for m in _TOKEN_RE.finditer(normalize(text)):
         word = m.group("word")
@@ -195,12 +215,15 @@ def tokenize(
     return out
 
 
+PHRASE_SEP = "_"  # never inside a term, so a pair cannot collide with a term
+
+
 def phrases(terms: list[str]) -> list[str]:
     """Adjacent term pairs ("meteor_shower"): a phrase match outranks scattered words.
 
-    ``_`` never occurs inside a term, so a pair cannot collide with a term.
+    The index builds the same pairs from term ids (:meth:`.scoring.Postings.build_with_pairs`).
     """
-    return [a + "_" + b for a, b in zip(terms, terms[1:], strict=False)]
+    return [a + PHRASE_SEP + b for a, b in zip(terms, terms[1:], strict=False)]
 
 
 def query_terms(text: str) -> list[str]:

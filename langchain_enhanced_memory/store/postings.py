@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.scoring import FENCE, PostingLists, Postings, term_key
 from ..core.segments import SegmentedPostings, compacted, place_rows
-from ..core.text import path_text, phrases, tokenize
+from ..core.text import PHRASE_SEP, path_text, tokenize
 from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
 from .matrices import Fd, FileRows, fsync_dir, sweep
@@ -242,9 +242,11 @@ def _postings_of(terms: list[str], headers: list[str], paths: list[str]) -> dict
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in set(headers)}
     path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
+    # The phrase pairs come from the text's term ids: each terms string split once.
+    text, phrase = Postings.build_with_pairs([t.split() for t in terms], PHRASE_SEP)
     return {
-        "text": Postings.build(t.split() for t in terms),
-        "phrase": Postings.build(phrases(t.split()) for t in terms),
+        "text": text,
+        "phrase": phrase,
         "header": Postings.build(header_terms[h] for h in headers),
         "path": Postings.build(path_terms[p] for p in paths),
     }

@@ -428,3 +428,41 @@ def test_first_batch_alone_sets_the_dimension(tmp_path: Path) -> None:
     assert sorted(start for start, _ in spans)[1] >= first_end
     rest = sorted(spans)[1:]
     assert any(b[0] < a[1] for a, b in itertools.pairwise(rest)), "the rest ran in parallel"
+
+
+def _many_notes(tmp_path: Path) -> MemoryIndex:
+    files = {
+        f"memory/2026-04-{d:02d}.md": f"# Day {d}\n\n- Fact {d} about tea.\n- Fact {d} about jam.\n"
+        for d in range(1, 21)
+    }
+    idx = MemoryIndex(
+        write_workspace(tmp_path / "ws", files),
+        MemorySettings(embed_batch_size=1, embed_concurrency=4),
+    )
+    idx.sync()
+    return idx
+
+
+@pytest.mark.parametrize("failure", ["raises", "wrong size"])
+def test_a_failed_batch_keeps_exactly_the_batches_before_it(tmp_path: Path, failure: str) -> None:
+    """A batch that fails ends the run: the batches before it are stored, none after."""
+    from langchain_enhanced_memory.core.errors import EmbeddingError
+
+    idx = _many_notes(tmp_path)
+    order = idx.missing_embeddings("fake/m").texts
+    slow, bad = order[1][1], order[30][1]  # while the second waits, later ones come back
+    emb = WordEmbeddings()
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if texts == [slow]:
+            time.sleep(0.3)
+        if texts == [bad]:
+            if failure == "raises":
+                raise EmbeddingError("embedder down", kind="unreachable")
+            return np.ones((1, 3), dtype=np.float32)
+        return _embed(emb)(texts)
+
+    with pytest.raises(EmbeddingError):
+        embed_missing(idx, "fake/m", embed)
+    left = {h for h, _ in idx.missing_embeddings("fake/m").texts}
+    assert left == {h for h, _ in order[30:]}

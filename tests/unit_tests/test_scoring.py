@@ -9,6 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from langchain_enhanced_memory.core import invert
+from langchain_enhanced_memory.core.invert import term_key, term_keys
 from langchain_enhanced_memory.core.scoring import (
     Postings,
     bm25,
@@ -22,6 +24,7 @@ from langchain_enhanced_memory.core.scoring import (
     rrf,
     top_k,
 )
+from langchain_enhanced_memory.core.text import PHRASE_SEP, phrases
 
 
 def random_corpus(seed: int, n_docs: int = 40, vocab: int = 25) -> list[list[str]]:
@@ -60,6 +63,78 @@ def test_postings_build_matches_counts(seed: int) -> None:
         expected = [(i, d.count(term)) for i, d in enumerate(docs) if term in d]
         assert got_docs.tolist() == [i for i, _ in expected]
         assert got_tf.tolist() == [c for _, c in expected]
+
+
+def reference_postings(docs: list[list[str]]) -> dict[str, np.ndarray]:
+    """The postings arrays written straight from their definition (one dict per term)."""
+    counts: dict[str, Counter[int]] = {}
+    for i, d in enumerate(docs):
+        for t in d:
+            counts.setdefault(t, Counter())[i] += 1
+    terms = sorted(counts, key=term_key)
+    cols = [sorted(counts[t].items()) for t in terms]
+    return {
+        "keys": np.asarray([term_key(t) for t in terms], dtype=np.uint64),
+        "indptr": np.cumsum([0] + [len(c) for c in cols]).astype(np.int64),
+        "docs": np.asarray([i for c in cols for i, _ in c], dtype=np.int32),
+        "tf": np.asarray([n for c in cols for _, n in c], dtype=np.float32),
+        "doc_len": np.asarray([len(d) for d in docs], dtype=np.float32),
+    }
+
+
+def assert_postings_equal(got: Postings, want: dict[str, np.ndarray]) -> None:
+    for part, b in want.items():
+        a = getattr(got, part)
+        assert a.dtype == b.dtype and np.array_equal(a, b), part
+
+
+def tricky_corpus(seed: int) -> list[list[str]]:
+    """Random documents with empty and one-term ones, repeats, CJK, and a lone surrogate."""
+    rng = random.Random(seed)
+    words = ["a", "b", "星河", "河项", "é", "x" * 40, "\ud800", "12"]
+    docs = random_corpus(seed, n_docs=rng.randint(0, 30), vocab=rng.randint(0, 12))
+    for d in docs:
+        d += rng.choices(words, k=rng.choice([0, 0, 1, 3]))
+        rng.shuffle(d)
+    return docs + [[], ["only"], ["t1", "t1", "t1"]][: rng.randint(0, 3)]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_postings_build_equals_the_reference_arrays(seed: int) -> None:
+    docs = tricky_corpus(seed)
+    assert_postings_equal(Postings.build(docs), reference_postings(docs))
+    assert_postings_equal(Postings.build(iter(docs)), reference_postings(docs))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_pair_postings_equal_a_build_of_the_phrase_strings(seed: int) -> None:
+    docs = tricky_corpus(seed)
+    text, pairs = Postings.build_with_pairs(docs, PHRASE_SEP)
+    assert_postings_equal(text, reference_postings(docs))
+    assert_postings_equal(pairs, reference_postings([phrases(d) for d in docs]))
+
+
+def test_pair_postings_of_no_documents_and_of_documents_without_pairs() -> None:
+    for docs in ([], [[]], [["a"], [], ["b"]]):
+        text, pairs = Postings.build_with_pairs(docs, PHRASE_SEP)
+        assert_postings_equal(text, reference_postings(docs))
+        assert_postings_equal(pairs, reference_postings([phrases(d) for d in docs]))
+        assert pairs.n_docs == len(docs) and not pairs.doc_len.any()
+
+
+def test_term_keys_are_the_keys_of_each_term() -> None:
+    terms = ["a", "星河", "\ud800", "", "meteor_shower"]
+    assert term_keys(terms).tolist() == [term_key(t) for t in terms]
+    assert term_keys([]).dtype == np.uint64
+
+
+def test_wide_codes_take_the_lexsort_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Packed (code, doc) pairs overflow int64 past about 3e9 terms: a lexsort then.
+    docs = tricky_corpus(3) + [["p", "q", "p", "q"], ["q", "p"]]
+    monkeypatch.setattr(invert, "_PACKED_MAX", 0)
+    text, pairs = Postings.build_with_pairs(docs, PHRASE_SEP)
+    assert_postings_equal(text, reference_postings(docs))
+    assert_postings_equal(pairs, reference_postings([phrases(d) for d in docs]))
 
 
 @pytest.mark.parametrize("seed", range(40))

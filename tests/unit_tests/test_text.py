@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_enhanced_memory.core.text import (
+    STOPWORDS_QUERY,
     STOPWORDS_ZH,
     ZH_KEEP,
     normalize,
@@ -118,3 +119,19 @@ def test_the_ascii_fast_path_yields_the_general_paths_terms(text: str) -> None:
     # An em dash is no term but makes the text non-ASCII: the general path runs.
     assert tokenize(text) == tokenize(text + " \u2014")
     assert tokenize(text, stemmed=False) == tokenize(text + " \u2014", stemmed=False)
+    query = {"stopwords": STOPWORDS_QUERY}
+    assert tokenize(text, **query) == tokenize(text + " \u2014", **query)
+
+
+def test_the_fast_paths_word_memory_is_bounded_and_still_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_enhanced_memory.core import text as module
+
+    monkeypatch.setattr(module._WordTerms, "LIMIT", 2)
+    module._ascii_terms.cache_clear()
+    words = "Running the jam jars, 7 a b cd tea teas running"
+    want = tokenize(words + " \u2014")
+    assert tokenize(words) == want == tokenize(words)
+    assert len(module._ascii_terms(module.STOPWORDS_EN, True)) == 2
+    module._ascii_terms.cache_clear()
