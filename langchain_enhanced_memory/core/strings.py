@@ -19,17 +19,31 @@ __all__ = ["PlacedStrings", "Strings"]
 _ERRORS = "surrogatepass"  # what the index writes round-trips, whatever it holds
 
 
-def _index(i: int, n: int) -> int:
-    """``i`` as a row in ``range(n)``, negative counted from the end; IndexError outside."""
-    i = int(i)
-    if i < 0:
-        i += n
-    if not 0 <= i < n:
-        raise IndexError("string index out of range")
-    return i
+class _Rows(Sequence[str]):
+    """A sequence of strings read by row: ints, negative ints and slices."""
+
+    __slots__ = ()
+
+    def _at(self, i: int) -> str:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(n))]
+        i = int(i) + (n if i < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError("string index out of range")
+        return self._at(i)
 
 
-class Strings(Sequence[str]):
+class Strings(_Rows):
     """``n`` strings: row ``i`` is ``data[offsets[i]:offsets[i + 1]]``, UTF-8.
 
     Args:
@@ -86,16 +100,7 @@ class Strings(Sequence[str]):
     def __len__(self) -> int:
         return int(self.offsets.shape[0]) - 1
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = _index(i, len(self))
+    def _at(self, i: int) -> str:
         lo, hi = self.offsets[i : i + 2].tolist()
         return self.data[lo:hi].tobytes().decode("utf-8", _ERRORS)
 
@@ -114,7 +119,7 @@ class Strings(Sequence[str]):
             yield data[lo:hi].tobytes().decode("utf-8", _ERRORS)
 
 
-class PlacedStrings(Sequence[str]):
+class PlacedStrings(_Rows):
     """Rows drawn from several :class:`Strings`: row ``i`` is ``parts[part[i]][local[i]]``.
 
     A generation kept in several segments reads each chunk's strings from the
@@ -129,14 +134,5 @@ class PlacedStrings(Sequence[str]):
     def __len__(self) -> int:
         return int(self.part.shape[0])
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = _index(i, len(self))
-        return self.parts[int(self.part[i])][int(self.local[i])]
+    def _at(self, i: int) -> str:
+        return self.parts[int(self.part[i])]._at(int(self.local[i]))
