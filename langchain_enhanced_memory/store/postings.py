@@ -259,9 +259,9 @@ def live_ids(conn: sqlite3.Connection) -> np.ndarray:
     ms); the sync that named the segments stores them with them.
     """
     row = conn.execute("SELECT generation, data FROM derived WHERE name='live'").fetchone()
-    if row is not None and row[0] == generation_of(conn) and isinstance(row[1], bytes):
-        if len(row[1]) % 8 == 0:
-            return np.frombuffer(row[1], dtype=np.int64)
+    kept = row is not None and row[0] == generation_of(conn) and isinstance(row[1], bytes)
+    if kept and len(row[1]) % 8 == 0:
+        return np.frombuffer(row[1], dtype=np.int64)
     return chunk_ids(conn)
 
 
