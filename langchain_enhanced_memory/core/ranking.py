@@ -53,7 +53,8 @@ def rank(
     dq = strategies.dates.parse(query, now)
     text = strategies.dates.keyword_text(query, dq)
     mult = strategies.dates.multiplier(snap, dq, settings)
-    prior = (mult - 1.0) * settings.date_prior
+    # Without a date in the query every multiplier is 1 and the prior 0: nothing to apply.
+    boost = (mult, (mult - 1.0) * settings.date_prior) if dq else None
     lexical = strategies.lexical
     terms, pairs = lexical.terms(text)
 
@@ -67,11 +68,16 @@ def rank(
             and float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
         ):
             weights = settings.adaptive_weights
+        # The lexical part of a linear fusion is the same in both passes: summed once.
+        lexical_part = (
+            None
+            if settings.fusion == "rrf"
+            else scoring.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
+        )
 
-        keep = np.ones(len(snap), bool) if mask is None else mask
-
-        def fused(vector: np.ndarray) -> np.ndarray:
-            if settings.fusion == "rrf":
+        def fused(vector: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+            if lexical_part is None:
+                keep = np.ones(len(snap), bool) if mask is None else mask
                 named = {**sig, "vector": vector}
                 f = scoring.rrf(
                     [
@@ -82,26 +88,27 @@ def rank(
                     ],
                     settings.rrf_k,
                 )
+            elif qv is None:  # keyword-only: no vector share, and one pass (nothing reads it after)
+                f = lexical_part
             else:
-                f = scoring.fuse(weights, vector, sig["keyword"], sig["header"], sig["filepath"])
-            f *= mult  # in place, the same rounding as f * mult + prior
-            f += prior
-            out = f
+                f = scoring.fuse_vector(weights.vector, vector, lexical_part, out)
+            if boost is not None:
+                f *= boost[0]  # in place, the same rounding as f * mult + prior
+                f += boost[1]
             # A filter's rows only: the others score 0 and top-k never sees them.
-            return out if mask is None else np.where(mask, out, 0.0)
+            return f if mask is None else np.where(mask, f, np.float32(0.0))
 
         cos = _cosines(snap, qv, settings.scan_threads)
-        sig["vector"] = _normalize(cos, settings, mask)
+        sig["vector"] = cos if qv is None else _normalize(cos, settings, mask)  # zeros without
         out = fused(sig["vector"])
         lines = _line_cosines(snap, qv, settings, out)
         if lines is not None:
             # Only the best candidates' lines are scored: one fact in a long
             # chunk lifts that chunk, and the cost stays flat as the index grows.
-            share = settings.line_vector_share
-            sig["vector"] = _normalize(
-                share * scoring.group_max(*lines, cos) + (1 - share) * cos, settings, mask
-            )
-            out = fused(sig["vector"])
+            mixed = scoring.blend_group_max(*lines, cos, settings.line_vector_share)
+            sig["vector"] = _normalize(mixed, settings, mask, in_place=True)
+            # The first pass's scores are spent once its candidates are chosen.
+            out = fused(sig["vector"], out if mask is None and lexical_part is not None else None)
         # Absolute evidence for the calibrated score (per-query rescaling hides it).
         sig["coverage"], sig["cosine"] = coverage, cos
         return out, sig
@@ -155,6 +162,8 @@ def _line_cosines(
 
 
 def _normalize(
-    cos: np.ndarray, settings: MemorySettings, mask: np.ndarray | None = None
+    cos: np.ndarray, settings: MemorySettings, mask: np.ndarray | None = None, in_place: bool = False
 ) -> np.ndarray:
-    return scoring.minmax_normalize(cos, mask) if settings.vector_norm == "minmax" else cos
+    if settings.vector_norm != "minmax":
+        return cos
+    return scoring.minmax_normalize(cos, mask, out=cos if in_place else None)

@@ -223,41 +223,55 @@ def max_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndar
     """
     kept = scores if mask is None else scores[mask]
     top = float(kept.max()) if kept.size else 0.0
-    return scores / top if top > 0 else scores
+    return scores / np.float32(top) if top > 0 else scores
 
 
-def minmax_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+def minmax_normalize(
+    scores: np.ndarray, mask: np.ndarray | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Scale to [0, 1] by min and max; a constant array becomes zeros.
 
     With ``mask``, the min and max of the masked rows (the others fall outside [0, 1]).
+    ``out`` receives the result (it may be ``scores``: in place); a new array when None.
     """
     kept = scores if mask is None else scores[mask]
     if kept.size == 0:
         return np.zeros_like(scores) if mask is not None else scores
     lo, hi = float(kept.min()), float(kept.max())
     if hi - lo < 1e-12:
-        return np.zeros_like(scores)
-    out = scores - lo
-    out /= hi - lo
+        if out is None:
+            return np.zeros_like(scores)
+        out.fill(0.0)
+        return out
+    out = np.subtract(scores, np.float32(lo), out=out, dtype=np.float32)
+    out /= np.float32(hi - lo)
     return out
 
 
-def fuse(
-    weights: FusionWeights,
-    vector: np.ndarray,
-    keyword: np.ndarray,
-    header: np.ndarray,
-    filepath: np.ndarray,
+def fuse_lexical(
+    weights: FusionWeights, keyword: np.ndarray, header: np.ndarray, filepath: np.ndarray
 ) -> np.ndarray:
-    """Weighted sum of the four signals (float32; summed in this order, in place)."""
-    out = np.multiply(vector, weights.vector, dtype=np.float32)
-    part = np.empty_like(out)  # one buffer for each term: at 1M rows a new array is 4 MB
-    for signal, weight in (
-        (keyword, weights.keyword),
-        (header, weights.header),
-        (filepath, weights.filepath),
-    ):
-        out += np.multiply(signal, weight, out=part, dtype=np.float32)
+    """The lexical part of the linear fusion: the weighted keyword, header and path signals.
+
+    Float32, summed in this order in one new array (at 1M rows each new array is 4 MB).
+    """
+    out = np.multiply(keyword, weights.keyword, dtype=np.float32)
+    part = np.empty_like(out)
+    for signal, weight in ((header, weights.header), (filepath, weights.filepath)):
+        if weight:
+            out += np.multiply(signal, weight, out=part, dtype=np.float32)
+    return out
+
+
+def fuse_vector(
+    weight: float, vector: np.ndarray, lexical: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The linear fusion: ``weight * vector + lexical`` (:func:`fuse_lexical`), float32.
+
+    ``out`` receives it (a new array when None; it may not be ``lexical``).
+    """
+    out = np.multiply(vector, weight, out=out, dtype=np.float32)
+    out += lexical
     return out
 
 
@@ -292,19 +306,25 @@ def without_vector(weights: FusionWeights) -> FusionWeights:
     )
 
 
-def group_max(values: np.ndarray, groups: np.ndarray, default: np.ndarray) -> np.ndarray:
-    """Best value of each group, ``default`` where a group has no value.
+def blend_group_max(
+    values: np.ndarray, groups: np.ndarray, base: np.ndarray, share: float
+) -> np.ndarray:
+    """``base``, where a group has values ``share * (its best value) + (1 - share) * base``.
+
+    A new array; ``base`` is not written to.
 
     Args:
         values: One value per member (e.g. the cosine of each line).
         groups: Group of each member (e.g. the chunk a line belongs to), in
             non-decreasing order so each group's members are contiguous.
-        default: One value per group, kept for groups with no member.
+        base: One value per group (e.g. each chunk's own cosine).
+        share: The best member's share where a group has members.
     """
-    out = np.array(default, dtype=np.float32, copy=True)
+    out = np.array(base, dtype=np.float32, copy=True)
     if values.size:
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        out[groups[starts]] = np.maximum.reduceat(values, starts)
+        rows = groups[starts]
+        out[rows] = share * np.maximum.reduceat(values, starts) + (1 - share) * out[rows]
     return out
 
 

@@ -17,7 +17,7 @@ from langchain_enhanced_memory.core.scoring import (
     bm25_norms,
     date_multiplier,
     feedback_terms,
-    group_max,
+    blend_group_max,
     group_rows,
     kth_largest,
     match_fraction,
@@ -302,20 +302,23 @@ def test_feedback_terms_matches_brute_force(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_group_max_matches_a_loop(seed: int) -> None:
+@pytest.mark.parametrize("share", [0.0, 0.3, 0.5, 1.0])
+def test_blend_group_max_matches_a_loop(seed: int, share: float) -> None:
     rng = np.random.default_rng(seed)
     n = 12
     groups = np.sort(rng.integers(0, n, size=int(rng.integers(0, 40)))).astype(np.int32)
     values = rng.normal(size=groups.size).astype(np.float32)
-    default = rng.normal(size=n).astype(np.float32)
-    want = default.copy()
+    base = rng.normal(size=n).astype(np.float32)
+    kept = base.copy()
+    want = base.copy()
     for g in range(n):
         members = values[groups == g]
         if members.size:
-            want[g] = members.max()
-    got = group_max(values, groups, default)
-    assert np.array_equal(got, want)
-    assert got is not default  # the default array is not written to
+            want[g] = share * members.max() + (1 - share) * base[g]
+    got = blend_group_max(values, groups, base, share)
+    assert np.allclose(got, want, rtol=0, atol=1e-6)
+    assert np.array_equal(got[want == base], base[want == base])  # no member: base as it is
+    assert np.array_equal(base, kept)  # the base array is not written to
 
 
 @pytest.mark.parametrize("seed", range(6))
