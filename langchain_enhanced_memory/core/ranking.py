@@ -162,7 +162,10 @@ def _line_cosines(
 
 
 def _normalize(
-    cos: np.ndarray, settings: MemorySettings, mask: np.ndarray | None = None, in_place: bool = False
+    cos: np.ndarray,
+    settings: MemorySettings,
+    mask: np.ndarray | None = None,
+    in_place: bool = False,
 ) -> np.ndarray:
     if settings.vector_norm != "minmax":
         return cos

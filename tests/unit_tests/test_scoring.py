@@ -13,11 +13,11 @@ from langchain_enhanced_memory.core import invert
 from langchain_enhanced_memory.core.invert import term_key, term_keys
 from langchain_enhanced_memory.core.scoring import (
     Postings,
+    blend_group_max,
     bm25,
     bm25_norms,
     date_multiplier,
     feedback_terms,
-    blend_group_max,
     group_rows,
     kth_largest,
     match_fraction,
