@@ -87,26 +87,57 @@ def _embed_locked(
         ready, rows = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
         if ready:  # chunks whose lines all have a vector already
             writer.store(ready, *quantize(rows))
-        for batch, vectors in runs:
+        for group in _landed(runs):
             # Batches in flight at once were not checked against each other: one size only.
-            if dim is not None and vectors.shape[1] != dim:
+            if dim is None:
+                dim = group[0][1].shape[1]
+            fit = next((i for i, (_, v) in enumerate(group) if v.shape[1] != dim), len(group))
+            good = group[:fit]
+            if good:
+                hashes = [h for batch, _ in good for h, _ in batch]
+                q, scale = quantize(np.concatenate([v for _, v in good]))
+                # As stored (int8): a mean is the same whether its lines came now or before.
+                chunks, rows = means.feed(hashes, dequantize(q, scale))
+                writer.store(hashes, q, scale)
+                if chunks:  # in the same commit as the last of their lines
+                    writer.store(chunks, *quantize(rows))
+                done += len(hashes)
+                if tick:
+                    tick(len(hashes))
+            if fit < len(group):
                 raise EmbeddingError(
-                    f"embedder returned {vectors.shape[1]}-d vectors, expected {dim}"
+                    f"embedder returned {group[fit][1].shape[1]}-d vectors, expected {dim}"
                     f" (the size already cached for {model})",
                     kind="invalid_output",
                 )
-            dim = vectors.shape[1]
-            hashes = [h for h, _ in batch]
-            q, scale = quantize(vectors)
-            # As stored (int8): a mean is the same whether its lines were embedded now or before.
-            chunks, rows = means.feed(hashes, dequantize(q, scale))
-            writer.store(hashes, q, scale)
-            if chunks:  # in the same commit as the last of their lines
-                writer.store(chunks, *quantize(rows))
-            done += len(batch)
-            if tick:
-                tick(len(batch))
     return done
+
+
+#: Landed batches are quantized, averaged and stored together, up to this many
+#: texts or this long after the group began waiting (a slow embedder's batch is
+#: stored as soon as it lands): per-call costs are then paid once a group, not
+#: once per 20-text batch.
+GROUP_TEXTS = 512
+GROUP_WAIT_S = 0.25
+
+
+def _landed(runs: Iterator[tuple[Batch, np.ndarray]]) -> Iterator[list[tuple[Batch, np.ndarray]]]:
+    """``runs`` in consecutive groups; on a failure, the batches landed before it, then it."""
+    group: list[tuple[Batch, np.ndarray]] = []
+    size, since = 0, time.monotonic()
+    try:
+        for item in runs:
+            group.append(item)
+            size += len(item[0])
+            if size >= GROUP_TEXTS or time.monotonic() - since >= GROUP_WAIT_S:
+                yield group
+                group, size, since = [], 0, time.monotonic()
+    except BaseException:
+        if group:  # stored before the error goes on: a failure keeps what was embedded
+            yield group
+        raise
+    if group:
+        yield group
 
 
 class _Means:
@@ -159,10 +190,14 @@ class _Means:
             return done, np.zeros((0, stored.shape[1]), dtype=np.float32)
         # One copy of the lines' rows; each chunk's sum and norm are as if taken alone.
         lines_of = np.asarray(picked, dtype=np.float32)
-        totals = np.stack(
-            [lines_of[a:b].sum(axis=0) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-        )
-        norms = np.array([np.linalg.norm(t) for t in totals], dtype=np.float32)
+        last = np.asarray(ends)
+        first = np.r_[0, last[:-1]]
+        # Summed line after line, every chunk at once (the order a chunk's own sum takes).
+        totals = lines_of[first]
+        for j in range(1, int((last - first).max())):
+            more = np.flatnonzero(last - first > j)
+            totals[more] += lines_of[first[more] + j]
+        norms = np.sqrt(np.fromiter((t.dot(t) for t in totals), np.float32, len(totals)))
         return done, totals / np.maximum(norms, np.float32(1e-12))[:, None]
 
 

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from langchain_enhanced_memory.core.chunking import line_texts
 from langchain_enhanced_memory.core.settings import MemorySettings
@@ -179,3 +180,22 @@ def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
     # already, so compacting again finds little to reclaim.
     before, after = idx.compact()
     assert after > 0.9 * before
+
+
+def test_landed_batches_come_in_groups_and_a_failure_yields_the_landed_ones_first() -> None:
+    from langchain_enhanced_memory.store import upkeep
+
+    def runs(n: int, fail: bool):  # noqa: ANN202
+        for i in range(n):
+            yield [(f"h{i}-{j}", "t") for j in range(20)], np.full((20, 4), i, np.float32)
+        if fail:
+            raise RuntimeError("embedder down")
+
+    groups = list(upkeep._landed(runs(60, False)))
+    assert [b for g in groups for b, _ in g] == [b for b, _ in runs(60, False)]  # in order, all
+    assert max(sum(len(b) for b, _ in g) for g in groups) <= upkeep.GROUP_TEXTS + 19
+    seen = []
+    with pytest.raises(RuntimeError):
+        for group in upkeep._landed(runs(5, True)):
+            seen += [int(v[0, 0]) for _, v in group]
+    assert seen == [0, 1, 2, 3, 4]  # every batch landed before the failure came out first
