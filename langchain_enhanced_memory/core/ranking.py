@@ -108,7 +108,7 @@ def rank(
             mixed = scoring.blend_group_max(*lines, cos, settings.line_vector_share)
             sig["vector"] = _normalize(mixed, settings, mask, in_place=True)
             # The first pass's scores are spent once its candidates are chosen.
-            out = fused(sig["vector"], out if mask is None and lexical_part is not None else None)
+            out = fused(sig["vector"], out if mask is None else None)
         # Absolute evidence for the calibrated score (per-query rescaling hides it).
         sig["coverage"], sig["cosine"] = coverage, cos
         return out, sig

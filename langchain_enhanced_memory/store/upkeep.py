@@ -192,10 +192,11 @@ class _Means:
         lines_of = np.asarray(picked, dtype=np.float32)
         last = np.asarray(ends)
         first = np.r_[0, last[:-1]]
+        counts = last - first
         # Summed line after line, every chunk at once (the order a chunk's own sum takes).
         totals = lines_of[first]
-        for j in range(1, int((last - first).max())):
-            more = np.flatnonzero(last - first > j)
+        for j in range(1, int(counts.max())):
+            more = np.flatnonzero(counts > j)
             totals[more] += lines_of[first[more] + j]
         norms = np.sqrt(np.fromiter((t.dot(t) for t in totals), np.float32, len(totals)))
         return done, totals / np.maximum(norms, np.float32(1e-12))[:, None]

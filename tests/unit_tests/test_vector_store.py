@@ -185,7 +185,7 @@ def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
 def test_landed_batches_come_in_groups_and_a_failure_yields_the_landed_ones_first() -> None:
     from langchain_enhanced_memory.store import upkeep
 
-    def runs(n: int, fail: bool):  # noqa: ANN202
+    def runs(n: int, fail: bool):
         for i in range(n):
             yield [(f"h{i}-{j}", "t") for j in range(20)], np.full((20, 4), i, np.float32)
         if fail:
