@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -14,7 +14,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import BeforeValidator, ConfigDict, Field, InstanceOf, PrivateAttr
 
 from .core.filters import SearchFilter
 from .core.request import SearchRequest
@@ -95,13 +95,16 @@ class EnhancedMemoryRetriever(BaseRetriever):
     model: str | None = None
     ollama_url: str | None = None
     k: int = 5
-    settings: MemorySettings = Field(default_factory=MemorySettings)
+    # Dataclasses, built by their own checks (a profile's preset included), not pydantic's.
+    settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
+        default_factory=MemorySettings
+    )
     index_path: str | Path | None = None
     auto_index: bool = True
     watch: bool = True
     check_interval_s: float = 0.0
     background_embedding: bool = True
-    filter: SearchFilter | None = None
+    filter: Annotated[InstanceOf[SearchFilter], BeforeValidator(SearchFilter.of)] | None = None
 
     _engine: MemorySearch | None = PrivateAttr(default=None)
 
@@ -110,9 +113,7 @@ class EnhancedMemoryRetriever(BaseRetriever):
         """The underlying search engine (created on first use)."""
         if self._engine is None:
             # The retriever's fields are the engine's (workspace, settings, embedder, ...).
-            self._engine = MemorySearch.from_config(
-                EngineConfig.model_validate(self, from_attributes=True)
-            )
+            self._engine = MemorySearch.from_config(EngineConfig.of(self))
         return self._engine
 
     def _request(

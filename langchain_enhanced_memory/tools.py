@@ -17,12 +17,12 @@ the builder the MCP server uses too.
 # (0.2 ms of a 2 ms search).
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf
 
 from .analysis import answers, salience
 from .core.errors import CrossrefError, NoteError, RequestError, WriteError
@@ -56,7 +56,10 @@ class _MemoryTool(BaseTool):
     """Ollama's base URL."""
     embeddings: Embeddings | None = None
     """Any LangChain embeddings; overrides ``embedder``."""
-    settings: MemorySettings = Field(default_factory=MemorySettings)
+    # A dataclass, built by its own checks (a profile's preset included), not pydantic's.
+    settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
+        default_factory=MemorySettings
+    )
     index_path: str | Path | None = None
     watch: bool = True
     """Learn of edits from file-system events instead of a scan per call."""
@@ -72,9 +75,7 @@ class _MemoryTool(BaseTool):
             if self.workspace is None:
                 raise ValueError("give the tool a workspace or an engine")
             # The tool's fields are the engine's (workspace, settings, embedder, ...).
-            self.engine = MemorySearch.from_config(
-                EngineConfig.model_validate(self, from_attributes=True)
-            )
+            self.engine = MemorySearch.from_config(EngineConfig.of(self))
         return self.engine
 
     @staticmethod
@@ -344,7 +345,7 @@ def create_memory_tools(
             model=model,
             ollama_url=ollama_url,
             embeddings=embeddings,
-            index_path=index_path,
+            index_path=Path(index_path) if index_path else None,
             watch=True,
             background_embedding=True,
         )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from ..analysis.evaluation import evaluate, format_table, load_queries, parse_overrides
+from ..core.errors import SettingsError
 from ..core.settings import MemorySettings
 from ..engine import EngineConfig, MemorySearch
 from .common import CliError, add_common_arguments, add_no_daemon_argument, dump, progress_bar
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # Evaluation is not a user's search: it leaves no query or access logs.
         settings = MemorySettings(profile=profile, log_queries=False, **overrides)
-    except ValidationError as exc:
-        raise CliError(f"bad --set: {str(exc).splitlines()[0]}") from None
+    except SettingsError as exc:
+        raise CliError(f"bad --set: {exc}") from None
     base = EngineConfig.from_env(
         workspace=root,
         profile=profile,
@@ -63,9 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     def engine_for(ws: Path) -> MemorySearch:
         # Each workspace keeps its own index (never $ENHANCED_MEMORY_INDEX).
-        return MemorySearch.from_config(
-            base.model_copy(update={"workspace": ws, "index_path": None})
-        )
+        return MemorySearch.from_config(replace(base, workspace=ws, index_path=None))
 
     summary, results = evaluate(root, queries, engine_for, args.k, progress=progress_bar)
     summary.update(profile=profile, overrides=overrides)

@@ -17,6 +17,7 @@ __all__ = [
     "MissingNoteError",
     "NoteError",
     "RequestError",
+    "SettingsError",
     "SkillError",
     "WriteError",
     "one_line",
@@ -51,6 +52,20 @@ class RequestError(EnhancedMemoryError, ValueError):
 
     def __init__(self, problem: str, field: str = "", action: str = "") -> None:
         super().__init__(f"{field}: {problem}" if field else problem, action)
+        self.field = field
+        self.problem = problem
+
+
+class SettingsError(EnhancedMemoryError, ValueError):
+    """A settings or engine field that is not valid (``MemorySettings(line_vector_share=2)``).
+
+    Attributes:
+        field: The field at fault (``"line_vector_share"``).
+        problem: What is wrong with it (``"must be at most 1, got 2.0"``).
+    """
+
+    def __init__(self, problem: str, field: str) -> None:
+        super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
 

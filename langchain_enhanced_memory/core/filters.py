@@ -18,79 +18,74 @@ notes, whose name starts with a date), since an undated file is from no period.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, fields
 from datetime import date, datetime
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator
 
 from .dates import DateQuery, parse_dates
 from .errors import RequestError
 from .globs import glob_match
 from .snapshot import Snapshot
 
-__all__ = ["KINDS", "SearchFilter", "filter_mask", "resolve_day", "why_empty"]
+__all__ = ["FILTER_FIELDS", "KINDS", "SearchFilter", "filter_mask", "resolve_day", "why_empty"]
 
 Kind = Literal["core", "daily", "topic"]
 KINDS: tuple[str, ...] = ("core", "daily", "topic")
+#: The fields of a filter (a request body carries them at its top level).
+FILTER_FIELDS: tuple[str, ...] = ("since", "until", "path", "kind")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _GLOB_CHARS = frozenset("*?[")
 
 
-class SearchFilter(BaseModel):
+@dataclass(frozen=True)
+class SearchFilter:
     """Which chunks a search may return (every field optional; all given must hold).
 
     Attributes:
         since: First day (inclusive): an ISO date or date words (``last week``).
         until: Last day (inclusive): an ISO date or date words.
         path: A glob (``memory/topics/**``) or a path prefix (``memory/topics``).
-        kind: Kinds of file: ``core``, ``daily``, ``topic``.
-    """
+        kind: Kinds of file: ``core``, ``daily``, ``topic`` (a tuple, a list, or
+            one string of them separated by commas or spaces).
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Raises:
+        RequestError: A value that is not valid, naming its field.
+    """
 
     since: str | None = None
     until: str | None = None
     path: str | None = None
     kind: tuple[Kind, ...] | None = None
 
-    @field_validator("since", "until", mode="before")
-    @classmethod
-    def _when(cls, value: Any) -> str | None:
-        if value is None:
-            return None
-        if isinstance(value, datetime | date):
-            return value.isoformat()
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be an ISO date or date words such as 'last week'")
-        return value.strip()
+    def __post_init__(self) -> None:
+        checked = {
+            "since": _when(self.since, "since"),
+            "until": _when(self.until, "until"),
+            "path": _path(self.path),
+            "kind": _kind(self.kind),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
-    @field_validator("path", mode="before")
     @classmethod
-    def _path(cls, value: Any) -> str | None:
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be a glob or a path prefix such as memory/topics/**")
-        raw = value.strip().replace("\\", "/")
-        if raw.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", raw):
-            raise ValueError(f"must be relative to the workspace, got {raw[:60]!r}")
-        if ".." in raw.split("/"):
-            raise ValueError("must not contain '..'")
-        return raw.removeprefix("./")
+    def of(cls, value: Any) -> SearchFilter:
+        """A filter from an instance, a dict of its fields, or None (no filter).
 
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _kind(cls, value: Any) -> Any:
+        Raises:
+            RequestError: An unknown field or a bad value.
+        """
         if value is None:
-            return None
-        items = value.replace(",", " ").split() if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not items:
-            raise ValueError("must be core, daily or topic (or several of them)")
-        bad = [k for k in items if k not in KINDS]
-        if bad:
-            raise ValueError(f"must be core, daily or topic, got {str(bad[0])[:40]!r}")
-        return tuple(dict.fromkeys(items))
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise RequestError("must be an object of since, until, path, kind", "filter")
+        unknown = sorted(value.keys() - set(FILTER_FIELDS))
+        if unknown:
+            raise RequestError("is not a known field", str(unknown[0]))
+        return cls(**value)
 
     def __bool__(self) -> bool:
         """True when any field is set."""
@@ -116,8 +111,45 @@ class SearchFilter(BaseModel):
 
     def describe(self) -> str:
         """The filter in words, for an empty answer's explanation."""
-        parts = [f"{name}={value!r}" for name, value in self.model_dump().items() if value]
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name)
+        ]
         return ", ".join(parts)
+
+
+def _when(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if not isinstance(value, str) or not value.strip():
+        raise RequestError("must be an ISO date or date words such as 'last week'", name)
+    return value.strip()
+
+
+def _path(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise RequestError("must be a glob or a path prefix such as memory/topics/**", "path")
+    raw = value.strip().replace("\\", "/")
+    if raw.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", raw):
+        raise RequestError(f"must be relative to the workspace, got {raw[:60]!r}", "path")
+    if ".." in raw.split("/"):
+        raise RequestError("must not contain '..'", "path")
+    return raw.removeprefix("./")
+
+
+def _kind(value: Any) -> tuple[Kind, ...] | None:
+    if value is None:
+        return None
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise RequestError("must be core, daily or topic (or several of them)", "kind")
+    bad = [k for k in items if k not in KINDS]
+    if bad:
+        raise RequestError(f"must be core, daily or topic, got {str(bad[0])[:40]!r}", "kind")
+    return tuple(dict.fromkeys(items))
 
 
 def resolve_day(value: str, now: datetime | date, *, last: bool) -> date:

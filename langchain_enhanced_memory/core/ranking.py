@@ -9,6 +9,7 @@ it is on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import date, datetime
 
 import numpy as np
@@ -83,7 +84,7 @@ def rank(
                     [
                         # Every chunk has a cosine; a lexical signal retrieves only its matches.
                         (named[name], keep if name == "vector" else (named[name] > 0) & keep)
-                        for name, w in weights.model_dump().items()
+                        for name, w in asdict(weights).items()
                         if w > 0 and (name != "vector" or qv is not None)
                     ],
                     settings.rrf_k,

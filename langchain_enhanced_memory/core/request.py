@@ -15,23 +15,21 @@ on the command line, ``"k"`` in a JSON body).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
 from .errors import RequestError
-from .filters import SearchFilter
+from .filters import FILTER_FIELDS, SearchFilter
 
 __all__ = ["FILTER_FIELDS", "MAX_K", "SearchRequest", "clean_text", "parse_when"]
 
-#: Body fields that go into the request's filter.
-FILTER_FIELDS = ("since", "until", "path", "kind")
 #: OpenClaw's ``memory_search`` names for our fields.
 ALIASES = {"maxResults": "k", "minScore": "min_score"}
 
 #: Most results one search returns; a larger ``k`` is capped, not refused.
 MAX_K = 1000
+_FIELDS = frozenset({"query", "k", "now", "min_score", "filter"})
 
 
 def clean_text(text: str) -> str:
@@ -61,7 +59,41 @@ def parse_when(value: Any) -> datetime | None:
     return when.replace(tzinfo=None) if when is not None and when.tzinfo else when
 
 
-class SearchRequest(BaseModel):
+def _query(value: Any) -> str:
+    if not isinstance(value, str):
+        raise RequestError("must be a string", "query")
+    if not value.strip():
+        raise RequestError("must be a non-empty string", "query")
+    return clean_text(value)
+
+
+def _k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError("must be an integer", "k")
+    if value < 1:
+        raise RequestError(f"must be at least 1, got {value}", "k")
+    return min(value, MAX_K)
+
+
+def _now(value: Any) -> datetime | None:
+    try:
+        return parse_when(value)
+    except ValueError as exc:
+        raise RequestError(str(exc), "now") from None
+
+
+def _min_score(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RequestError("must be a number", "min_score")
+    if not math.isfinite(value):
+        raise RequestError("must be a finite number", "min_score")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SearchRequest:
     """What to search for.
 
     Attributes:
@@ -70,10 +102,13 @@ class SearchRequest(BaseModel):
         now: When the query is asked (relative dates resolve against it);
             None for the current time.
         min_score: Drop results scoring below this (the calibrated ``score``).
-        filter: Which chunks may be returned (applied before ranking picks ``k``).
-    """
+        filter: Which chunks may be returned (applied before ranking picks
+            ``k``): a :class:`~.filters.SearchFilter` or a dict of its fields.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Raises:
+        RequestError: A value that is not valid, naming its field; use
+            :meth:`parse` to have date words in the filter checked too.
+    """
 
     query: str
     k: int = 5
@@ -81,52 +116,26 @@ class SearchRequest(BaseModel):
     min_score: float | None = None
     filter: SearchFilter = SearchFilter()
 
-    @field_validator("query", mode="before")
-    @classmethod
-    def _query(cls, value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError("must be a string")
-        if not value.strip():
-            raise ValueError("must be a non-empty string")
-        return clean_text(value)
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _k(cls, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError("must be an integer")
-        if value < 1:
-            raise ValueError(f"must be at least 1, got {value}")
-        return min(value, MAX_K)
-
-    @field_validator("now", mode="before")
-    @classmethod
-    def _now(cls, value: Any) -> datetime | None:
-        return parse_when(value)
-
-    @field_validator("min_score", mode="before")
-    @classmethod
-    def _min_score(cls, value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return float(value)
-
-    @field_validator("filter", mode="before")
-    @classmethod
-    def _filter(cls, value: Any) -> Any:
-        return SearchFilter() if value is None else value
+    def __post_init__(self) -> None:
+        checked = {
+            "query": _query(self.query),
+            "k": _k(self.k),
+            "now": _now(self.now),
+            "min_score": _min_score(self.min_score),
+            "filter": SearchFilter.of(self.filter),
+        }
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     @classmethod
     def parse(cls, **fields: Any) -> SearchRequest:
         """Build a request, raising :class:`RequestError` (with ``field``) on a bad value."""
-        try:
-            request = cls(**fields)
-        except ValidationError as exc:
-            raise request_error(exc) from None
+        unknown = sorted(fields.keys() - _FIELDS)
+        if unknown:
+            raise RequestError("is not a known field", unknown[0])
+        if "query" not in fields:
+            raise RequestError("is required", "query")
+        request = cls(**fields)
         request.filter.days(request.now or datetime.now())  # date words fail here, not later
         return request
 
@@ -158,16 +167,3 @@ class SearchRequest(BaseModel):
         if flt:
             fields["filter"] = flt
         return cls.parse(**fields)
-
-
-def request_error(exc: ValidationError) -> RequestError:
-    """The first problem of a validation error as a one-line :class:`RequestError`."""
-    first = exc.errors()[0]
-    loc = [str(p) for p in first.get("loc", ())]
-    field = ".".join(loc[1:] if loc[:1] == ["filter"] and len(loc) > 1 else loc) or "request"
-    message = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
-    if first.get("type") == "missing":
-        message = "is required"
-    elif first.get("type") == "extra_forbidden":
-        message = "is not a known field"
-    return RequestError(message, field)

@@ -1,4 +1,4 @@
-"""Every tunable constant in one pydantic model.
+"""Every tunable constant in one frozen dataclass.
 
 Field defaults are the measured default recipe: ``MemorySettings()`` is what
 a user gets. A ``profile`` is a preset of fields (see :data:`PROFILES`) laid
@@ -6,13 +6,18 @@ under the fields the caller sets: ``MemorySettings(profile="original")``
 replays the original OpenClaw "enhanced-memory" skill with its own constants,
 ``bm25`` and ``vector`` are single-signal baselines, and an explicit field
 always wins over the preset.
+
+Plain dataclasses, not pydantic models: every one-shot ``search`` process
+imports this module, and pydantic's import and model build cost it about
+150 ms, more than its search (README "Latency").
 """
 
 from __future__ import annotations
 
+from dataclasses import Field, dataclass, field, fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from .errors import SettingsError
 
 Profile = Literal["default", "original", "bm25", "vector"]
 PROFILE_NAMES: tuple[str, ...] = ("default", "original", "bm25", "vector")
@@ -27,10 +32,60 @@ CORE_FILES: tuple[str, ...] = (
 )
 
 
-class FusionWeights(BaseModel):
-    """Linear weights of the four signals."""
+def _spec(
+    default: Any,
+    *,
+    ge: float | None = None,
+    le: float | None = None,
+    gt: float | None = None,
+    choices: tuple[str, ...] = (),
+    optional: bool = False,
+) -> Any:
+    """A field whose value :func:`_checked` holds to these bounds or choices."""
+    meta = {"ge": ge, "le": le, "gt": gt, "choices": choices, "optional": optional}
+    return field(default=default, metadata=meta)
 
-    model_config = ConfigDict(frozen=True)
+
+def _checked(f: Field[Any], value: Any) -> Any:
+    """``value`` as field ``f`` holds it (a float from an int, a tuple from a list).
+
+    Raises:
+        SettingsError: A value of the wrong type, out of bounds or not a choice.
+    """
+    meta, default = f.metadata, f.default
+    if value is None and meta.get("optional"):
+        return None
+    kind = type(default)
+    if kind is bool and not isinstance(value, bool):
+        raise SettingsError("must be true or false", f.name)
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise SettingsError("must be an integer", f.name)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingsError("must be a number", f.name)
+        value = float(value)
+    if kind is tuple:
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise SettingsError("must be a list of strings", f.name)
+        if not all(isinstance(v, str) for v in value):
+            raise SettingsError("must be a list of strings", f.name)
+        value = tuple(value)
+    if kind is FusionWeights:
+        value = FusionWeights.of(value, f.name)
+    if meta.get("choices") and value not in meta["choices"]:
+        raise SettingsError(f"must be one of {', '.join(meta['choices'])}, got {value!r}", f.name)
+    if meta.get("ge") is not None and value < meta["ge"]:
+        raise SettingsError(f"must be at least {meta['ge']}, got {value}", f.name)
+    if meta.get("le") is not None and value > meta["le"]:
+        raise SettingsError(f"must be at most {meta['le']}, got {value}", f.name)
+    if meta.get("gt") is not None and value <= meta["gt"]:
+        raise SettingsError(f"must be more than {meta['gt']}, got {value}", f.name)
+    return value
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Linear weights of the four signals."""
 
     # benchmarks/tune.py: best on all five dev workspaces (held-out 0.855), header 0.1 kept
     vector: float = 0.25
@@ -38,95 +93,103 @@ class FusionWeights(BaseModel):
     header: float = 0.1
     filepath: float = 0.25
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _checked(f, getattr(self, f.name)))
 
-class MemorySettings(BaseModel):
+    @classmethod
+    def of(cls, value: Any, name: str = "weights") -> FusionWeights:
+        """Weights from an instance or a dict of them (``--set weights={...}``).
+
+        Raises:
+            SettingsError: Neither, or a dict with an unknown or bad weight.
+        """
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise SettingsError("must be weights: vector, keyword, header, filepath", name)
+        unknown = sorted(value.keys() - {f.name for f in fields(cls)})
+        if unknown:
+            raise SettingsError(f"has no weight {unknown[0]!r}", name)
+        try:
+            return cls(**value)
+        except SettingsError as exc:
+            raise SettingsError(exc.problem, f"{name}.{exc.field}") from None
+
+
+@dataclass(frozen=True, init=False)
+class MemorySettings:
     """Settings of discovery, chunking, indexing and scoring.
 
     The field defaults are the default recipe (README "Quality" says how each
-    was chosen); ``profile`` lays a preset under the fields you set.
+    was chosen); ``profile`` lays a preset under the fields you set. Build one
+    with keywords (``MemorySettings(profile="original", prf_enabled=False)``)
+    and change one with :func:`dataclasses.replace`; either checks every field.
+
+    Raises:
+        SettingsError: An unknown field, or a value of the wrong type, out of
+            bounds or not one of its choices.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    profile: Profile = "default"
+    profile: Profile = _spec("default", choices=PROFILE_NAMES)
 
     # --- recipe switches (each one is a line of the ablation in the README) ---
-    chunking: Literal["sections", "original"] = Field(
-        "sections",
-        description="sections: fence-aware, header-only sections folded; original: every header",
-    )
-    lexical: Literal["bm25", "substring"] = Field(
-        "bm25", description="bm25: whole stemmed terms; substring: the original's overlap"
-    )
+    #: sections: fence-aware, header-only sections folded; original: every header
+    chunking: Literal["sections", "original"] = _spec("sections", choices=("sections", "original"))
+    #: bm25: whole stemmed terms; substring: the original's overlap
+    lexical: Literal["bm25", "substring"] = _spec("bm25", choices=("bm25", "substring"))
     date_routing: bool = True
-    date_parser: Literal["default", "original"] = "default"
-    vector_norm: Literal["minmax", "raw"] = Field(
-        "minmax",
-        description="minmax rescales cosines per query, so embedders with narrow cosine bands fuse",
-    )
-    embed_headers: bool = Field(True, description="embed the header chain with the chunk")
-    line_vector_share: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="share of the vector signal taken by a chunk's best-matching line"
-        " (each line is embedded too); 0 embeds chunks only, as the original did",
-    )
-    chunk_vectors: Literal["lines", "embedded"] = Field(
-        "lines",
-        description="lines: a chunk with two or more embedded lines takes the mean of their"
-        " vectors instead of a second embedding of the same text (a third of the model time;"
-        ' README "The first query never waits"); embedded: chunk texts are embedded too.'
-        " Chunks always embed their own text when line_vector_share is 0",
-    )
-    scan_threads: int = Field(
-        0,
-        ge=0,
-        description="threads of the exact vector scan of a workspace of 100k chunks or more"
-        " (0: one per core): 12 instead of 19 ms at 1M on an idle 2-core machine, about"
-        " even when the other core is busy",
-    )
-    line_candidates: int = Field(
-        200, ge=1, description="best chunks by the other signals whose lines are scored"
-    )
-    prf_reembed: bool = Field(
-        True, description="PRF re-embeds the expanded query (the original did)"
-    )
+    date_parser: Literal["default", "original"] = _spec("default", choices=("default", "original"))
+    #: minmax rescales cosines per query, so embedders with narrow cosine bands fuse
+    vector_norm: Literal["minmax", "raw"] = _spec("minmax", choices=("minmax", "raw"))
+    #: embed the header chain with the chunk
+    embed_headers: bool = True
+    #: share of the vector signal taken by a chunk's best-matching line (each line
+    #: is embedded too); 0 embeds chunks only, as the original did
+    line_vector_share: float = _spec(0.5, ge=0, le=1)
+    #: lines: a chunk with two or more embedded lines takes the mean of their vectors
+    #: instead of a second embedding of the same text (a third of the model time;
+    #: README "The first query never waits"); embedded: chunk texts are embedded too.
+    #: Chunks always embed their own text when line_vector_share is 0
+    chunk_vectors: Literal["lines", "embedded"] = _spec("lines", choices=("lines", "embedded"))
+    #: threads of the exact vector scan of a workspace of 100k chunks or more (0: one
+    #: per core): 12 instead of 19 ms at 1M on an idle 2-core machine, about even
+    #: when the other core is busy
+    scan_threads: int = _spec(0, ge=0)
+    #: best chunks by the other signals whose lines are scored
+    line_candidates: int = _spec(200, ge=1)
+    #: PRF re-embeds the expanded query (the original did)
+    prf_reembed: bool = True
 
     # --- discovery -------------------------------------------------------
     include: tuple[str, ...] = ("memory/**/*.md",) + CORE_FILES
     exclude: tuple[str, ...] = ()
 
     # --- chunking --------------------------------------------------------
-    max_header_level: int = Field(4, ge=1, le=6)
-    min_chunk_chars: int = Field(20, ge=0, description="chunks this short or shorter are dropped")
-    max_chunk_chars: int = Field(4000, ge=200, description="longer sections split at blank lines")
+    max_header_level: int = _spec(4, ge=1, le=6)
+    #: chunks this short or shorter are dropped
+    min_chunk_chars: int = _spec(20, ge=0)
+    #: longer sections split at blank lines
+    max_chunk_chars: int = _spec(4000, ge=200)
 
     # --- embedding -------------------------------------------------------
-    embed_batch_size: int = Field(20, ge=1)
-    embed_concurrency: int = Field(
-        4, ge=1, description="batches in flight at once (hides per-request latency)"
-    )
-    embed_max_chars: int = Field(2000, ge=100)
-    embed_timeout_s: float = Field(30.0, gt=0)
-    embed_retries: int = Field(3, ge=0)
-    local_threads: int = Field(
-        0, ge=0, description="threads of the local model (0: one per core; see local_model.py)"
-    )
-    embed_inline_max: int = Field(
-        64,
-        ge=0,
-        description="a search embeds up to this many missing texts before answering (an"
-        " edit's); more are embedded in the background or by `index`, answering keyword-only",
-    )
+    embed_batch_size: int = _spec(20, ge=1)
+    #: batches in flight at once (hides per-request latency)
+    embed_concurrency: int = _spec(4, ge=1)
+    embed_max_chars: int = _spec(2000, ge=100)
+    embed_timeout_s: float = _spec(30.0, gt=0)
+    embed_retries: int = _spec(3, ge=0)
+    #: threads of the local model (0: one per core; see local_model.py)
+    local_threads: int = _spec(0, ge=0)
+    #: a search embeds up to this many missing texts before answering (an edit's);
+    #: more are embedded in the background or by `index`, answering keyword-only
+    embed_inline_max: int = _spec(64, ge=0)
 
     # --- fusion ----------------------------------------------------------
-    fusion: Literal["linear", "rrf"] = Field(
-        "linear",
-        description="linear: weighted sum of the signals; rrf: reciprocal rank fusion of the"
-        " signals with a non-zero weight (a baseline: it ranks below BM25 alone on LoCoMo)",
-    )
-    rrf_k: float = Field(60.0, gt=0)
+    #: linear: weighted sum of the signals; rrf: reciprocal rank fusion of the signals
+    #: with a non-zero weight (a baseline: it ranks below BM25 alone on LoCoMo)
+    fusion: Literal["linear", "rrf"] = _spec("linear", choices=("linear", "rrf"))
+    rrf_k: float = _spec(60.0, gt=0)
     weights: FusionWeights = FusionWeights()
     adaptive_keyword_threshold: float = 0.1
     adaptive_weights: FusionWeights = FusionWeights(
@@ -136,7 +199,8 @@ class MemorySettings(BaseModel):
     # --- temporal routing -----------------------------------------------
     temporal_boost: float = 3.0
     range_boost: float = 1.5
-    date_prior: float = Field(0.05, ge=0, description="added per unit of boost above 1")
+    #: added per unit of boost above 1
+    date_prior: float = _spec(0.05, ge=0)
 
     # --- pseudo-relevance feedback (off: it did not pay, README "Quality") --
     prf_enabled: bool = False
@@ -149,37 +213,58 @@ class MemorySettings(BaseModel):
     # --- BM25 -------------------------------------------------------------
     bm25_k1: float = 1.2
     bm25_b: float = 0.5
-    phrase_weight: float = Field(
-        0.5, ge=0, description="weight of BM25 over adjacent term pairs, added to the keyword score"
-    )
+    #: weight of BM25 over adjacent term pairs, added to the keyword score
+    phrase_weight: float = _spec(0.5, ge=0)
 
     # --- output ----------------------------------------------------------
-    snippet_chars: int = Field(700, ge=1)
+    snippet_chars: int = _spec(700, ge=1)
 
     # --- query/access logs (read by salience) ----------------------------
-    log_queries: bool = Field(True, description="env ENHANCED_MEMORY_LOG=0 turns it off")
-    query_log_max: int = Field(1000, ge=1, description="newest query-log entries kept")
+    #: env ENHANCED_MEMORY_LOG=0 turns it off
+    log_queries: bool = True
+    #: newest query-log entries kept
+    query_log_max: int = _spec(1000, ge=1)
 
     # --- cross-references -------------------------------------------------
-    crossref_representatives: int = Field(5, ge=1)
+    crossref_representatives: int = _spec(5, ge=1)
     crossref_threshold: float = 0.75
-    crossref_calibrate: float | None = Field(
-        2.0, description="raise the threshold to median + this many robust SDs of cosines"
-    )
-    crossref_refs_per_chunk: int = Field(5, ge=1)
-    crossref_files_per_file: int = Field(10, ge=1)
-    related_per_hit: int = Field(3, ge=0, description="'related' chunks listed per hit")
-    graph_neighbors: bool = Field(False, description="add graph neighbours of top hits")
-    graph_neighbor_top: int = Field(3, ge=1)
-    graph_neighbor_weight: float = Field(0.5, ge=0)
+    #: raise the threshold to median + this many robust SDs of cosines (None: don't)
+    crossref_calibrate: float | None = _spec(2.0, optional=True)
+    crossref_refs_per_chunk: int = _spec(5, ge=1)
+    crossref_files_per_file: int = _spec(10, ge=1)
+    #: 'related' chunks listed per hit
+    related_per_hit: int = _spec(3, ge=0)
+    #: add graph neighbours of top hits
+    graph_neighbors: bool = False
+    graph_neighbor_top: int = _spec(3, ge=1)
+    graph_neighbor_weight: float = _spec(0.5, ge=0)
 
-    @model_validator(mode="before")
+    def __init__(self, **values: Any) -> None:
+        """Settings from keywords: the profile's preset, then ``values``, then the defaults."""
+        preset = PROFILES.get(values.get("profile", "default"))
+        if preset is None:
+            names = ", ".join(PROFILE_NAMES)
+            raise SettingsError(f"must be one of {names}, got {values['profile']!r}", "profile")
+        given = {**preset, **values}
+        known = fields(self)
+        unknown = sorted(given.keys() - {f.name for f in known})
+        if unknown:
+            raise SettingsError("is not a known setting", unknown[0])
+        for f in known:
+            object.__setattr__(self, f.name, _checked(f, given.get(f.name, f.default)))
+
     @classmethod
-    def _apply_profile(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            preset = PROFILES.get(data.get("profile", "default"), {})
-            return {**preset, **data}
-        return data
+    def of(cls, value: Any) -> MemorySettings:
+        """Settings from an instance or a dict of fields (a config, a pydantic field).
+
+        Raises:
+            SettingsError: Neither, or a dict with an unknown or bad field.
+        """
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise SettingsError("must be a MemorySettings or a dict of its fields", "settings")
+        return cls(**value)
 
 
 #: The original skill's constants and algorithm (SPEC.md): its header chunks,

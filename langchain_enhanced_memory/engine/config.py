@@ -9,12 +9,11 @@ the environment, then the default.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from ..core.errors import RequestError
+from ..core.errors import RequestError, SettingsError
 from ..core.settings import PROFILE_NAMES, MemorySettings
 from ..store.locations import resolve_workspace
 
@@ -24,7 +23,8 @@ EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
 Embedder = Literal["auto", "ollama", "local", "none"]
 
 
-class EngineConfig(BaseModel):
+@dataclass(frozen=True)
+class EngineConfig:
     """Everything that makes an engine: which workspace, recipe, embedder and index file.
 
     Attributes:
@@ -45,12 +45,13 @@ class EngineConfig(BaseModel):
             keyword-only meanwhile; off, a search embeds up to
             ``settings.embed_inline_max`` texts itself and otherwise leaves the
             rest to ``enhanced-memory index`` or the resident engine.
+
+    Raises:
+        SettingsError: A field that is not valid.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
     workspace: Path
-    settings: MemorySettings = Field(default_factory=MemorySettings)
+    settings: MemorySettings = field(default_factory=MemorySettings)
     embedder: Embedder = "auto"
     model: str | None = None
     ollama_url: str | None = None
@@ -58,18 +59,37 @@ class EngineConfig(BaseModel):
     index_path: Path | None = None
     auto_index: bool = True
     watch: bool = False
-    check_interval_s: float = Field(default=0.0, ge=0.0)
+    check_interval_s: float = 0.0
     background_embedding: bool = False
 
-    @field_validator("embeddings")
-    @classmethod
-    def _embeddings(cls, value: Any) -> Any:
-        if value is not None and not (
-            callable(getattr(value, "embed_documents", None))
-            and callable(getattr(value, "embed_query", None))
+    def __post_init__(self) -> None:
+        if self.embedder not in EMBEDDERS:
+            raise SettingsError(f"must be one of {', '.join(EMBEDDERS)}", "embedder")
+        embeddings = self.embeddings
+        if embeddings is not None and not (
+            callable(getattr(embeddings, "embed_documents", None))
+            and callable(getattr(embeddings, "embed_query", None))
         ):
-            raise ValueError("must be a LangChain Embeddings (embed_documents, embed_query)")
-        return value
+            raise SettingsError(
+                "must be a LangChain Embeddings (embed_documents, embed_query)", "embeddings"
+            )
+        if self.check_interval_s < 0:
+            raise SettingsError("must be at least 0", "check_interval_s")
+        object.__setattr__(self, "settings", MemorySettings.of(self.settings))
+        # Paths as given (str or Path), held as Path.
+        object.__setattr__(self, "workspace", Path(self.workspace))
+        if self.index_path is not None:
+            object.__setattr__(self, "index_path", Path(self.index_path))
+
+    @classmethod
+    def of(cls, holder: Any) -> EngineConfig:
+        """The config of an object that carries its fields (the retriever, a tool).
+
+        Raises:
+            SettingsError: A field that is not valid.
+        """
+        given = {f.name: getattr(holder, f.name) for f in fields(cls) if hasattr(holder, f.name)}
+        return cls(**given)
 
     @classmethod
     def from_env(
@@ -103,12 +123,13 @@ class EngineConfig(BaseModel):
                 f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
             )
         settings = fields.pop("settings", None) or MemorySettings(profile=profile)
+        index_path = index_path or env.get("ENHANCED_MEMORY_INDEX") or None
         return cls(
             workspace=resolve_workspace(workspace),
             settings=settings,
-            embedder=embedder,
+            embedder=cast(Embedder, embedder),
             model=model or env.get("EMBED_MODEL") or None,
             ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
-            index_path=index_path or env.get("ENHANCED_MEMORY_INDEX") or None,
+            index_path=Path(index_path) if index_path else None,
             **fields,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .config import EngineConfig
@@ -30,8 +31,8 @@ class EnginePool:
         update = {"workspace": config.workspace.absolute(), **self.overrides}
         if config.index_path is not None:
             update["index_path"] = config.index_path.absolute()
-        config = config.model_copy(update=update)
-        key = config.model_dump_json(exclude={"embeddings"})
+        config = replace(config, **update)
+        key = repr(replace(config, embeddings=None))
         engine = self.engines.pop(key, None)
         if engine is None:
             engine = MemorySearch.from_config(config)

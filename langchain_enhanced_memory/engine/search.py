@@ -11,6 +11,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -127,7 +128,7 @@ class MemorySearch:
     @classmethod
     def from_config(cls, config: EngineConfig) -> MemorySearch:
         """The engine a config describes."""
-        return cls(**dict(config))
+        return cls(**{f.name: getattr(config, f.name) for f in fields(config)})
 
     # --------------------------------------------------------------- embedder
     @property

@@ -3,6 +3,7 @@ and the LangChain tools: a mask before ranking, empty and malformed filters, dat
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -209,7 +210,7 @@ def test_normalisation_runs_over_the_kept_rows(many: Path) -> None:
     request = SearchRequest.parse(query="boiler pressure valve", k=3, now=NOW)
     top = engine.run(request).hits[0]
     assert top.path == "memory/topics/boiler.md"  # the global best, filtered out below
-    kept = engine.run(request.model_copy(update={"filter": SearchFilter(kind=("daily",))}))
+    kept = engine.run(replace(request, filter=SearchFilter(kind=("daily",))))
     # The best kept chunk has the top of each signal, as in a workspace of daily notes only.
     assert kept.hits and kept.hits[0].signals["keyword"] == 1.0
     assert max(h.signals["vector"] for h in kept.hits) == 1.0

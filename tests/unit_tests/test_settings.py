@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from pydantic import ValidationError
+from dataclasses import asdict, replace
 
+import pytest
+
+from langchain_enhanced_memory.core.errors import SettingsError
 from langchain_enhanced_memory.core.original import OriginalChunker, OriginalDates, SubstringLexical
 from langchain_enhanced_memory.core.recipe import (
     BM25Lexical,
@@ -41,7 +43,7 @@ def test_original_preset_holds_the_original_constants() -> None:
 @pytest.mark.parametrize("profile", ["bm25", "vector"])
 def test_baselines_are_single_signals(profile: str) -> None:
     s = MemorySettings(profile=profile)
-    weights = s.weights.model_dump()
+    weights = asdict(s.weights)
     assert sorted(weights.values()) == [0, 0, 0, 1]
     assert not s.date_routing and not s.prf_enabled and s.adaptive_keyword_threshold == 0
     assert (s.bm25_b, s.phrase_weight, s.line_vector_share) == (0.75, 0.0, 0.0)
@@ -52,13 +54,51 @@ def test_an_explicit_field_beats_the_preset() -> None:
     assert not s.prf_enabled and s.temporal_boost == 5 and s.lexical == "substring"
 
 
-def test_bad_values_are_refused() -> None:
-    with pytest.raises(ValidationError):
-        MemorySettings(profile="nope")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError):
-        MemorySettings(line_vector_share=2)
-    with pytest.raises(ValidationError):
-        MemorySettings(no_such_field=1)  # type: ignore[call-arg]
+@pytest.mark.parametrize(
+    ("values", "field", "fragment"),
+    [
+        ({"profile": "nope"}, "profile", "must be one of default, original"),
+        ({"line_vector_share": 2}, "line_vector_share", "must be at most 1, got 2.0"),
+        ({"max_header_level": 0}, "max_header_level", "must be at least 1"),
+        ({"embed_timeout_s": 0}, "embed_timeout_s", "must be more than 0"),
+        ({"no_such_field": 1}, "no_such_field", "is not a known setting"),
+        ({"chunking": "words"}, "chunking", "must be one of sections, original"),
+        ({"prf_enabled": "yes"}, "prf_enabled", "must be true or false"),
+        ({"line_candidates": 2.5}, "line_candidates", "must be an integer"),
+        ({"bm25_k1": "1.2"}, "bm25_k1", "must be a number"),
+        ({"include": "memory/*.md"}, "include", "must be a list of strings"),
+        ({"weights": {"vector": 1, "bogus": 0}}, "weights", "has no weight 'bogus'"),
+        ({"weights": {"vector": "high"}}, "weights.vector", "must be a number"),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(values: dict, field: str, fragment: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        MemorySettings(**values)
+    assert err.value.field == field and fragment in err.value.problem
+    assert isinstance(err.value, ValueError)
+
+
+def test_values_are_held_in_the_fields_types() -> None:
+    s = MemorySettings(
+        bm25_k1=2,
+        include=["notes/*.md"],
+        weights={"vector": 1, "keyword": 0},
+        crossref_calibrate=None,
+    )
+    assert s.bm25_k1 == 2.0 and isinstance(s.bm25_k1, float)
+    assert s.include == ("notes/*.md",) and s.crossref_calibrate is None
+    assert s.weights == FusionWeights(vector=1.0, keyword=0.0, header=0.1, filepath=0.25)
+    assert hash(s) == hash(replace(s))  # frozen and hashable: the recipe cache keys on it
+
+
+def test_replace_checks_the_new_value_and_keeps_the_rest() -> None:
+    o = MemorySettings(profile="original")
+    changed = replace(o, prf_enabled=False)
+    assert not changed.prf_enabled and changed.lexical == "substring" and o.prf_enabled
+    with pytest.raises(SettingsError):
+        replace(o, line_vector_share=-1)
+    with pytest.raises(AttributeError):
+        o.prf_enabled = False  # type: ignore[misc]
 
 
 def test_recipe_strategies_are_chosen_once_from_the_settings() -> None:
