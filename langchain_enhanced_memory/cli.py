@@ -8,10 +8,12 @@ numpy, pydantic or LangChain), and otherwise runs here through
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,9 +32,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return execute(argv)
 
 
-if __name__ == "__main__":
-    # Run the imported module's main: under ``python -m`` this file is ``__main__``, and
-    # the error classes must be the ones the commands raise.
-    from langchain_enhanced_memory.cli import main as _main
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """Entry point of the ``enhanced-memory`` console script: :func:`main`, then exit."""
+    rc = main(argv)
+    # The interpreter exits next, and its last collection would walk every object the
+    # command left (a 10k search's snapshot: about 20 ms of a one-shot call). Frozen,
+    # they are skipped; exit handlers and flushes still run.
+    gc.freeze()
+    sys.exit(rc)
 
-    sys.exit(_main())
+
+if __name__ == "__main__":
+    # Run the imported module's entry: under ``python -m`` this file is ``__main__``, and
+    # the error classes must be the ones the commands raise.
+    from langchain_enhanced_memory.cli import run as _run
+
+    _run()

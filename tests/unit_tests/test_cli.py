@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory import cli
 from langchain_enhanced_memory.cli import main
 from langchain_enhanced_memory.commands import COMMANDS, build_parser
 from langchain_enhanced_memory.commands.common import CliError, flag_error, parse_now
@@ -34,6 +36,20 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 REQUIRED = {"get": ["x"], "skill": ["install"], "crossref": ["build"], "daemon": ["status"],
             "remember": ["a note"],
             "eval": ["--root", ".", "--queries", "q"]}  # fmt: skip
+
+
+def test_the_console_entry_exits_with_mains_status_and_skips_the_last_collection(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.get_freeze_count()))
+    for argv, status in ((["search", "--workspace", str(ws), "--embedder", "none", "x"], 0),
+                         (["search", "--k", "0", "x"], 2)):  # fmt: skip
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            with pytest.raises(SystemExit) as exited:
+                cli.run(argv)
+        assert exited.value.code == status
+    assert len(frozen) == 2
 
 
 def test_every_command_has_a_module_with_arguments_and_run() -> None:

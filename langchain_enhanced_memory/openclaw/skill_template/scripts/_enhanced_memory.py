@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 WORKSPACE = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 INSTALL_HINT = "pip install langchain-enhanced-memory"
 # -c, not -m: runpy's imports cost each query milliseconds.
-_MAIN = "import sys; from langchain_enhanced_memory.cli import main; sys.exit(main())"
+_MAIN = "from langchain_enhanced_memory.cli import run; run()"
 
 
 def _with_workspace(argv: list[str]) -> list[str]:
@@ -65,7 +65,7 @@ def run(argv: list[str]) -> None:
     if python:
         os.execv(python, [python, "-c", _MAIN, *argv])
     try:
-        from langchain_enhanced_memory.cli import main
+        from langchain_enhanced_memory.cli import run
     except ImportError:
         import json
         import shutil
@@ -89,4 +89,4 @@ def run(argv: list[str]) -> None:
             }  # fmt: skip
             print(json.dumps(failure))
         sys.exit(2)
-    sys.exit(main(argv))
+    run(argv)
