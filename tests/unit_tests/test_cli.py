@@ -5,6 +5,9 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -50,6 +53,23 @@ def test_the_console_entry_exits_with_mains_status_and_skips_the_last_collection
                 cli.run(argv)
         assert exited.value.code == status
     assert len(frozen) == 2
+
+
+def test_a_one_shot_search_loads_neither_pydantic_nor_langchain(ws: Path) -> None:
+    # Their imports and model builds cost a one-shot process more than its search.
+    code = (
+        "import sys; from langchain_enhanced_memory.cli import main; "
+        f"rc = main(['search', '--workspace', {str(ws)!r}, '--embedder', 'none', '--json', "
+        "'decisions']); "
+        "print(rc, sorted(m for m in ('pydantic', 'langchain_core') if m in sys.modules), "
+        "file=sys.stderr)"
+    )
+    env = {**os.environ, "ENHANCED_MEMORY_DAEMON": "0", "ENHANCED_MEMORY_LOG": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert json.loads(done.stdout)["results"]
+    assert done.stderr.strip().splitlines()[-1] == "0 []"
 
 
 def test_every_command_has_a_module_with_arguments_and_run() -> None:
