@@ -1072,8 +1072,11 @@ def _anchored(
         return
     if rule.anchors not in positions:
         positions[rule.anchors] = _positions(text, rule.anchors)
+    found = positions[rule.anchors]
+    if not found:
+        return  # before touching rule.pattern: it compiles on first use
     match = rule.pattern.match
-    for at in positions[rule.anchors]:
+    for at in found:
         m = match(text, at)
         if m is not None:
             yield m
