@@ -20,7 +20,6 @@ import numpy as np
 from . import scoring
 from .chunking import Chunk, chunk_lines
 from .dates import DateQuery, parse_dates
-from .original import OriginalChunker, OriginalDates, SubstringLexical
 from .segments import ReadOnce
 from .settings import MemorySettings
 from .snapshot import Snapshot
@@ -190,17 +189,17 @@ class Recipe:
 @lru_cache(maxsize=32)
 def recipe(settings: MemorySettings) -> Recipe:
     """The strategies ``settings`` asks for (cached: settings are frozen and hashable)."""
-    chunker: Chunker = (
-        OriginalChunker(settings) if settings.chunking == "original" else SectionChunker(settings)
-    )
-    dates: DateRouting
-    if not settings.date_routing:
-        dates = NoDates()
-    elif settings.date_parser == "original":
-        dates = OriginalDates()
-    else:
-        dates = SectionDates()
-    lexical: Lexical = (
-        SubstringLexical() if settings.lexical == "substring" else BM25Lexical(settings)
-    )
+    chunker: Chunker = SectionChunker(settings)
+    dates: DateRouting = SectionDates() if settings.date_routing else NoDates()
+    lexical: Lexical = BM25Lexical(settings)
+    if "original" in (settings.chunking, settings.date_parser) or settings.lexical == "substring":
+        # The original skill's strategies load only when asked for: a one-shot search imports less.
+        from . import original
+
+        if settings.chunking == "original":
+            chunker = original.OriginalChunker(settings)
+        if settings.date_routing and settings.date_parser == "original":
+            dates = original.OriginalDates()
+        if settings.lexical == "substring":
+            lexical = original.SubstringLexical()
     return Recipe(chunker, dates, lexical)

@@ -29,13 +29,13 @@ from ..core.snapshot import Snapshot
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
 from ..store.logs import record_search
-from ..store.upkeep import EmbedJob, ProgressFactory, embed_missing
 from .config import Embedder, EngineConfig
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from ..embeddings.choice import EmbedderChoice
+    from ..store.upkeep import EmbedJob, ProgressFactory
 
 __all__ = ["MemorySearch"]
 
@@ -220,6 +220,8 @@ class MemorySearch:
         model_id = self.model_id
         if model_id is None:
             return 0
+        from ..store.upkeep import embed_missing  # only when embedding: not a keyword search's
+
         return embed_missing(
             self.index, model_id, self._run_embedder(), progress=progress, wait=wait
         )
@@ -353,6 +355,8 @@ class MemorySearch:
                     return None
             elif self.config.background_embedding:
                 if job is None:
+                    from ..store.upkeep import EmbedJob
+
                     job = self._job = EmbedJob(self.index, model_id, self.embed_documents)
                 if job.due():
                     job.start()

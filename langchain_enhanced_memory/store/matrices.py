@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -295,7 +294,7 @@ def write(
     folder.mkdir(parents=True, exist_ok=True)
     keys, first = np.unique(row_keys, return_index=True)
     layout = Layout(
-        file=f"{stem}-{secrets.token_hex(4)}.vec",
+        file=f"{stem}-{os.urandom(4).hex()}.vec",
         dim=int(matrix.shape[1]),
         chunks=chunks,
         lines=int(matrix.shape[0]) - chunks,

@@ -21,7 +21,6 @@ import json
 import logging
 import mmap
 import os
-import secrets
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -181,7 +180,7 @@ def _write_segment(
         offset += a.nbytes + len(parts[-1])
     head = json.dumps(layout).encode()
     head += b" " * (-(len(head) + 8) % 8)
-    name = f"post-g{generation}-{secrets.token_hex(4)}{_SUFFIX}"
+    name = f"post-g{generation}-{os.urandom(4).hex()}{_SUFFIX}"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".tmp-{name}"
     with open(tmp, "wb") as fh:

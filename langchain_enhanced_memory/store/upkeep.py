@@ -22,7 +22,6 @@ import numpy as np
 from ..core.errors import EmbeddingError
 from ..core.vectorset import dequantize, quantize
 from .index import MemoryIndex
-from .migrate import seed_from_vectors_json
 
 __all__ = ["EmbedJob", "ProgressFactory", "embed_missing"]
 
@@ -65,6 +64,8 @@ def _embed_locked(
 ) -> int:
     todo = index.missing_embeddings(model)
     # Reuse the original skill's memory/vectors.json (read once per version).
+    from .migrate import seed_from_vectors_json  # here: a search that embeds nothing skips it
+
     if todo and seed_from_vectors_json(index, model):
         todo = index.missing_embeddings(model)
     texts = todo.texts
