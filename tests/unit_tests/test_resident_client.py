@@ -37,7 +37,8 @@ def test_a_refusal_or_a_cut_reply_is_no_answer() -> None:
 def test_the_client_imports_no_json_socket_or_pathlib() -> None:
     # A one-shot call through the resident engine pays for these only when none answers.
     code = (
-        "import sys; from langchain_enhanced_memory.servers.client import call_resident; "
+        "import sys; from langchain_enhanced_memory.cli import run; "
+        "from langchain_enhanced_memory.servers.client import call_resident; "
         "print(sorted(m for m in ('json', 're', 'socket', 'pathlib', 'enum', 'typing', "
         "'numpy', 'pydantic') if m in sys.modules))"
     )
