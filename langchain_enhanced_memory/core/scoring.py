@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -292,6 +293,7 @@ def rrf(signals: Sequence[tuple[np.ndarray, np.ndarray]], k: float = 60.0) -> np
     return out
 
 
+@lru_cache(maxsize=16)  # every keyword-only search asks, and weights are frozen
 def without_vector(weights: FusionWeights) -> FusionWeights:
     """Weights for keyword-only search: the vector share spread over the other three."""
     rest = weights.keyword + weights.header + weights.filepath
