@@ -33,8 +33,6 @@ __all__ = ["FILTER_FIELDS", "KINDS", "SearchFilter", "filter_mask", "resolve_day
 
 Kind = Literal["core", "daily", "topic"]
 KINDS: tuple[str, ...] = ("core", "daily", "topic")
-#: The fields of a filter (a request body carries them at its top level).
-FILTER_FIELDS: tuple[str, ...] = ("since", "until", "path", "kind")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _GLOB_CHARS = frozenset("*?[")
 
@@ -115,6 +113,10 @@ class SearchFilter:
             f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name)
         ]
         return ", ".join(parts)
+
+
+#: The fields of a filter (a request body carries them at its top level).
+FILTER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SearchFilter))
 
 
 def _when(value: Any, name: str) -> str | None:

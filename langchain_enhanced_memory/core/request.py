@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import date, datetime
 from typing import Any
 
@@ -29,7 +30,6 @@ ALIASES = {"maxResults": "k", "minScore": "min_score"}
 
 #: Most results one search returns; a larger ``k`` is capped, not refused.
 MAX_K = 1000
-_FIELDS = frozenset({"query", "k", "now", "min_score", "filter"})
 
 
 def clean_text(text: str) -> str:
@@ -130,7 +130,7 @@ class SearchRequest:
     @classmethod
     def parse(cls, **fields: Any) -> SearchRequest:
         """Build a request, raising :class:`RequestError` (with ``field``) on a bad value."""
-        unknown = sorted(fields.keys() - _FIELDS)
+        unknown = sorted(fields.keys() - {f.name for f in dataclass_fields(cls)})
         if unknown:
             raise RequestError("is not a known field", unknown[0])
         if "query" not in fields:

@@ -220,9 +220,10 @@ def check_search(wsp: Workspace, out: dict[str, Any], *, settled: bool = True) -
             problems.append(f"{row['path']} does not exist")
             continue
         start, end = row["startLine"], row["endLine"]
-        n_lines = len(path.read_text(encoding="utf-8").split("\n")) - 1
-        if settled and not 1 <= start <= end <= n_lines:
-            problems.append(f"{row['path']}:{start}-{end} outside the file ({n_lines} lines)")
+        if settled:
+            n_lines = len(path.read_text(encoding="utf-8").split("\n")) - 1
+            if not 1 <= start <= end <= n_lines:
+                problems.append(f"{row['path']}:{start}-{end} outside the file ({n_lines} lines)")
         ok = any(
             "\n".join(lines[start - 1 : end]).startswith(row["snippet"])
             and 1 <= start <= end <= len(lines)
