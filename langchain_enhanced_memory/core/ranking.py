@@ -99,15 +99,12 @@ def rank(
             # A filter's rows only: the others score 0 and top-k never sees them.
             return f if mask is None else np.where(mask, f, np.float32(0.0))
 
-        cos = _cosines(snap, qv, settings.scan_threads)
+        cos = _cosines(snap, qv, settings)
         sig["vector"] = cos if qv is None else _normalize(cos, settings, mask)  # zeros without
         out = fused(sig["vector"])
-        lines = _line_cosines(snap, qv, settings, out)
-        if lines is not None:
-            # Only the best candidates' lines are scored: one fact in a long
-            # chunk lifts that chunk, and the cost stays flat as the index grows.
-            mixed = scoring.blend_group_max(*lines, cos, settings.line_vector_share)
-            sig["vector"] = _normalize(mixed, settings, mask, in_place=True)
+        second = _second_look(snap, qv, settings, out, cos)
+        if second is not None:
+            sig["vector"] = _normalize(second, settings, mask, in_place=True)
             # The first pass's scores are spent once its candidates are chosen.
             out = fused(sig["vector"], out if mask is None else None)
         # Absolute evidence for the calibrated score (per-query rescaling hides it).
@@ -143,23 +140,39 @@ def rank(
     return Ranking(scores, signals, dates, expansion)
 
 
-def _cosines(snap: Snapshot, qvec: np.ndarray | None, threads: int) -> np.ndarray:
+def _cosines(snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings) -> np.ndarray:
     if qvec is None or snap.vectors is None or not snap.vectors.parts:
         return np.zeros(len(snap), dtype=np.float32)
-    return snap.vectors.cosines(qvec, threads)
+    return snap.vectors.cosines(qvec, settings.scan_threads, settings.approximate_rows)
 
 
-def _line_cosines(
-    snap: Snapshot, qvec: np.ndarray | None, settings: MemorySettings, first_pass: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Cosine and chunk row of each line of the best chunks of ``first_pass``.
+def _second_look(
+    snap: Snapshot,
+    qvec: np.ndarray | None,
+    settings: MemorySettings,
+    first_pass: np.ndarray,
+    cos: np.ndarray,
+) -> np.ndarray | None:
+    """The vector signal again, for the best chunks of ``first_pass``; None: nothing to redo.
 
-    None when line vectors are off or absent.
+    Only the best candidates get a second look, so its cost stays flat as the
+    index grows: their lines are scored (one fact in a long chunk lifts that
+    chunk), and where an approximate scan estimated the cosines from sign bits
+    they get exact ones (``cos`` is corrected in place).
     """
-    if qvec is None or not settings.line_vector_share or snap.vectors is None:
+    vectors = snap.vectors
+    if qvec is None or vectors is None:
+        return None
+    approximated = vectors.approximates(settings.approximate_rows)
+    if not (approximated or (settings.line_vector_share and vectors.has_lines)):
         return None
     rows = np.sort(scoring.top_k(first_pass, settings.line_candidates))
-    return snap.vectors.line_cosines(rows, qvec)
+    if approximated:
+        vectors.rescore(cos, rows, qvec, settings.approximate_rows)
+    lines = vectors.line_cosines(rows, qvec) if settings.line_vector_share else None
+    if lines is None:
+        return cos.copy() if approximated else None
+    return scoring.blend_group_max(*lines, cos, settings.line_vector_share)
 
 
 def _normalize(

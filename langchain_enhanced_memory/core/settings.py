@@ -154,6 +154,9 @@ class MemorySettings:
     #: per core): 12 instead of 19 ms at 1M on an idle 2-core machine, about even
     #: when the other core is busy
     scan_threads: int = _spec(0, ge=0)
+    #: chunk rows from which one vector segment is scanned by its sign bits and only
+    #: its best candidates exactly (README "One million chunks"); 0: always exact
+    approximate_rows: int = _spec(250_000, ge=0)
     #: best chunks by the other signals whose lines are scored
     line_candidates: int = _spec(200, ge=1)
     #: PRF re-embeds the expanded query (the original did)

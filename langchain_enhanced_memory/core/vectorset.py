@@ -18,7 +18,16 @@ import simsimd
 
 from .scoring import group_rows
 
-__all__ = ["RowSource", "VectorPart", "VectorSet", "cosines", "dequantize", "quantize"]
+__all__ = [
+    "RowSource",
+    "VectorPart",
+    "VectorSet",
+    "approximate_cosines",
+    "cosines",
+    "dequantize",
+    "quantize",
+    "sign_codes",
+]
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -80,6 +89,60 @@ def cosines(
     return out
 
 
+def sign_codes(matrix: np.ndarray) -> np.ndarray:
+    """Each row's sign bits, packed (``dim / 8`` bytes a row): the approximate scan's codes."""
+    return np.packbits(np.asarray(matrix) > 0, axis=1)
+
+
+APPROX_NEAREST = 1000  # rows nearest by sign bits, scored exactly ...
+APPROX_FARTHEST = 2048  # ... and the farthest, which set the low end of a min-max
+
+
+def approximate_cosines(
+    matrix: np.ndarray,
+    scale: np.ndarray | None,
+    codes: np.ndarray,
+    qvec: np.ndarray,
+    threads: int = 1,
+) -> np.ndarray:
+    """:func:`cosines` read from sign bits: exact for the nearest and farthest rows.
+
+    The Hamming distance between the query's and each row's sign bits (a
+    48-byte row at 384 dimensions, an eighth of the int8 scan's reading)
+    ranks the rows; about :data:`APPROX_NEAREST` nearest and
+    :data:`APPROX_FARTHEST` farthest are scored exactly, and every other row
+    gets the line through those points (a cosine falls about linearly with
+    the distance). Ranking then scores its best candidates exactly
+    (:meth:`VectorSet.rescore`), so an estimate only decides who is a
+    candidate (``benchmarks/speed.py`` prints the recall against exact).
+    """
+    q = np.asarray(qvec, dtype=np.float32)
+    dist = np.asarray(
+        simsimd.cdist(
+            np.packbits(q > 0)[None],
+            codes,
+            metric="hamming",
+            dtype="bin8",
+            out_dtype="float32",  # whole numbers, exact in float32
+            threads=threads if codes.shape[0] >= THREADED_ROWS else 1,
+        )
+    ).reshape(-1)
+    n = dist.size
+    # The cut-offs from a sample: a sort of a million distances costs more than the scan.
+    sample = np.sort(dist[:: max(1, n // 16384)])
+    near = sample[min(sample.size - 1, APPROX_NEAREST * sample.size // n)]
+    far = sample[max(0, sample.size - 1 - APPROX_FARTHEST * sample.size // n)]
+    pick = np.flatnonzero((dist <= near) | (dist >= far))
+    exact = cosines(matrix[pick], None if scale is None else scale[pick], q)
+    x, y = dist[pick].astype(np.float64), exact.astype(np.float64)
+    spread = float(((x - x.mean()) ** 2).sum())
+    slope = float(((x - x.mean()) * (y - y.mean())).sum()) / spread if spread else 0.0
+    out = dist * np.float32(slope)
+    out += np.float32(y.mean() - slope * x.mean())
+    out[pick] = exact
+    return out
+
+
 def _run_or_rows(dest: np.ndarray) -> slice | np.ndarray:
     """``dest`` as a slice when it is one ascending run (a base part's live rows, usually).
 
@@ -111,6 +174,7 @@ class VectorPart:
         lines: int8 line rows, grouped by chunk (an array, or rows read on demand).
         line_scale: Their scales.
         owner: The chunk row (in this part) of each line row, non-decreasing.
+        codes: The chunk rows' :func:`sign_codes` (None: the part is always scanned exactly).
     """
 
     matrix: np.ndarray
@@ -119,6 +183,13 @@ class VectorPart:
     lines: np.ndarray | RowSource | None = None
     line_scale: np.ndarray | RowSource | None = None
     owner: np.ndarray | None = None
+    codes: np.ndarray | None = None
+
+    def approximated(self, approximate_rows: int) -> bool:
+        """Whether a scan reads this part's sign bits (it has them and is that large)."""
+        return bool(approximate_rows) and (
+            self.codes is not None and self.matrix.shape[0] >= approximate_rows
+        )
 
 
 @dataclass
@@ -164,20 +235,50 @@ class VectorSet:
         """Whether any part holds line rows."""
         return any(p.lines is not None and p.lines.shape[0] for p in self.parts)
 
-    def cosines(self, qvec: np.ndarray, threads: int = 1) -> np.ndarray:
+    def cosines(self, qvec: np.ndarray, threads: int = 1, approximate_rows: int = 0) -> np.ndarray:
         """The dot product of each live row with ``qvec`` (0 for a row without a vector).
 
-        ``threads``: of each large part's scan (:func:`cosines`).
+        Args:
+            qvec: The query vector.
+            threads: Of each large part's scan (:func:`cosines`).
+            approximate_rows: A part of this many chunk rows or more that has sign
+                bits is scanned by them (:func:`approximate_cosines`); 0: never.
         """
         if self._whole:
-            part = self.parts[0]
-            return cosines(part.matrix, part.scale, qvec, threads)
+            return self._scan(self.parts[0], qvec, threads, approximate_rows)
         out = np.zeros(self.n, dtype=np.float32)
         for part, (live, dest) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
-                values = cosines(part.matrix, part.scale, qvec, threads)
+                values = self._scan(part, qvec, threads, approximate_rows)
                 out[dest] = values if live is None else values[live]
         return out
+
+    @staticmethod
+    def _scan(
+        part: VectorPart, qvec: np.ndarray, threads: int, approximate_rows: int
+    ) -> np.ndarray:
+        if part.approximated(approximate_rows) and part.codes is not None:
+            return approximate_cosines(part.matrix, part.scale, part.codes, qvec, threads)
+        return cosines(part.matrix, part.scale, qvec, threads)
+
+    def approximates(self, approximate_rows: int) -> bool:
+        """Whether :meth:`cosines` estimates some rows with this ``approximate_rows``."""
+        return any(part.approximated(approximate_rows) for part in self.parts)
+
+    def rescore(
+        self, values: np.ndarray, rows: np.ndarray, qvec: np.ndarray, approximate_rows: int
+    ) -> None:
+        """Replace the estimates of :meth:`cosines` at live ``rows`` with exact cosines.
+
+        In place; rows of parts scanned exactly are left as they are (they are exact).
+        """
+        part_of = self._part[rows]
+        for p, part in enumerate(self.parts):
+            if part.approximated(approximate_rows):
+                mine = rows[part_of == p]
+                local = self._local[mine]
+                scale = None if part.scale is None else part.scale[local]
+                values[mine] = cosines(part.matrix[local], scale, qvec)
 
     def line_cosines(
         self, rows: np.ndarray, qvec: np.ndarray

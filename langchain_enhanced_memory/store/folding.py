@@ -90,6 +90,7 @@ def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
         lines=lines[0] if lines else vf.matrix[n:],
         line_scale=lines[1] if lines else vf.scale[n:],
         owner=vf.owner,
+        codes=vf.codes if vf.layout.codes else None,
     )
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.vectorset import quantize
+from ..core.vectorset import quantize, sign_codes
 
 __all__ = [
     "Fd",
@@ -63,6 +63,8 @@ class Layout:
         lines_complete: Whether every line of its chunks has its row.
         ids: Whether it holds its chunk rows' chunk ids (a segment); files
             written before segments hold every chunk of one generation, in row order.
+        codes: Whether it holds its chunk rows' sign bits (:func:`..core.vectorset.sign_codes`;
+            files written before them are always scanned exactly).
     """
 
     file: str
@@ -72,6 +74,7 @@ class Layout:
     keys: int
     lines_complete: bool
     ids: bool = False
+    codes: bool = False
 
     def to_json(self) -> str:
         """The ``derived`` row's data."""
@@ -95,6 +98,7 @@ class Layout:
             ("keys", np.dtype(np.uint64), (self.keys,)),
             ("rows", np.dtype(np.int32), (self.keys,)),
             ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
+            ("codes", np.dtype(np.uint8), (self.chunks if self.codes else 0, -(-self.dim // 8))),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -116,6 +120,7 @@ class VectorFile:
     keys: np.ndarray
     rows: np.ndarray
     ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
+    codes: np.ndarray  # sign bits of each chunk row (empty in a file written before them)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
@@ -301,6 +306,7 @@ def write(
         keys=int(keys.size),
         lines_complete=lines_complete,
         ids=True,
+        codes=True,
     )
     arrays = {
         "matrix": matrix,
@@ -309,6 +315,7 @@ def write(
         "keys": keys,
         "rows": first.astype(np.int32),
         "ids": ids,
+        "codes": sign_codes(matrix[:chunks]),
     }
     tmp = folder / f".tmp-{layout.file}"
     with open(tmp, "wb") as fh:

@@ -18,13 +18,15 @@ from langchain_enhanced_memory.core.vectorset import (
     THREADED_ROWS,
     VectorPart,
     VectorSet,
+    approximate_cosines,
     cosines,
     dequantize,
     quantize,
+    sign_codes,
 )
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.matrices import Layout, side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 
@@ -285,9 +287,10 @@ def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
     with sqlite3.connect(idx.path) as conn:
         (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
         layout = json.loads(data[0])["segments"][0]
-        ids_bytes = layout["chunks"] * 8
-        path.write_bytes(path.read_bytes()[:-ids_bytes])
-        del layout["ids"]
+        del layout["ids"], layout["codes"]
+        old_layout = Layout.from_json(json.dumps(layout))
+        assert old_layout is not None
+        path.write_bytes(path.read_bytes()[: old_layout.sections()[-1][3]])
         conn.execute(
             "UPDATE derived SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
         )
@@ -295,6 +298,8 @@ def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
     assert not old.missing_embeddings(MODEL)
     snap = old.snapshot(MODEL)
     assert snap.vectors is not None and np.array_equal(snap.dense_vectors(), want)
+    assert snap.vectors.parts[0].codes is None  # no sign bits: always scanned exactly
+    assert not snap.vectors.approximates(1)
     (ws / "memory" / "2026-02-01.md").write_text("# Note\n\n- heron plan\n")
     old.sync()
     emb.texts.clear()
@@ -329,3 +334,88 @@ def test_a_threaded_scan_gives_the_one_thread_cosines() -> None:
     for threads in (0, 2):
         assert np.array_equal(cosines(q8, scale, q, threads=threads), one)
     assert np.array_equal(VectorSet.of(q8, scale).cosines(q, threads=2), one)
+
+
+def test_sign_codes_are_each_rows_packed_signs() -> None:
+    rng = np.random.default_rng(5)
+    q8, _ = quantize(rng.normal(size=(9, 20)).astype(np.float32))
+    codes = sign_codes(q8)
+    assert codes.shape == (9, 3) and codes.dtype == np.uint8
+    bits = np.unpackbits(codes, axis=1)[:, :20]
+    assert np.array_equal(bits, (q8 > 0).astype(np.uint8))
+
+
+def _hamming(codes: np.ndarray, qvec: np.ndarray) -> np.ndarray:
+    bits = np.unpackbits(codes, axis=1)[:, : qvec.size]
+    return (bits != (qvec > 0)).sum(axis=1)
+
+
+def test_approximate_cosines_are_exact_at_both_ends_and_linear_between() -> None:
+    rng = np.random.default_rng(8)
+    rows = rng.normal(size=(20_000, 64)).astype(np.float32)
+    q8, scale = quantize(rows)
+    qvec = rows[17] + 0.3 * rng.normal(size=64).astype(np.float32)
+    exact = cosines(q8, scale, qvec)
+    got = approximate_cosines(q8, scale, sign_codes(q8), qvec)
+    assert got.shape == exact.shape and got.dtype == np.float32
+    dist = _hamming(sign_codes(q8), qvec)
+    order = np.argsort(dist, kind="stable")
+    scored = got == exact
+    # The cut-offs come from a sample, so only the clear ends are certain.
+    assert scored[order[: vectorset.APPROX_NEAREST // 2]].all()
+    assert scored[order[-vectorset.APPROX_FARTHEST // 2 :]].all()
+    assert int(np.argmax(got)) == int(np.argmax(exact)) == 17
+    est = ~scored
+    assert est.sum() > 10_000
+    # The others lie on one line of the distance, between the ends' distances.
+    slope, icept = np.polyfit(dist[est], got[est], 1)
+    assert slope < 0 and np.allclose(got[est], slope * dist[est] + icept, atol=1e-4)
+
+
+def test_approximate_cosines_of_a_small_matrix_are_exact() -> None:
+    rng = np.random.default_rng(9)
+    q8, scale = quantize(rng.normal(size=(500, 16)).astype(np.float32))
+    qvec = rng.normal(size=16).astype(np.float32)
+    got = approximate_cosines(q8, scale, sign_codes(q8), qvec)
+    assert np.array_equal(got, cosines(q8, scale, qvec))
+
+
+def test_only_a_large_part_with_sign_bits_is_approximated_and_rescore_makes_rows_exact() -> None:
+    rng = np.random.default_rng(10)
+    big, small = (quantize(rng.normal(size=(k, 32)).astype(np.float32)) for k in (6000, 40))
+    parts = [
+        VectorPart(big[0], big[1], np.arange(6000), codes=sign_codes(big[0])),
+        VectorPart(small[0], small[1], np.arange(6000, 6040)),  # a delta without sign bits
+    ]
+    vs = VectorSet(parts, 6040)
+    qvec = rng.normal(size=32).astype(np.float32)
+    exact = vs.cosines(qvec)
+    assert np.array_equal(vs.cosines(qvec, approximate_rows=0), exact)
+    assert not vs.approximates(0) and not vs.approximates(6001) and vs.approximates(6000)
+    got = vs.cosines(qvec, approximate_rows=6000)
+    assert np.array_equal(got[6000:], exact[6000:]) and not np.array_equal(got, exact)
+    rows = np.sort(rng.choice(6040, size=300, replace=False))
+    vs.rescore(got, rows, qvec, 6000)
+    assert np.array_equal(got[rows], exact[rows])
+
+
+def test_an_approximate_scan_of_a_small_index_ranks_exactly_like_an_exact_one(
+    tmp_path: Path,
+) -> None:
+    # Below APPROX_NEAREST + APPROX_FARTHEST rows every cosine is exact, so the
+    # approximate path (sign bits from the side file, rescoring, second pass)
+    # must give the exact path's scores.
+    rng = random.Random(6)
+    ws, idx, emb = _embedded(tmp_path, rng, 8)
+    snap = MemoryIndex(ws).snapshot(MODEL)
+    assert snap.vectors is not None
+    (part,) = snap.vectors.parts
+    assert part.codes is not None and np.array_equal(part.codes, sign_codes(part.matrix))
+    for share in (0.5, 0.0):
+        exact = MemorySettings(line_vector_share=share, approximate_rows=0)
+        approx = MemorySettings(line_vector_share=share, approximate_rows=1)
+        for query in QUERIES:
+            qvec = np.asarray(emb.embed_query(query), np.float32)
+            want = rank(snap, query, NOW, exact, qvec)
+            got = rank(snap, query, NOW, approx, qvec)
+            assert np.array_equal(got.scores, want.scores), (share, query)
