@@ -8,8 +8,13 @@ row) and times, per query, the exact product the search runs
 builds a usearch HNSW index over the same vectors (int8, inner product), times
 its top-10 search and prints its recall@10 against the exact top 10. The exact
 scan is timed twice: numpy's einsum with the float query (the reference top 10)
-and SimSIMD's int8 kernel with the query rounded to int8 (what the search runs),
-with that one's recall@10 against the reference.
+and SimSIMD's int8 kernel with the query rounded to int8 (what the search runs
+below ``approximate_rows``), with that one's recall@10 against the reference;
+then the sign-bit scan the search runs above it
+(:func:`langchain_enhanced_memory.core.vectorset.approximate_cosines`: Hamming
+distances, the nearest and farthest rows exact) and its recall@10, vectors
+alone (ranking also rescores its 200 best fused candidates exactly;
+``speed.py`` prints the recall of the whole ranking).
 
 The HNSW rows need ``pip install usearch`` (not a dependency of the package:
 the search does not use it; ``--no-hnsw`` skips them). Run
@@ -32,7 +37,12 @@ sys.path.insert(0, str(HERE))
 import synthetic  # noqa: E402
 
 from langchain_enhanced_memory.core.scoring import top_k  # noqa: E402
-from langchain_enhanced_memory.core.vectorset import cosines, quantize  # noqa: E402
+from langchain_enhanced_memory.core.vectorset import (  # noqa: E402
+    approximate_cosines,
+    cosines,
+    quantize,
+    sign_codes,
+)
 
 
 def vectors(n: int, seed: int = 0) -> np.ndarray:
@@ -54,8 +64,10 @@ def bench(
     t0 = time.perf_counter()
     q, scale = quantize(vectors(n))
     qvecs = synthetic.project(queries)
+    codes = sign_codes(q)
     made = time.perf_counter() - t0
     exact, numpy_s, exact_s, simd_hits = [], [], [], 0
+    bits_s, bits_hits = [], 0
     for v in qvecs:
         t = time.perf_counter()  # the float query against the int8 rows, numpy's einsum
         want = set(top_k(np.einsum("ij,j->i", q, v) * scale, k).tolist())
@@ -65,12 +77,18 @@ def bench(
         exact_s.append(time.perf_counter() - t)
         exact.append(want)
         simd_hits += len(want & set(got.tolist()))
+        t = time.perf_counter()  # the sign-bit scan, on one thread as the exact one
+        got = top_k(approximate_cosines(q, scale, codes, v), k)
+        bits_s.append(time.perf_counter() - t)
+        bits_hits += len(want & set(got.tolist()))
     out = {
         "n": n,
         "make_s": made,
         "numpy_p50_ms": float(np.percentile(numpy_s, 50) * 1000),
         "exact_p50_ms": float(np.percentile(exact_s, 50) * 1000),
         "simd_recall": simd_hits / (k * len(queries)),
+        "bits_p50_ms": float(np.percentile(bits_s, 50) * 1000),
+        "bits_recall": bits_hits / (k * len(queries)),
     }
     if not hnsw:
         return out
@@ -114,9 +132,10 @@ def main() -> int:
     a = p.parse_args()
     qs = synthetic.queries(a.queries)
     print("| vectors | exact, numpy einsum, top-10 p50 ms | exact, SimSIMD int8 (the search's),"
-          " top-10 p50 ms | its recall@10 | HNSW build s | HNSW top-10 p50 ms |"
-          " HNSW recall@10 | peak RSS MB |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          " top-10 p50 ms | its recall@10 | sign bits, exact ends, top-10 p50 ms |"
+          " its recall@10 | HNSW build s | HNSW top-10 p50 ms | HNSW recall@10 |"
+          " peak RSS MB |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in a.sizes.split(",")):
         r = bench(n, qs, a.k, a.expansion, a.dtype, a.connectivity, not a.no_hnsw)
         hnsw = (
@@ -127,7 +146,8 @@ def main() -> int:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"| {n:,} | {r['numpy_p50_ms']:.1f} | {r['exact_p50_ms']:.1f} |"
-            f" {r['simd_recall']:.3f} | {hnsw} | {rss:.0f} |",
+            f" {r['simd_recall']:.3f} | {r['bits_p50_ms']:.1f} | {r['bits_recall']:.3f} |"
+            f" {hnsw} | {rss:.0f} |",
             flush=True,
         )
     return 0
