@@ -64,7 +64,7 @@ def bench(
     t0 = time.perf_counter()
     q, scale = quantize(vectors(n))
     qvecs = synthetic.project(queries)
-    codes = sign_codes(q)
+    codes, center = sign_codes(q, scale)
     made = time.perf_counter() - t0
     exact, numpy_s, exact_s, simd_hits = [], [], [], 0
     bits_s, bits_hits = [], 0
@@ -78,7 +78,7 @@ def bench(
         exact.append(want)
         simd_hits += len(want & set(got.tolist()))
         t = time.perf_counter()  # the sign-bit scan, on one thread as the exact one
-        got = top_k(approximate_cosines(q, scale, codes, v), k)
+        got = top_k(approximate_cosines(q, scale, codes, center, v), k)
         bits_s.append(time.perf_counter() - t)
         bits_hits += len(want & set(got.tolist()))
     out = {

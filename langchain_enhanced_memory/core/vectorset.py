@@ -26,6 +26,7 @@ __all__ = [
     "cosines",
     "dequantize",
     "quantize",
+    "query_bits",
     "sign_codes",
 ]
 
@@ -89,9 +90,45 @@ def cosines(
     return out
 
 
-def sign_codes(matrix: np.ndarray) -> np.ndarray:
-    """Each row's sign bits, packed (``dim / 8`` bytes a row): the approximate scan's codes."""
-    return np.packbits(np.asarray(matrix) > 0, axis=1)
+def sign_codes(
+    matrix: np.ndarray, scale: np.ndarray | None = None, block: int = 1 << 16
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's sign bits about the rows' mean, packed (``dim / 8`` bytes a row), and the mean.
+
+    Embeddings share a mean direction (a local e5 model's cosines between
+    unrelated texts are 0.7-0.9), so the bits of raw rows would mostly record
+    it: on locomo-dev's e5 vectors, centring took the recall@10 of the bits'
+    nearest 0.5 % from 0.24 to 0.60 (synthetic vectors 0.47 -> 0.52). Read in
+    blocks: a million rows as float32 would be 1.5 GB.
+    """
+    n, dim = matrix.shape
+    total = np.zeros(dim, dtype=np.float64)
+    for lo in range(0, n, block):
+        total += dequantize(matrix[lo : lo + block], _rows(scale, lo, block)).sum(axis=0)
+    center = (total / max(n, 1)).astype(np.float32)
+    codes = np.empty((n, -(-dim // 8)), dtype=np.uint8)
+    for lo in range(0, n, block):
+        rows = dequantize(matrix[lo : lo + block], _rows(scale, lo, block))
+        codes[lo : lo + block] = np.packbits(rows > center, axis=1)
+    return codes, center
+
+
+def _rows(scale: np.ndarray | None, lo: int, block: int) -> np.ndarray | None:
+    return None if scale is None else scale[lo : lo + block]
+
+
+def query_bits(qvec: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """The query's sign bits against :func:`sign_codes`: its component along the mean removed.
+
+    (Subtracting the mean itself, as from the rows, did worse on synthetic
+    vectors, whose queries share less of it: 0.29 against 0.52 above.)
+    """
+    q = np.asarray(qvec, dtype=np.float32)
+    norm = float(np.linalg.norm(center))
+    if norm > 0:
+        unit = center / np.float32(norm)
+        q = q - np.float32(q @ unit) * unit
+    return np.packbits(q > 0)[None]
 
 
 APPROX_NEAREST = 1000  # rows nearest by sign bits, scored exactly ...
@@ -102,14 +139,15 @@ def approximate_cosines(
     matrix: np.ndarray,
     scale: np.ndarray | None,
     codes: np.ndarray,
+    center: np.ndarray,
     qvec: np.ndarray,
     threads: int = 1,
 ) -> np.ndarray:
     """:func:`cosines` read from sign bits: exact for the nearest and farthest rows.
 
-    The Hamming distance between the query's and each row's sign bits (a
-    48-byte row at 384 dimensions, an eighth of the int8 scan's reading)
-    ranks the rows; about :data:`APPROX_NEAREST` nearest and
+    The Hamming distance between the query's and each row's sign bits
+    (:func:`sign_codes`, :func:`query_bits`; a 48-byte row at 384 dimensions,
+    an eighth of the int8 scan's reading) ranks the rows; about :data:`APPROX_NEAREST` nearest and
     :data:`APPROX_FARTHEST` farthest are scored exactly, and every other row
     gets the line through those points (a cosine falls about linearly with
     the distance). Ranking then scores its best candidates exactly
@@ -119,7 +157,7 @@ def approximate_cosines(
     q = np.asarray(qvec, dtype=np.float32)
     dist = np.asarray(
         simsimd.cdist(
-            np.packbits(q > 0)[None],
+            query_bits(q, center),
             codes,
             metric="hamming",
             dtype="bin8",
@@ -175,6 +213,7 @@ class VectorPart:
         line_scale: Their scales.
         owner: The chunk row (in this part) of each line row, non-decreasing.
         codes: The chunk rows' :func:`sign_codes` (None: the part is always scanned exactly).
+        center: The mean those bits are taken about.
     """
 
     matrix: np.ndarray
@@ -184,11 +223,14 @@ class VectorPart:
     line_scale: np.ndarray | RowSource | None = None
     owner: np.ndarray | None = None
     codes: np.ndarray | None = None
+    center: np.ndarray | None = None
 
     def approximated(self, approximate_rows: int) -> bool:
         """Whether a scan reads this part's sign bits (it has them and is that large)."""
         return bool(approximate_rows) and (
-            self.codes is not None and self.matrix.shape[0] >= approximate_rows
+            self.codes is not None
+            and self.center is not None
+            and self.matrix.shape[0] >= approximate_rows
         )
 
 
@@ -258,7 +300,10 @@ class VectorSet:
         part: VectorPart, qvec: np.ndarray, threads: int, approximate_rows: int
     ) -> np.ndarray:
         if part.approximated(approximate_rows) and part.codes is not None:
-            return approximate_cosines(part.matrix, part.scale, part.codes, qvec, threads)
+            assert part.center is not None  # approximated() checked it
+            return approximate_cosines(
+                part.matrix, part.scale, part.codes, part.center, qvec, threads
+            )
         return cosines(part.matrix, part.scale, qvec, threads)
 
     def approximates(self, approximate_rows: int) -> bool:

@@ -91,6 +91,7 @@ def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
         line_scale=lines[1] if lines else vf.scale[n:],
         owner=vf.owner,
         codes=vf.codes if vf.layout.codes else None,
+        center=vf.center if vf.layout.codes else None,
     )
 
 

@@ -63,8 +63,9 @@ class Layout:
         lines_complete: Whether every line of its chunks has its row.
         ids: Whether it holds its chunk rows' chunk ids (a segment); files
             written before segments hold every chunk of one generation, in row order.
-        codes: Whether it holds its chunk rows' sign bits (:func:`..core.vectorset.sign_codes`;
-            files written before them are always scanned exactly).
+        codes: Whether it holds its chunk rows' sign bits and their mean
+            (:func:`..core.vectorset.sign_codes`; files written before them are
+            always scanned exactly).
     """
 
     file: str
@@ -99,6 +100,7 @@ class Layout:
             ("rows", np.dtype(np.int32), (self.keys,)),
             ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
             ("codes", np.dtype(np.uint8), (self.chunks if self.codes else 0, -(-self.dim // 8))),
+            ("center", np.dtype(np.float32), (self.dim if self.codes else 0,)),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -121,6 +123,7 @@ class VectorFile:
     rows: np.ndarray
     ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
     codes: np.ndarray  # sign bits of each chunk row (empty in a file written before them)
+    center: np.ndarray  # the mean they are taken about
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
@@ -298,6 +301,7 @@ def write(
     """
     folder.mkdir(parents=True, exist_ok=True)
     keys, first = np.unique(row_keys, return_index=True)
+    codes, center = sign_codes(matrix[:chunks], scale[:chunks])
     layout = Layout(
         file=f"{stem}-{os.urandom(4).hex()}.vec",
         dim=int(matrix.shape[1]),
@@ -315,7 +319,8 @@ def write(
         "keys": keys,
         "rows": first.astype(np.int32),
         "ids": ids,
-        "codes": sign_codes(matrix[:chunks]),
+        "codes": codes,
+        "center": center,
     }
     tmp = folder / f".tmp-{layout.file}"
     with open(tmp, "wb") as fh:

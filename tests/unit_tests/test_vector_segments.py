@@ -22,6 +22,7 @@ from langchain_enhanced_memory.core.vectorset import (
     cosines,
     dequantize,
     quantize,
+    query_bits,
     sign_codes,
 )
 from langchain_enhanced_memory.store import folding, postings
@@ -336,18 +337,31 @@ def test_a_threaded_scan_gives_the_one_thread_cosines() -> None:
     assert np.array_equal(VectorSet.of(q8, scale).cosines(q, threads=2), one)
 
 
-def test_sign_codes_are_each_rows_packed_signs() -> None:
+def test_sign_codes_are_each_rows_packed_signs_about_the_mean() -> None:
     rng = np.random.default_rng(5)
-    q8, _ = quantize(rng.normal(size=(9, 20)).astype(np.float32))
-    codes = sign_codes(q8)
-    assert codes.shape == (9, 3) and codes.dtype == np.uint8
-    bits = np.unpackbits(codes, axis=1)[:, :20]
-    assert np.array_equal(bits, (q8 > 0).astype(np.uint8))
+    q8, scale = quantize(rng.normal(loc=0.5, size=(9, 20)).astype(np.float32))
+    rows = dequantize(q8, scale)
+    for block in (4, 1 << 16):  # read in blocks or at once: the same
+        codes, center = sign_codes(q8, scale, block=block)
+        assert codes.shape == (9, 3) and codes.dtype == np.uint8
+        assert np.allclose(center, rows.mean(axis=0), atol=1e-6)
+        bits = np.unpackbits(codes, axis=1)[:, :20]
+        assert np.array_equal(bits, (rows > center).astype(np.uint8))
 
 
-def _hamming(codes: np.ndarray, qvec: np.ndarray) -> np.ndarray:
+def test_query_bits_drop_the_querys_share_of_the_mean() -> None:
+    center = np.asarray([2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float32)
+    q = np.asarray([5.0, -1.0, 1.0, 0.5, -0.5, 2.0, -2.0, 1.0], np.float32)
+    # The first component is along the mean: removed, so its bit is 0 (not > 0).
+    want = np.packbits(np.asarray([0, 0, 1, 1, 0, 1, 0, 1], np.uint8))[None]
+    assert np.array_equal(query_bits(q, center), want)
+    assert np.array_equal(query_bits(q, np.zeros(8, np.float32)), np.packbits(q > 0)[None])
+
+
+def _hamming(codes: np.ndarray, center: np.ndarray, qvec: np.ndarray) -> np.ndarray:
     bits = np.unpackbits(codes, axis=1)[:, : qvec.size]
-    return (bits != (qvec > 0)).sum(axis=1)
+    want = np.unpackbits(query_bits(qvec, center), axis=1)[:, : qvec.size]
+    return (bits != want).sum(axis=1)
 
 
 def test_approximate_cosines_are_exact_at_both_ends_and_linear_between() -> None:
@@ -356,9 +370,10 @@ def test_approximate_cosines_are_exact_at_both_ends_and_linear_between() -> None
     q8, scale = quantize(rows)
     qvec = rows[17] + 0.3 * rng.normal(size=64).astype(np.float32)
     exact = cosines(q8, scale, qvec)
-    got = approximate_cosines(q8, scale, sign_codes(q8), qvec)
+    codes, center = sign_codes(q8, scale)
+    got = approximate_cosines(q8, scale, codes, center, qvec)
     assert got.shape == exact.shape and got.dtype == np.float32
-    dist = _hamming(sign_codes(q8), qvec)
+    dist = _hamming(codes, center, qvec)
     order = np.argsort(dist, kind="stable")
     scored = got == exact
     # The cut-offs come from a sample, so only the clear ends are certain.
@@ -376,15 +391,16 @@ def test_approximate_cosines_of_a_small_matrix_are_exact() -> None:
     rng = np.random.default_rng(9)
     q8, scale = quantize(rng.normal(size=(500, 16)).astype(np.float32))
     qvec = rng.normal(size=16).astype(np.float32)
-    got = approximate_cosines(q8, scale, sign_codes(q8), qvec)
+    got = approximate_cosines(q8, scale, *sign_codes(q8, scale), qvec)
     assert np.array_equal(got, cosines(q8, scale, qvec))
 
 
 def test_only_a_large_part_with_sign_bits_is_approximated_and_rescore_makes_rows_exact() -> None:
     rng = np.random.default_rng(10)
     big, small = (quantize(rng.normal(size=(k, 32)).astype(np.float32)) for k in (6000, 40))
+    codes, center = sign_codes(*big)
     parts = [
-        VectorPart(big[0], big[1], np.arange(6000), codes=sign_codes(big[0])),
+        VectorPart(big[0], big[1], np.arange(6000), codes=codes, center=center),
         VectorPart(small[0], small[1], np.arange(6000, 6040)),  # a delta without sign bits
     ]
     vs = VectorSet(parts, 6040)
@@ -410,7 +426,9 @@ def test_an_approximate_scan_of_a_small_index_ranks_exactly_like_an_exact_one(
     snap = MemoryIndex(ws).snapshot(MODEL)
     assert snap.vectors is not None
     (part,) = snap.vectors.parts
-    assert part.codes is not None and np.array_equal(part.codes, sign_codes(part.matrix))
+    codes, center = sign_codes(part.matrix, part.scale)
+    assert part.codes is not None and np.array_equal(part.codes, codes)
+    assert part.center is not None and np.array_equal(part.center, center)
     for share in (0.5, 0.0):
         exact = MemorySettings(line_vector_share=share, approximate_rows=0)
         approx = MemorySettings(line_vector_share=share, approximate_rows=1)
