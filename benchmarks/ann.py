@@ -19,6 +19,14 @@ alone (ranking also rescores its 200 best fused candidates exactly;
 The HNSW rows need ``pip install usearch`` (not a dependency of the package:
 the search does not use it; ``--no-hnsw`` skips them). Run
 ``python benchmarks/ann.py --sizes 100000,1000000``.
+
+``--workspaces DIR`` measures the sign bits on real vectors instead: every
+chunk and line vector of the workspaces under ``DIR`` (indexed with the local
+model, e.g. by ``enhanced-memory eval --embedder local``), queried with every
+fourth query of ``DIR/queries.jsonl`` (or ``--queries-file``), and the same
+number of synthetic vectors beside them. A real index is small, so the rows scored exactly are
+set as a share of it (0.1 % is what 1,000 are of a million) and the recall
+of the bits about the rows' mean is printed next to that of raw bits.
 """
 
 from __future__ import annotations
@@ -119,6 +127,65 @@ def bench(
     }
 
 
+def _recall(q: np.ndarray, scale: np.ndarray, queries: np.ndarray, centred: bool) -> float:
+    """Recall@10 of the sign-bit scan against the exact one (raw bits: a zero mean)."""
+    codes, center = sign_codes(q, scale)
+    if not centred:
+        codes, center = np.packbits(q > 0, axis=1), np.zeros_like(center)
+    hits = 0
+    for v in queries:
+        want = set(top_k(cosines(q, scale, v), 10).tolist())
+        hits += len(want & set(top_k(approximate_cosines(q, scale, codes, center, v), 10).tolist()))
+    return hits / (10 * len(queries))
+
+
+def real(root: Path, queries_file: Path, shares: list[float]) -> None:
+    """Sign-bit recall on a real index's vectors and on as many synthetic ones."""
+    import json
+
+    from langchain_enhanced_memory.core import vectorset
+    from langchain_enhanced_memory.engine import MemorySearch
+
+    rows, engine = [], None
+    for ws in sorted(p for p in root.iterdir() if p.is_dir()):
+        engine = MemorySearch(ws, embedder="local")
+        snap = engine.index.snapshot(engine.model_id)
+        for part in snap.vectors.parts if snap.vectors else []:
+            rows.append(vectorset.dequantize(part.matrix, part.scale))
+            if part.lines is not None and part.line_scale is not None and part.lines.shape[0]:
+                every = np.arange(part.lines.shape[0])
+                rows.append(vectorset.dequantize(part.lines[every], part.line_scale[every]))
+    if engine is None or not rows:
+        raise SystemExit(f"no indexed vectors under {root}")
+    pool = np.concatenate(rows)
+    texts = [json.loads(line)["query"] for line in queries_file.read_text().splitlines()[::4]]
+    qvecs = np.asarray([engine.embed_query(t) for t in texts], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    words = synthetic._Words(rng)
+    fake = synthetic.project([synthetic._section(words, rng, "Notes") for _ in range(len(pool))])
+    fake_q = synthetic.project(synthetic.queries(len(texts)))
+    sets = {"real": (*quantize(pool), qvecs), "synthetic": (*quantize(fake), fake_q)}
+    cos = [float((m[:500] @ m[:500].T).mean()) for m in (pool, fake)]
+    print(f"{len(pool):,} rows, {len(texts)} queries; mean cosine between rows:"
+          f" real {cos[0]:.2f}, synthetic {cos[1]:.2f}\n")  # fmt: skip
+    print("| rows scored exactly | real, raw bits | real, about the mean |"
+          " synthetic, raw bits | synthetic, about the mean |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    keep = vectorset.APPROX_NEAREST, vectorset.APPROX_FARTHEST
+    try:
+        for share in shares:
+            vectorset.APPROX_NEAREST = max(10, int(share * len(pool)))
+            vectorset.APPROX_FARTHEST = max(1, int(2 * share * len(pool)))
+            cells = [
+                f"{_recall(q, scale, qv, centred):.3f}"
+                for q, scale, qv in sets.values()
+                for centred in (False, True)
+            ]
+            print(f"| {share:.1%} | " + " | ".join(cells) + " |", flush=True)
+    finally:
+        vectorset.APPROX_NEAREST, vectorset.APPROX_FARTHEST = keep
+
+
 def main() -> int:
     """Parse arguments, run each size, print a markdown table."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -129,7 +196,12 @@ def main() -> int:
     p.add_argument("--connectivity", type=int, default=16, help="HNSW links per node (M)")
     p.add_argument("--dtype", default="i8", help="usearch's storage type: i8, f16, f32")
     p.add_argument("--no-hnsw", action="store_true", help="exact scans only (no usearch)")
+    p.add_argument("--workspaces", type=Path, help="sign bits on this root's real vectors")
+    p.add_argument("--queries-file", type=Path, help="with --workspaces: its queries.jsonl")
     a = p.parse_args()
+    if a.workspaces:
+        real(a.workspaces, a.queries_file or a.workspaces / "queries.jsonl", [0.001, 0.005, 0.02])
+        return 0
     qs = synthetic.queries(a.queries)
     print("| vectors | exact, numpy einsum, top-10 p50 ms | exact, SimSIMD int8 (the search's),"
           " top-10 p50 ms | its recall@10 | sign bits, exact ends, top-10 p50 ms |"

@@ -132,7 +132,7 @@ def query_bits(qvec: np.ndarray, center: np.ndarray) -> np.ndarray:
 
 
 APPROX_NEAREST = 1000  # rows nearest by sign bits, scored exactly ...
-APPROX_FARTHEST = 2048  # ... and the farthest, which set the low end of a min-max
+APPROX_FARTHEST = 8192  # ... and the farthest, which set the low end of a min-max
 
 
 def approximate_cosines(

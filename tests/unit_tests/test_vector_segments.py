@@ -366,7 +366,7 @@ def _hamming(codes: np.ndarray, center: np.ndarray, qvec: np.ndarray) -> np.ndar
 
 def test_approximate_cosines_are_exact_at_both_ends_and_linear_between() -> None:
     rng = np.random.default_rng(8)
-    rows = rng.normal(size=(20_000, 64)).astype(np.float32)
+    rows = rng.normal(size=(40_000, 64)).astype(np.float32)
     q8, scale = quantize(rows)
     qvec = rows[17] + 0.3 * rng.normal(size=64).astype(np.float32)
     exact = cosines(q8, scale, qvec)
@@ -381,7 +381,7 @@ def test_approximate_cosines_are_exact_at_both_ends_and_linear_between() -> None
     assert scored[order[-vectorset.APPROX_FARTHEST // 2 :]].all()
     assert int(np.argmax(got)) == int(np.argmax(exact)) == 17
     est = ~scored
-    assert est.sum() > 10_000
+    assert est.sum() > 20_000
     # The others lie on one line of the distance, between the ends' distances.
     slope, icept = np.polyfit(dist[est], got[est], 1)
     assert slope < 0 and np.allclose(got[est], slope * dist[est] + icept, atol=1e-4)
@@ -397,21 +397,21 @@ def test_approximate_cosines_of_a_small_matrix_are_exact() -> None:
 
 def test_only_a_large_part_with_sign_bits_is_approximated_and_rescore_makes_rows_exact() -> None:
     rng = np.random.default_rng(10)
-    big, small = (quantize(rng.normal(size=(k, 32)).astype(np.float32)) for k in (6000, 40))
+    big, small = (quantize(rng.normal(size=(k, 32)).astype(np.float32)) for k in (20000, 40))
     codes, center = sign_codes(*big)
     parts = [
-        VectorPart(big[0], big[1], np.arange(6000), codes=codes, center=center),
-        VectorPart(small[0], small[1], np.arange(6000, 6040)),  # a delta without sign bits
+        VectorPart(big[0], big[1], np.arange(20000), codes=codes, center=center),
+        VectorPart(small[0], small[1], np.arange(20000, 20040)),  # a delta without sign bits
     ]
-    vs = VectorSet(parts, 6040)
+    vs = VectorSet(parts, 20040)
     qvec = rng.normal(size=32).astype(np.float32)
     exact = vs.cosines(qvec)
     assert np.array_equal(vs.cosines(qvec, approximate_rows=0), exact)
-    assert not vs.approximates(0) and not vs.approximates(6001) and vs.approximates(6000)
-    got = vs.cosines(qvec, approximate_rows=6000)
-    assert np.array_equal(got[6000:], exact[6000:]) and not np.array_equal(got, exact)
-    rows = np.sort(rng.choice(6040, size=300, replace=False))
-    vs.rescore(got, rows, qvec, 6000)
+    assert not vs.approximates(0) and not vs.approximates(20001) and vs.approximates(20000)
+    got = vs.cosines(qvec, approximate_rows=20000)
+    assert np.array_equal(got[20000:], exact[20000:]) and not np.array_equal(got, exact)
+    rows = np.sort(rng.choice(20040, size=300, replace=False))
+    vs.rescore(got, rows, qvec, 20000)
     assert np.array_equal(got[rows], exact[rows])
 
 
