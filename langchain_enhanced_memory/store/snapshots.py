@@ -91,6 +91,15 @@ class SnapshotCache:
             Bytes of cache blobs moved into the file (their space is now free).
         """
         before = self.folded_bytes
+        for _ in range(3):
+            try:
+                self._seal(model, full)
+                break
+            except _Moved:  # a lost file was forgotten: read the generation again
+                continue
+        return self.folded_bytes - before
+
+    def _seal(self, model: str, full: bool) -> None:
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
@@ -98,7 +107,6 @@ class SnapshotCache:
                 self._vectors(conn, model, generation_of(conn), ids, locked=True, full=full)
             finally:
                 conn.execute("COMMIT")
-        return self.folded_bytes - before
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
@@ -124,7 +132,7 @@ class SnapshotCache:
             return cached[1]
         cov = coverage(conn, self.folder, model, self.settings, live_ids)
         if isinstance(cov, Layout):
-            self._lost(model, cov)
+            self._lost(model, cov, locked)
         assert isinstance(cov, Coverage)
         vec = mapped(cov) if cov.uncovered.size == 0 else None
         if vec is None or (full and not vec.merged):
@@ -167,15 +175,22 @@ class SnapshotCache:
             now = named_segments(fresh)
         return now is None or now[0] != seen
 
-    def _lost(self, model: str, layout: Layout) -> None:
-        """A named side file cannot be read: moved on (read again) or lost (forget it)."""
+    def _lost(self, model: str, layout: Layout, locked: bool) -> None:
+        """A named side file cannot be read: moved on (read again) or lost (forget it).
+
+        ``locked``: this process holds the writer lock (an index run sealing), so
+        it forgets the file itself; a reader forgets it only when no writer runs.
+        """
         with self.db.open() as fresh:
             now = current_layouts(fresh, model)
         if now is None or layout not in now[1]:
             raise _Moved
-        with self.db.writer_lock(wait=False) as locked:
-            if locked:
-                drop_lost(self.db, model, layout)
+        if locked:
+            drop_lost(self.db, model, layout)
+        else:
+            with self.db.writer_lock(wait=False) as got:
+                if got:
+                    drop_lost(self.db, model, layout)
         raise _Moved
 
 

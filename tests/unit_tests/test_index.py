@@ -314,6 +314,21 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert np.array_equal(_lines(fourth)[1], lines)
 
 
+def test_an_index_run_over_a_damaged_side_file_embeds_its_vectors_again(tmp_path: Path) -> None:
+    # The run that finds the damage holds the writer lock when it seals: it must
+    # forget the file itself, not wait for a lock it holds (this raised before).
+    idx, emb = _notes_index(tmp_path)
+    ws = idx.workspace
+    (file,) = side_folder(idx.path).glob("*.vec")
+    file.write_bytes(file.read_bytes()[:-8])
+    again = MemoryIndex(ws)
+    embed_missing(again, "fake/m", _embed(emb))
+    embed_missing(again, "fake/m", _embed(emb))
+    snap = MemoryIndex(ws).snapshot("fake/m")
+    assert snap.has_vector is not None and snap.has_vector.all()
+    assert not file.exists()
+
+
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path)
     ws = idx.workspace
