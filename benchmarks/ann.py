@@ -155,9 +155,9 @@ def real(root: Path, queries_file: Path, shares: list[float]) -> None:
             if part.lines is not None and part.line_scale is not None and part.lines.shape[0]:
                 every = np.arange(part.lines.shape[0])
                 rows.append(vectorset.dequantize(part.lines[every], part.line_scale[every]))
-    if engine is None or not rows:
+    pool = np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
+    if engine is None or not pool.size:
         raise SystemExit(f"no indexed vectors under {root}")
-    pool = np.concatenate(rows)
     texts = [json.loads(line)["query"] for line in queries_file.read_text().splitlines()[::4]]
     qvecs = np.asarray([engine.embed_query(t) for t in texts], dtype=np.float32)
     rng = np.random.default_rng(0)
