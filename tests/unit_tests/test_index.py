@@ -329,6 +329,18 @@ def test_an_index_run_over_a_damaged_side_file_embeds_its_vectors_again(tmp_path
     assert not file.exists()
 
 
+def test_compact_over_a_damaged_side_file_forgets_it(tmp_path: Path) -> None:
+    idx, emb = _notes_index(tmp_path)
+    (file,) = side_folder(idx.path).glob("*.vec")
+    file.write_bytes(file.read_bytes()[:-8])
+    again = MemoryIndex(idx.workspace)
+    again.compact()  # seals every model under the writer lock, as an index run does
+    assert not file.exists()
+    embed_missing(again, "fake/m", _embed(emb))
+    snap = MemoryIndex(idx.workspace).snapshot("fake/m")
+    assert snap.has_vector is not None and snap.has_vector.all()
+
+
 def test_an_edit_embeds_only_its_new_lines(tmp_path: Path) -> None:
     idx, emb = _notes_index(tmp_path)
     ws = idx.workspace
