@@ -98,8 +98,9 @@ def sign_codes(
     Embeddings share a mean direction (a local e5 model's cosines between
     unrelated texts are 0.7-0.9), so the bits of raw rows would mostly record
     it: on locomo-dev's e5 vectors, centring took the recall@10 of the bits'
-    nearest 0.5 % from 0.24 to 0.60 (synthetic vectors 0.47 -> 0.52). Read in
-    blocks: a million rows as float32 would be 1.5 GB.
+    nearest 0.5 % from 0.30 to 0.62 (synthetic vectors 0.51 -> 0.53;
+    ``benchmarks/ann.py --workspaces``). Read in blocks: a million rows as
+    float32 would be 1.5 GB.
     """
     n, dim = matrix.shape
     total = np.zeros(dim, dtype=np.float64)
@@ -121,7 +122,8 @@ def query_bits(qvec: np.ndarray, center: np.ndarray) -> np.ndarray:
     """The query's sign bits against :func:`sign_codes`: its component along the mean removed.
 
     (Subtracting the mean itself, as from the rows, did worse on synthetic
-    vectors, whose queries share less of it: 0.29 against 0.52 above.)
+    vectors, whose queries share less of it: 0.29 against 0.52 at 0.5 % in a
+    one-off run.)
     """
     q = np.asarray(qvec, dtype=np.float32)
     norm = float(np.linalg.norm(center))
@@ -147,10 +149,10 @@ def approximate_cosines(
 
     The Hamming distance between the query's and each row's sign bits
     (:func:`sign_codes`, :func:`query_bits`; a 48-byte row at 384 dimensions,
-    an eighth of the int8 scan's reading) ranks the rows; about :data:`APPROX_NEAREST` nearest and
-    :data:`APPROX_FARTHEST` farthest are scored exactly, and every other row
-    gets the line through those points (a cosine falls about linearly with
-    the distance). Ranking then scores its best candidates exactly
+    an eighth of the int8 scan's reading) ranks the rows; about
+    :data:`APPROX_NEAREST` nearest and :data:`APPROX_FARTHEST` farthest are
+    scored exactly, and every other row gets the line through those points (a
+    cosine falls about linearly with the distance). Ranking then scores its best candidates exactly
     (:meth:`VectorSet.rescore`), so an estimate only decides who is a
     candidate (``benchmarks/speed.py`` prints the recall against exact).
     """
@@ -299,8 +301,8 @@ class VectorSet:
     def _scan(
         part: VectorPart, qvec: np.ndarray, threads: int, approximate_rows: int
     ) -> np.ndarray:
-        if part.approximated(approximate_rows) and part.codes is not None:
-            assert part.center is not None  # approximated() checked it
+        if part.approximated(approximate_rows):
+            assert part.codes is not None and part.center is not None  # approximated() checked
             return approximate_cosines(
                 part.matrix, part.scale, part.codes, part.center, qvec, threads
             )
