@@ -15,7 +15,10 @@ never pollute another's (peak RSS is the child's ``ru_maxrss`` from ``wait4``):
   reports how many texts were re-embedded.
 - ``search-none`` / ``search-vec``: load the snapshot, then per query time
   ``rank()`` plus top-k ("scoring only") and a whole ``retriever.invoke``
-  (``embedder="none"``, then with the fake embedder's vectors).
+  (``embedder="none"``, then with the fake embedder's vectors); with vectors,
+  the same queries again with an exact scan (``approximate_rows=0``) and the
+  recall@10 of the default's ranking against it (the same ranking below
+  ``approximate_rows``).
 - ``original-prep`` / ``original``: write the index's chunks and vectors as the
   original's ``vectors.json``, then, in a fresh process, time its ``json.load``
   and its pure-Python scoring (``original_reference.py``) on the first queries.
