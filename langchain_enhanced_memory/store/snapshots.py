@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -32,10 +33,21 @@ from .vectors import current_layouts
 __all__ = ["SnapshotCache"]
 
 log = logging.getLogger("langchain_enhanced_memory")
+T = TypeVar("T")
 
 
 class _Moved(Exception):
     """The side file named in our read transaction went away: read again."""
+
+
+def _again(read: Callable[[], T]) -> T:
+    """``read()``, again when a side file it named moved on or was forgotten (up to 4 tries)."""
+    for _ in range(3):
+        try:
+            return read()
+        except _Moved:  # a writer switched files, or a lost file was dropped: read anew
+            continue
+    return read()
 
 
 class SnapshotCache:
@@ -51,12 +63,7 @@ class SnapshotCache:
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
-        for _ in range(3):
-            try:
-                return self._get(model)
-            except _Moved:  # a writer switched files between our read and our open
-                continue
-        return self._get(model)
+        return _again(lambda: self._get(model))
 
     def _get(self, model: str | None) -> Snapshot:
         with self.db.reader() as conn:
@@ -91,12 +98,7 @@ class SnapshotCache:
             Bytes of cache blobs moved into the file (their space is now free).
         """
         before = self.folded_bytes
-        for _ in range(3):
-            try:
-                self._seal(model, full)
-                break
-            except _Moved:  # a lost file was forgotten: read the generation again
-                continue
+        _again(lambda: self._seal(model, full))
         return self.folded_bytes - before
 
     def _seal(self, model: str, full: bool) -> None:
