@@ -134,6 +134,11 @@ class NoDates:
         return np.ones(len(snap), dtype=np.float32)
 
 
+COMMON_MIN_ROWS = 100_000  # below this a common term's scatter is well under a millisecond
+COMMON_SHARE = 8  # a term in an eighth of the chunks or more is kept whole ...
+COMMON_TERMS = 16  # ... up to this many per generation
+
+
 class BM25Lexical:
     """BM25 over stemmed terms plus phrase pairs; whole-term header and path matches."""
 
@@ -150,17 +155,21 @@ class BM25Lexical:
         """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
         s = self.settings
         text = ReadOnce(snap.text_post)
-        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b, self._norms(snap, "text"))
-        if s.phrase_weight and pairs:
+        norms = self._norms(snap, "text")
+        common = self._common(snap, text, terms, norms)
+        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b, norms, common)
+        pair_post = ReadOnce(snap.phrase_post)
+        # Most pairs of a query are in no chunk: then the phrase part is zeros, not worth a pass.
+        if s.phrase_weight and any(pair_post.column(p)[0].size for p in pairs):
             phrase = scoring.bm25(
-                snap.phrase_post, pairs, s.bm25_k1, s.bm25_b, self._norms(snap, "phrase")
+                pair_post, pairs, s.bm25_k1, s.bm25_b, self._norms(snap, "phrase")
             )
-            keyword += s.phrase_weight * phrase
+            keyword += np.multiply(phrase, s.phrase_weight, out=phrase)
         return {
-            "keyword": scoring.max_normalize(keyword, mask),
+            "keyword": scoring.max_normalize(keyword, mask, out=keyword),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
-            "_coverage": scoring.match_fraction(text, terms),
+            "_coverage": scoring.match_fraction(text, terms, common),
         }
 
     def _norms(self, snap: Snapshot, field: str) -> np.ndarray:
@@ -171,6 +180,38 @@ class BM25Lexical:
             post = snap.text_post if field == "text" else snap.phrase_post
             snap.memo[key] = scoring.bm25_norms(post.doc_len, s.bm25_k1, s.bm25_b)
         return snap.memo[key]
+
+    def _common(
+        self, snap: Snapshot, text: ReadOnce, terms: list[str], norms: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """The BM25 over every chunk of those ``terms`` most chunks hold, kept with the generation.
+
+        At a million chunks a term like "team" is in most of them: reading its
+        column and scattering it into the BM25 sum and the coverage again each
+        query costs more than adding a kept array (the lexical signals of "what
+        did we decide about the team project?" took 70 ms that way, 14 ms with
+        its three common terms kept). Only large workspaces keep them, a few
+        terms (4 MB each at 1M chunks), the first ones a query asks for.
+        """
+        n = len(snap)
+        if n < COMMON_MIN_ROWS:
+            return {}
+        s = self.settings
+        kept: dict[str, np.ndarray] = snap.memo.setdefault(
+            f"bm25_common:{s.bm25_k1}:{s.bm25_b}", {}
+        )
+        out = {}
+        for term in terms:
+            whole = kept.get(term)
+            if (
+                whole is None
+                and len(kept) < COMMON_TERMS
+                and text.column(term)[0].size * COMMON_SHARE >= n
+            ):
+                whole = kept[term] = scoring.bm25(text, [term], s.bm25_k1, s.bm25_b, norms)
+            if whole is not None:
+                out[term] = whole
+        return out
 
     def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
         """Terms PRF may take from chunk ``i``."""

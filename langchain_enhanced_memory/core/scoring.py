@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -160,10 +160,15 @@ def bm25(
     k1: float = 1.2,
     b: float = 0.75,
     norms: np.ndarray | None = None,
+    whole: Mapping[str, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Okapi BM25 (Lucene's non-negative IDF) of every document for ``terms``.
 
     ``norms`` is :func:`bm25_norms` of ``post.doc_len`` (computed here when None).
+    ``whole`` holds, for some terms, this function's own result for that term
+    alone (a caller keeps it for a common term: adding a whole array is cheaper
+    than scattering most documents of a column again); the sum is bit for bit
+    the same.
     """
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if post.n_docs == 0:
@@ -172,6 +177,14 @@ def bm25(
         norms = bm25_norms(post.doc_len, k1, b)
     first = True
     for term in terms:
+        kept = whole.get(term) if whole else None
+        if kept is not None:  # zero where the term is absent: x + 0 is x
+            if first:
+                scores[:] = kept
+                first = False
+            else:
+                scores += kept
+            continue
         docs, tf = post.column(term)
         if docs.size == 0:
             continue
@@ -187,20 +200,32 @@ def bm25(
     return scores
 
 
-def match_fraction(post: PostingLists, terms: Sequence[str]) -> np.ndarray:
-    """Share of ``terms`` present (as whole terms) in each document."""
+def match_fraction(
+    post: PostingLists, terms: Sequence[str], whole: Mapping[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """Share of ``terms`` present (as whole terms) in each document.
+
+    ``whole``: :func:`bm25`'s of some terms alone, read as where they are
+    (Lucene's IDF is positive, so a term's BM25 is above 0 exactly where it is).
+    """
     scores = np.zeros(post.n_docs, dtype=np.float32)
     if not terms:
         return scores
     first = True
     for term in terms:
+        kept = whole.get(term) if whole else None
+        if kept is not None:
+            scores += kept > 0  # the documents holding it get 1, the others 0
+            first = False
+            continue
         docs = post.column(term)[0]
         if first:  # distinct documents: written, not added (a common term is most rows)
             scores[docs] = 1.0
             first = docs.size == 0
         else:
             scores[docs] += 1.0
-    scores /= len(terms)
+    if not first:  # else no term is here: zeros, and a pass over a million rows saved
+        scores /= len(terms)
     return scores
 
 
@@ -217,14 +242,17 @@ def substring_fraction(texts: Sequence[str], words: Sequence[str]) -> np.ndarray
     )
 
 
-def max_normalize(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+def max_normalize(
+    scores: np.ndarray, mask: np.ndarray | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """Scale to [0, 1] by the maximum (all zeros stay zeros).
 
     With ``mask``, the maximum of the masked rows (a filtered search ranks only those).
+    ``out`` receives the result (it may be ``scores``: in place); a new array when None.
     """
     kept = scores if mask is None else scores[mask]
     top = float(kept.max()) if kept.size else 0.0
-    return scores / np.float32(top) if top > 0 else scores
+    return np.divide(scores, np.float32(top), out=out) if top > 0 else scores
 
 
 def minmax_normalize(
@@ -381,8 +409,9 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k < n:
         kth = kth_largest(scores, k)
-        above = np.flatnonzero(scores > kth)
-        part = np.concatenate([above, np.flatnonzero(scores == kth)[: k - above.size]])
+        reach = np.flatnonzero(scores >= kth)  # one pass over all; the split is over a few
+        above = reach[scores[reach] > kth]
+        part = np.concatenate([above, reach[scores[reach] == kth][: k - above.size]])
     else:
         part = np.arange(n)
     return part[np.lexsort((part, -scores[part]))]

@@ -183,6 +183,23 @@ def approximate_cosines(
     return out
 
 
+FEW_DEAD = 64  # a part with this many replaced rows or fewer is placed by copies around them
+
+
+def _copy_around(values: np.ndarray, dead: np.ndarray, out: np.ndarray) -> None:
+    """``values`` less the rows at ``dead`` (ascending) into ``out``, one copy per run between.
+
+    A base part with a few chunks replaced since its merge: copying the runs
+    reads a million rows once, where a mask compress or a scatter costs several times that.
+    """
+    src = dst = 0
+    for row in dead.tolist():
+        out[dst : dst + row - src] = values[src:row]
+        dst += row - src
+        src = row + 1
+    out[dst:] = values[src:]
+
+
 def _run_or_rows(dest: np.ndarray) -> slice | np.ndarray:
     """``dest`` as a slice when it is one ascending run (a base part's live rows, usually).
 
@@ -248,17 +265,20 @@ class VectorSet:
     # Per part: its live chunk rows (None: all) and where they land (a slice when contiguous).
     _places: list[tuple[np.ndarray | None, slice | np.ndarray]] = field(init=False, repr=False)
     _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
+    _dead: list[np.ndarray] = field(init=False, repr=False)  # per part: its replaced chunk rows
 
     def __post_init__(self) -> None:
         self._part = np.full(self.n, -1, dtype=np.int32)
         self._local = np.zeros(self.n, dtype=np.int64)
         self._places = []
+        self._dead = []
         for p, part in enumerate(self.parts):
             mask = part.rows >= 0
             rows = part.rows[mask]
             self._part[rows] = p
             self._local[rows] = np.flatnonzero(mask)
             self._places.append((None if mask.all() else mask, _run_or_rows(rows)))
+            self._dead.append(np.flatnonzero(~mask))
         self.has_vector = self._part >= 0
         live, dest = self._places[0] if len(self.parts) == 1 else (None, None)
         self._whole = live is None and isinstance(dest, slice) and dest == slice(0, self.n)
@@ -291,10 +311,15 @@ class VectorSet:
         if self._whole:
             return self._scan(self.parts[0], qvec, threads, approximate_rows)
         out = np.zeros(self.n, dtype=np.float32)
-        for part, (live, dest) in zip(self.parts, self._places, strict=True):
+        for part, (live, dest), dead in zip(self.parts, self._places, self._dead, strict=True):
             if part.matrix.shape[0]:
                 values = self._scan(part, qvec, threads, approximate_rows)
-                out[dest] = values if live is None else values[live]
+                if live is None:
+                    out[dest] = values
+                elif isinstance(dest, slice) and dead.size <= FEW_DEAD:
+                    _copy_around(values, dead, out[dest])
+                else:
+                    out[dest] = values[live]
         return out
 
     @staticmethod

@@ -200,6 +200,23 @@ def test_bm25_in_place_is_bit_identical_to_the_plain_formula(seed: int) -> None:
         assert np.array_equal(bm25(post, terms, k1, b, norms), want)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_kept_whole_terms_score_and_count_bit_for_bit_like_their_columns(seed: int) -> None:
+    # A caller keeps a common term's BM25 over every document (recipe._common); the
+    # sums and the coverage built from it are those the columns give, to the bit.
+    docs = random_corpus(seed, vocab=8)
+    post = Postings.build(docs)
+    rng = random.Random(seed)
+    terms = list(dict.fromkeys(f"t{rng.randint(0, 9)}" for _ in range(5))) + ["unknown"]
+    norms = bm25_norms(post.doc_len, 1.2, 0.5)
+    for kept in ([], terms[:1], terms[1:3], terms):
+        whole = {t: bm25(post, [t], 1.2, 0.5, norms) for t in kept}
+        want = bm25(post, terms, 1.2, 0.5)
+        assert np.array_equal(bm25(post, terms, 1.2, 0.5, norms, whole), want)
+        assert np.array_equal(match_fraction(post, terms, whole), match_fraction(post, terms))
+    assert not match_fraction(post, ["unknown", "nope"]).any()
+
+
 def test_bm25_prefers_rarer_terms_and_shorter_documents() -> None:
     docs = [["rare", "x"], ["common", "x"], ["common", "y"], ["common", "rare"] + ["z"] * 20]
     post = Postings.build(docs)

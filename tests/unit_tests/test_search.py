@@ -70,6 +70,33 @@ def test_keyword_only_fuses_the_lexical_signals_with_the_vector_share_spread() -
     assert r.scores[2] > r.scores[1]
 
 
+def test_common_terms_are_kept_per_generation_and_rank_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Large workspaces keep the BM25 of terms in many chunks (a pass saved per query);
+    # here every size counts as large, and a term in half the chunks as common.
+    from langchain_enhanced_memory.core import recipe
+
+    settings = MemorySettings()
+    vectors = np.eye(len(DOCS), 4, dtype=np.float32)
+    qvec = np.asarray([0.5, 0.5, 0.5, 0.5], np.float32)
+    want = rank(snapshot(vectors), "postgres migration plan", NOW, settings, qvec)
+    monkeypatch.setattr(recipe, "COMMON_MIN_ROWS", 1)
+    monkeypatch.setattr(recipe, "COMMON_SHARE", 2)
+    snap = snapshot(vectors)
+    for _ in range(2):  # the second query reads the kept arrays
+        got = rank(snap, "postgres migration plan", NOW, settings, qvec)
+        assert np.array_equal(got.scores, want.scores)
+        for name in ("keyword", "header", "filepath", "coverage"):
+            assert np.array_equal(got.signals[name], want.signals[name])
+    kept = snap.memo[f"bm25_common:{settings.bm25_k1}:{settings.bm25_b}"]
+    assert set(kept) == {"postgr", "migrat"}  # in 2 of the 4 chunks; "plan" is in one
+    monkeypatch.setattr(recipe, "COMMON_TERMS", 0)  # full: nothing more is kept
+    fresh = snapshot(vectors)
+    rank(fresh, "postgres", NOW, settings, qvec)
+    assert not fresh.memo[f"bm25_common:{settings.bm25_k1}:{settings.bm25_b}"]
+
+
 def test_a_named_day_boosts_its_daily_note_and_is_not_a_keyword() -> None:
     settings = MemorySettings()
     r = rank(snapshot(), "what did we decide yesterday about postgres", NOW, settings, None)

@@ -68,12 +68,23 @@ def _parts(seed: int) -> tuple[VectorSet, np.ndarray, list[list[np.ndarray]]]:
     return VectorSet(parts, n_rows), dense, lines
 
 
-@pytest.mark.parametrize("tombstones", [False, True])
-def test_a_base_with_replaced_rows_and_a_delta_score_like_one_matrix(tombstones: bool) -> None:
+@pytest.mark.parametrize(
+    ("base_rows", "few"),
+    [
+        ([0, 1, 2, 3, 4], 64),
+        ([0, 1, -1, 2, 3, -1, 4], 64),  # placed by copies around the replaced rows
+        ([-1, 0, 1, 2, 3, 4, -1], 64),
+        ([-1, 0, 1, -1, 2, 3, 4], 1),  # more replaced rows than that: placed by a mask
+    ],
+)
+def test_a_base_with_replaced_rows_and_a_delta_score_like_one_matrix(
+    base_rows: list[int], few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The usual layout after a one-file re-index: the base's live rows are one run
     # (placed by a copy), the delta's rows come after it.
+    monkeypatch.setattr(vectorset, "FEW_DEAD", few)
     rng = np.random.default_rng(7)
-    base_rows = np.asarray([0, 1, -1, 2, 3, -1, 4] if tombstones else [0, 1, 2, 3, 4])
+    base_rows = np.asarray(base_rows)
     delta_rows = np.asarray([6, 5])
     n = 7
     dense = np.zeros((n, 8), np.float32)
