@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
+from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
@@ -77,6 +78,8 @@ class SnapshotCache:
                     except SegmentsMoved:
                         raise _Moved from None
                     self._snapshot = snap
+                    if len(snap) >= heap.LARGE_ROWS:
+                        heap.keep_freed_memory()  # each query's arrays are megabytes from here
                 if model is not None and snap.model != model:
                     vec = self._vectors(conn, model, generation, snap.ids)
                     snap.vectors, snap.has_vector = vec.vectors, vec.vectors.has_vector

@@ -1,0 +1,73 @@
+"""A process holding a large index keeps the heap memory its searches free (``store.heap``)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from langchain_enhanced_memory.store import heap
+from langchain_enhanced_memory.store.index import MemoryIndex
+
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+# A search at 1M chunks in small: a dozen 4 MB arrays made, written and freed, many times.
+CHURN = """
+import resource, sys, numpy as np
+from langchain_enhanced_memory.store import heap
+kept = heap.keep_freed_memory() if sys.argv[1] == "keep" else False
+def query():
+    arrays = [np.zeros(1_000_000, np.float32) for _ in range(12)]
+    for a in arrays:
+        a += 1.0
+query()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    query()
+print(kept, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def _churn(mode: str, **env: str) -> tuple[bool, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHURN, mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+        check=True,
+    ).stdout.split()
+    return out[0] == "True", int(out[1])
+
+
+def test_kept_heap_memory_is_not_faulted_in_again_by_each_query() -> None:
+    kept, faults = _churn("keep")
+    plain, plain_faults = _churn("plain")
+    assert kept is GLIBC and plain is False
+    if GLIBC:  # glibc hands the freed arrays back, and each query faults them in again
+        assert faults * 4 < plain_faults, (faults, plain_faults)
+
+
+def test_the_environment_variable_leaves_the_allocator_alone() -> None:
+    kept, _ = _churn("keep", ENHANCED_MEMORY_KEEP_HEAP="0")
+    assert kept is False
+
+
+def test_only_a_large_snapshot_asks(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[bool] = []
+    monkeypatch.setattr(heap, "keep_freed_memory", lambda: asked.append(True) or True)
+    idx = MemoryIndex(workspace)
+    idx.sync()
+    idx.snapshot()
+    assert not asked  # a few chunks: the process's allocator is left as it is
+    monkeypatch.setattr(heap, "LARGE_ROWS", 1)
+    (workspace / "memory" / "2026-02-10.md").write_text("# Tuesday\n\nA new note.\n")
+    idx.sync()  # a new generation: loaded again, and now counted as large
+    idx.snapshot()
+    assert asked == [True]
