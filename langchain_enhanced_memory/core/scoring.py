@@ -393,7 +393,12 @@ def date_multiplier(
         ranges: Inclusive ordinal ranges (a weaker boost: a week is vaguer than a day).
         day_boost: Multiplier for a named day.
         range_boost: Multiplier inside a range.
+
+    Without days or ranges: ones, as a read-only view of one value (nothing to
+    boost, so no array of a million rows to allocate and fill per query).
     """
+    if not days and not ranges:
+        return np.broadcast_to(np.float32(1.0), chunk_days.shape)
     mult = np.ones(chunk_days.shape[0], dtype=np.float32)
     for lo, hi in ranges:
         mult[(chunk_days >= lo) & (chunk_days <= hi)] = range_boost
