@@ -262,25 +262,27 @@ class VectorSet:
     has_vector: np.ndarray = field(init=False)
     _part: np.ndarray = field(init=False, repr=False)  # part of each live row, -1: none
     _local: np.ndarray = field(init=False, repr=False)  # its chunk row in that part
-    # Per part: its live chunk rows (None: all) and where they land (a slice when contiguous).
-    _places: list[tuple[np.ndarray | None, slice | np.ndarray]] = field(init=False, repr=False)
+    # Per part: its live chunk rows (None: all), where they land (a slice when
+    # contiguous) and its replaced chunk rows.
+    _places: list[tuple[np.ndarray | None, slice | np.ndarray, np.ndarray]] = field(
+        init=False, repr=False
+    )
     _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
-    _dead: list[np.ndarray] = field(init=False, repr=False)  # per part: its replaced chunk rows
 
     def __post_init__(self) -> None:
         self._part = np.full(self.n, -1, dtype=np.int32)
         self._local = np.zeros(self.n, dtype=np.int64)
         self._places = []
-        self._dead = []
         for p, part in enumerate(self.parts):
             mask = part.rows >= 0
             rows = part.rows[mask]
             self._part[rows] = p
             self._local[rows] = np.flatnonzero(mask)
-            self._places.append((None if mask.all() else mask, _run_or_rows(rows)))
-            self._dead.append(np.flatnonzero(~mask))
+            self._places.append(
+                (None if mask.all() else mask, _run_or_rows(rows), np.flatnonzero(~mask))
+            )
         self.has_vector = self._part >= 0
-        live, dest = self._places[0] if len(self.parts) == 1 else (None, None)
+        live, dest, _ = self._places[0] if len(self.parts) == 1 else (None, None, None)
         self._whole = live is None and isinstance(dest, slice) and dest == slice(0, self.n)
 
     @classmethod
@@ -311,7 +313,7 @@ class VectorSet:
         if self._whole:
             return self._scan(self.parts[0], qvec, threads, approximate_rows)
         out = np.zeros(self.n, dtype=np.float32)
-        for part, (live, dest), dead in zip(self.parts, self._places, self._dead, strict=True):
+        for part, (live, dest, dead) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
                 values = self._scan(part, qvec, threads, approximate_rows)
                 if live is None:

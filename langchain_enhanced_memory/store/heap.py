@@ -4,12 +4,13 @@ A hybrid search over a million chunks makes a dozen or two arrays of 4 MB and
 frees them. glibc's malloc gives free memory at the top of its heap back to the
 kernel once more of it is free than a threshold (twice the largest block
 recently freed), so the next search takes fresh pages and faults each one in
-again: 374-497 page faults a query at 1M chunks, 8 with this, and on the
-development machine (a VM, where a fault costs more) mean hybrid scoring
-55.7-57.2 against 41.1-42.4 ms in alternating runs (``README``, "One million
-chunks"). Raising the trim threshold (and fixing the mmap threshold, which
-else stays at 128 KB once the other is set) keeps those pages in the process;
-its peak RSS is about the same, since a search holds them at its peak anyway.
+again. Over ``benchmarks/speed.py``'s 1M-chunk search phase that was 1.02M
+page faults against 118k with this, and hybrid scoring p50 47.9-55.2 against
+35.8-42.2 ms, five alternating pairs on the development machine (a VM, where
+a fault costs more; README, "One million chunks"). Raising the trim threshold
+(and fixing the mmap threshold, which else stays at 128 KB once the other is
+set) keeps those pages in the process; its peak RSS is about the same (852 ->
+878 MB there), since a search holds them at its peak anyway.
 
 It is a setting of the whole process, so it is made only once a process holds
 a large index (:data:`LARGE_ROWS`); ``ENHANCED_MEMORY_KEEP_HEAP=0`` leaves the
