@@ -207,25 +207,28 @@ def match_fraction(
 
     ``whole``: :func:`bm25`'s of some terms alone, read as where they are
     (Lucene's IDF is positive, so a term's BM25 is above 0 exactly where it is).
+    Where no term is present at all, zeros as a read-only view of one value
+    (most queries match no file path: no array of a million rows to make).
     """
-    scores = np.zeros(post.n_docs, dtype=np.float32)
-    if not terms:
-        return scores
-    first = True
+    scores: np.ndarray | None = None
     for term in terms:
         kept = whole.get(term) if whole else None
         if kept is not None:
+            if scores is None:
+                scores = np.zeros(post.n_docs, dtype=np.float32)
             scores += kept > 0  # the documents holding it get 1, the others 0
-            first = False
             continue
         docs = post.column(term)[0]
-        if first:  # distinct documents: written, not added (a common term is most rows)
+        if docs.size == 0:
+            continue
+        if scores is None:  # distinct documents: written, not added (a common term is most rows)
+            scores = np.zeros(post.n_docs, dtype=np.float32)
             scores[docs] = 1.0
-            first = docs.size == 0
         else:
             scores[docs] += 1.0
-    if not first:  # else no term is here: zeros, and a pass over a million rows saved
-        scores /= len(terms)
+    if scores is None:
+        return np.broadcast_to(np.float32(0.0), (post.n_docs,))
+    scores /= len(terms)
     return scores
 
 
@@ -285,11 +288,17 @@ def fuse_lexical(
     Float32, summed in this order in one new array (at 1M rows each new array is 4 MB).
     """
     out = np.multiply(keyword, weights.keyword, dtype=np.float32)
-    part = np.empty_like(out)
+    part: np.ndarray | None = None
     for signal, weight in ((header, weights.header), (filepath, weights.filepath)):
-        if weight:
+        if weight and not _zero_view(signal):  # adding zeros leaves the sum as it is
+            part = np.empty_like(out) if part is None else part
             out += np.multiply(signal, weight, out=part, dtype=np.float32)
     return out
+
+
+def _zero_view(signal: np.ndarray) -> bool:
+    """Whether ``signal`` is :func:`match_fraction`'s zeros of no match (one value, read-only)."""
+    return signal.ndim == 1 and signal.strides == (0,) and not (signal.size and signal[0])
 
 
 def fuse_vector(

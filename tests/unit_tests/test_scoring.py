@@ -18,12 +18,14 @@ from langchain_enhanced_memory.core.scoring import (
     bm25_norms,
     date_multiplier,
     feedback_terms,
+    fuse_lexical,
     group_rows,
     kth_largest,
     match_fraction,
     rrf,
     top_k,
 )
+from langchain_enhanced_memory.core.settings import FusionWeights
 from langchain_enhanced_memory.core.text import PHRASE_SEP, phrases
 
 
@@ -233,6 +235,18 @@ def test_match_fraction_is_share_of_terms_present(seed: int) -> None:
     expected = [sum(t in d for t in terms) / len(terms) for d in docs]
     np.testing.assert_allclose(got, expected)
     assert not match_fraction(Postings.build(docs), []).any()
+
+
+def test_no_match_is_read_only_zeros_and_fuses_like_an_array_of_zeros() -> None:
+    post = Postings.build([["a"], ["b", "a"], []])
+    none = match_fraction(post, ["zzz", "yyy"])
+    assert none.tolist() == [0.0, 0.0, 0.0] and not none.flags.writeable
+    weights = FusionWeights(vector=0.3, keyword=0.4, header=0.1, filepath=0.2)
+    keyword = np.asarray([0.5, 1.0, 0.0], np.float32)
+    header = match_fraction(post, ["a", "zzz"])  # a real array: a is in two documents
+    dense = fuse_lexical(weights, keyword, header, np.zeros(3, np.float32))
+    assert np.array_equal(fuse_lexical(weights, keyword, header, none), dense)
+    assert np.array_equal(fuse_lexical(weights, keyword, none, none), keyword * np.float32(0.4))
 
 
 def test_match_fraction_counts_whole_terms_not_substrings() -> None:
