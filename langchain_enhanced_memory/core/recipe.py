@@ -130,8 +130,8 @@ class NoDates:
         return query
 
     def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
-        """No boost (ones, read-only: see :func:`.scoring.date_multiplier`)."""
-        return np.broadcast_to(np.float32(1.0), (len(snap),))
+        """No boost."""
+        return scoring.no_boost(len(snap))
 
 
 COMMON_MIN_ROWS = 100_000  # below this a common term's scatter is well under a millisecond

@@ -387,6 +387,11 @@ def group_rows(groups: np.ndarray, members: np.ndarray) -> np.ndarray:
     return np.repeat(lo, counts) + np.arange(total) - run_start
 
 
+def no_boost(n: int) -> np.ndarray:
+    """A date boost of 1 for each of ``n`` chunks: a read-only view of one value, not n of them."""
+    return np.broadcast_to(np.float32(1.0), (n,))
+
+
 def date_multiplier(
     chunk_days: np.ndarray,
     days: Sequence[int],
@@ -407,7 +412,7 @@ def date_multiplier(
     boost, so no array of a million rows to allocate and fill per query).
     """
     if not days and not ranges:
-        return np.broadcast_to(np.float32(1.0), chunk_days.shape)
+        return no_boost(chunk_days.shape[0])
     mult = np.ones(chunk_days.shape[0], dtype=np.float32)
     for lo, hi in ranges:
         mult[(chunk_days >= lo) & (chunk_days <= hi)] = range_boost
