@@ -100,6 +100,7 @@ def in_process(ws: Path, qs: list[str]) -> dict[str, Any]:
     from langchain_enhanced_memory.core import scoring
     from langchain_enhanced_memory.core.ranking import rank
     from langchain_enhanced_memory.core.settings import MemorySettings
+    from langchain_enhanced_memory.engine.search import scan_thread
     from langchain_enhanced_memory.tools import MemorySearchTool
 
     quiet = MemorySettings(log_queries=False)
@@ -115,7 +116,8 @@ def in_process(ws: Path, qs: list[str]) -> dict[str, Any]:
         qvecs = synthetic.project(qs) if label == "vectors" else [None] * len(qs)
 
         def score(i: int, snap: Any = snap, eng: Any = eng, qvecs: Any = qvecs) -> None:
-            scoring.top_k(rank(snap, qs[i], synthetic.NOW, eng.settings, qvecs[i]).scores, 5)
+            r = rank(snap, qs[i], synthetic.NOW, eng.settings, qvecs[i], beside=scan_thread())
+            scoring.top_k(r.scores, 5)
 
         tool = MemorySearchTool(engine=eng, settings=quiet, now=synthetic.NOW)
         res[label] = {

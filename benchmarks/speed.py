@@ -14,8 +14,9 @@ never pollute another's (peak RSS is the child's ``ru_maxrss`` from ``wait4``):
 - ``onechange``: append a section to one daily note, then ``update_index()``;
   reports how many texts were re-embedded.
 - ``search-none`` / ``search-vec``: load the snapshot, then per query time
-  ``rank()`` plus top-k ("scoring only") and a whole ``retriever.invoke``
-  (``embedder="none"``, then with the fake embedder's vectors); with vectors,
+  ``rank()`` (on the engine's scan thread too, as a search runs it) plus top-k
+  ("scoring only") and a whole ``retriever.invoke`` (``embedder="none"``, then
+  with the fake embedder's vectors); with vectors,
   the same queries again with an exact scan (``approximate_rows=0``) and the
   recall@10 of the default's ranking against it (the same ranking below
   ``approximate_rows``).
@@ -129,6 +130,7 @@ def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
     from langchain_enhanced_memory import EnhancedMemoryRetriever
     from langchain_enhanced_memory.core import scoring
     from langchain_enhanced_memory.core.ranking import rank
+    from langchain_enhanced_memory.engine.search import scan_thread
 
     kw: dict[str, Any] = (
         {"embeddings": synthetic.ProjectionEmbeddings()} if vectors else {"embedder": "none"}
@@ -143,7 +145,7 @@ def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
     qvecs = synthetic.project(qs) if vectors else [None] * len(qs)
 
     def score(i: int) -> None:
-        r = rank(snap, qs[i], synthetic.NOW, eng.settings, qvecs[i])
+        r = rank(snap, qs[i], synthetic.NOW, eng.settings, qvecs[i], beside=scan_thread())
         scoring.top_k(r.scores, 5)
 
     scoring_s = _timed(score, list(range(len(qs))))
@@ -155,7 +157,7 @@ def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
         exact = replace(eng.settings, approximate_rows=0)
 
         def top10(settings: Any, i: int) -> set[int]:
-            r = rank(snap, qs[i], synthetic.NOW, settings, qvecs[i])
+            r = rank(snap, qs[i], synthetic.NOW, settings, qvecs[i], beside=scan_thread())
             return set(scoring.top_k(r.scores, 10).tolist())
 
         out["exact_scoring_s"] = _timed(lambda i: top10(exact, i), list(range(len(qs))))

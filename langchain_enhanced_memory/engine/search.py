@@ -8,11 +8,14 @@ a fresh process starts fast.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from datetime import date, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,9 +40,25 @@ if TYPE_CHECKING:
     from ..embeddings.choice import EmbedderChoice
     from ..store.upkeep import EmbedJob, ProgressFactory
 
-__all__ = ["MemorySearch"]
+__all__ = ["MemorySearch", "scan_thread"]
 
 log = logging.getLogger("langchain_enhanced_memory")
+
+
+def scan_thread() -> ThreadPoolExecutor:
+    """The thread a large vector scan runs on beside the keyword signals (one per process).
+
+    ``rank(..., beside=scan_thread())``. At 1M chunks the scan and the keyword
+    signals take about the same time, so a hybrid query takes a tenth less
+    (README "One million chunks"); smaller snapshots do not use it.
+    """
+    return _scan_thread(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _scan_thread(pid: int) -> ThreadPoolExecutor:
+    # Keyed by process: a forked child has none of its parent's threads.
+    return ThreadPoolExecutor(1, thread_name_prefix="vector-scan")
 
 
 class MemorySearch:
@@ -289,7 +308,7 @@ class MemorySearch:
         timings["embedMs"] = _ms_since(started) - timings["syncMs"]
         mask = filter_mask(snap, request.filter, now)
         embed_q = self.embed_query if qvec is not None else None
-        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q, mask)
+        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q, mask, scan_thread())
         if self.settings.graph_neighbors:
             from ..graph.related import add_graph_neighbors
 

@@ -448,3 +448,41 @@ def test_an_approximate_scan_of_a_small_index_ranks_exactly_like_an_exact_one(
             want = rank(snap, query, NOW, exact, qvec)
             got = rank(snap, query, NOW, approx, qvec)
             assert np.array_equal(got.scores, want.scores), (share, query)
+
+
+def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large snapshot's vector scan runs on the engine's scan thread while the
+    # caller computes the keyword signals: the scores (filtered, approximate,
+    # with PRF and line vectors) are those of the scan run inline.
+    import threading
+
+    from langchain_enhanced_memory.core import ranking
+    from langchain_enhanced_memory.core.filters import SearchFilter, filter_mask
+    from langchain_enhanced_memory.engine.search import scan_thread
+
+    rng = random.Random(9)
+    ws, idx, emb = _embedded(tmp_path, rng, 8)
+    snap = MemoryIndex(ws).snapshot(MODEL)
+    where = []
+    inline = ranking._cosines
+
+    def seen(*args):  # type: ignore[no-untyped-def]
+        where.append(threading.current_thread().name)
+        return inline(*args)
+
+    monkeypatch.setattr(ranking, "_cosines", seen)
+    monkeypatch.setattr(ranking, "THREADED_ROWS", 1)  # as if the snapshot were large
+    masks = [None, filter_mask(snap, SearchFilter(kind="daily"), NOW)]
+    for settings in (MemorySettings(), MemorySettings(approximate_rows=1, prf_threshold=2.0)):
+        for query in QUERIES:
+            qvec = np.asarray(emb.embed_query(query), np.float32)
+            for mask in masks:
+                want = rank(snap, query, NOW, settings, qvec, mask=mask)
+                assert where.pop() == threading.current_thread().name and not where
+                got = rank(snap, query, NOW, settings, qvec, mask=mask, beside=scan_thread())
+                assert where and all(name.startswith("vector-scan") for name in where)
+                where.clear()
+                assert np.array_equal(got.scores, want.scores), (query, settings)
+                assert got.signals.keys() == want.signals.keys()
