@@ -258,18 +258,30 @@ def max_normalize(
     return np.divide(scores, np.float32(top), out=out) if top > 0 else scores
 
 
+def minmax_bounds(scores: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, float] | None:
+    """The min and max :func:`minmax_normalize` scales by (of the masked rows); None: no rows."""
+    kept = scores if mask is None else scores[mask]
+    return (float(kept.min()), float(kept.max())) if kept.size else None
+
+
 def minmax_normalize(
-    scores: np.ndarray, mask: np.ndarray | None = None, out: np.ndarray | None = None
+    scores: np.ndarray,
+    mask: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """Scale to [0, 1] by min and max; a constant array becomes zeros.
 
     With ``mask``, the min and max of the masked rows (the others fall outside [0, 1]).
     ``out`` receives the result (it may be ``scores``: in place); a new array when None.
+    ``bounds``: :func:`minmax_bounds` taken already (of a larger array these rows are
+    some of: each row comes out as it would there).
     """
-    kept = scores if mask is None else scores[mask]
-    if kept.size == 0:
+    if bounds is None:
+        bounds = minmax_bounds(scores, mask)
+    if bounds is None:
         return np.zeros_like(scores) if mask is not None else scores
-    lo, hi = float(kept.min()), float(kept.max())
+    lo, hi = bounds
     if hi - lo < 1e-12:
         if out is None:
             return np.zeros_like(scores)

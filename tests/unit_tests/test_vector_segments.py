@@ -486,3 +486,65 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
                 where.clear()
                 assert np.array_equal(got.scores, want.scores), (query, settings)
                 assert got.signals.keys() == want.signals.keys()
+
+
+def test_bounds_hold_only_when_the_min_max_of_the_new_array_is_the_old() -> None:
+    from langchain_enhanced_memory.core import ranking, scoring
+
+    held = 0
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        cos = rng.random(40, dtype=np.float32)
+        if seed % 3 == 0:  # ties at both ends
+            cos[[1, 2]], cos[[3, 4]] = cos.min(), cos.max()
+        # Replaced rows often include the ones at a bound; new values at, inside or past one.
+        ends = [int(cos.argmin()), int(cos.argmax())]
+        picked = rng.choice(40, int(rng.integers(1, 6)), replace=False)
+        rows = np.unique(np.r_[picked, rng.choice(ends, int(rng.integers(0, 3)))]).astype(int)
+        bounds = scoring.minmax_bounds(cos)
+        assert bounds is not None
+        inside = rng.uniform(bounds[0], bounds[1], rows.size)
+        choices = [cos[rows], inside, cos[rows] + 0.05, cos[rows] - 0.05]
+        values = np.asarray(choices[int(rng.integers(0, 4))], dtype=np.float32)
+        values[rng.random(rows.size) < 0.2] = bounds[int(rng.integers(0, 2))]
+        after = cos.copy()
+        after[rows] = values
+        if ranking._bounds_hold(bounds, values, scoring.minmax_normalize(cos)[rows]):
+            held += 1
+            assert scoring.minmax_bounds(after) == bounds, seed
+    assert 50 < held < 250  # both answers are tried
+
+
+def test_rewriting_only_the_candidates_scores_as_a_second_full_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # When the candidates' new cosines keep the min-max, only their rows are
+    # fused again; the scores and signals must be those of a full second pass.
+    from langchain_enhanced_memory.core import ranking
+
+    rng = random.Random(4)
+    ws, idx, emb = _embedded(tmp_path, rng, 8)
+    snap = MemoryIndex(ws).snapshot(MODEL)
+    held = ranking._bounds_hold
+    seen: list[bool] = []
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        seen.append(held(*args))
+        return seen[-1]
+
+    queries = [*QUERIES, "grace owl thursday", "migration review budget", "what did we plan"]
+    for settings in (
+        MemorySettings(),
+        MemorySettings(approximate_rows=1, line_candidates=3),
+        MemorySettings(line_candidates=2),
+    ):
+        for query in queries:
+            qvec = np.asarray(emb.embed_query(query), np.float32)
+            monkeypatch.setattr(ranking, "_bounds_hold", lambda *a: False)
+            want = rank(snap, query, NOW, settings, qvec)
+            monkeypatch.setattr(ranking, "_bounds_hold", spy)
+            got = rank(snap, query, NOW, settings, qvec)
+            assert np.array_equal(got.scores, want.scores), (query, settings)
+            for name, signal in want.signals.items():
+                assert np.array_equal(got.signals[name], signal), (query, name)
+    assert True in seen and False in seen  # both ways were taken
