@@ -177,7 +177,7 @@ def approximate_cosines(
     x, y = dist[pick].astype(np.float64), exact.astype(np.float64)
     spread = float(((x - x.mean()) ** 2).sum())
     slope = float(((x - x.mean()) * (y - y.mean())).sum()) / spread if spread else 0.0
-    out = dist * np.float32(slope)
+    out = np.multiply(dist, np.float32(slope), out=dist)  # in place: each pass is a millisecond
     out += np.float32(y.mean() - slope * x.mean())
     out[pick] = exact
     return out
@@ -268,6 +268,7 @@ class VectorSet:
         init=False, repr=False
     )
     _whole: bool = field(init=False, repr=False)  # one part, its rows the live rows in order
+    _covered: bool = field(init=False, repr=False)  # every live row has a vector
 
     def __post_init__(self) -> None:
         self._part = np.full(self.n, -1, dtype=np.int32)
@@ -282,6 +283,7 @@ class VectorSet:
                 (None if mask.all() else mask, _run_or_rows(rows), np.flatnonzero(~mask))
             )
         self.has_vector = self._part >= 0
+        self._covered = bool(self.has_vector.all())
         live, dest, _ = self._places[0] if len(self.parts) == 1 else (None, None, None)
         self._whole = live is None and isinstance(dest, slice) and dest == slice(0, self.n)
 
@@ -312,7 +314,8 @@ class VectorSet:
         """
         if self._whole:
             return self._scan(self.parts[0], qvec, threads, approximate_rows)
-        out = np.zeros(self.n, dtype=np.float32)
+        # Zeros only where a row has no vector: every row is written otherwise.
+        out = np.empty(self.n, np.float32) if self._covered else np.zeros(self.n, np.float32)
         for part, (live, dest, dead) in zip(self.parts, self._places, strict=True):
             if part.matrix.shape[0]:
                 values = self._scan(part, qvec, threads, approximate_rows)
