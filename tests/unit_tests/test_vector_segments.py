@@ -450,6 +450,14 @@ def test_an_approximate_scan_of_a_small_index_ranks_exactly_like_an_exact_one(
             assert np.array_equal(got.scores, want.scores), (share, query)
 
 
+def _assert_same(got, want, query: str) -> None:  # type: ignore[no-untyped-def]
+    """Two rankings' scores and every signal, bit for bit."""
+    assert np.array_equal(got.scores, want.scores), query
+    assert list(got.signals) == list(want.signals), query
+    for name, signal in want.signals.items():
+        assert np.array_equal(got.signals[name], signal), (query, name)
+
+
 def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -484,8 +492,7 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
                 got = rank(snap, query, NOW, settings, qvec, mask=mask, beside=scan_thread())
                 assert where and all(name.startswith("vector-scan") for name in where)
                 where.clear()
-                assert np.array_equal(got.scores, want.scores), (query, settings)
-                assert got.signals.keys() == want.signals.keys()
+                _assert_same(got, want, query)
 
 
 def test_bounds_hold_only_when_the_min_max_of_the_new_array_is_the_old() -> None:
@@ -544,7 +551,5 @@ def test_rewriting_only_the_candidates_scores_as_a_second_full_pass(
             want = rank(snap, query, NOW, settings, qvec)
             monkeypatch.setattr(ranking, "_bounds_hold", spy)
             got = rank(snap, query, NOW, settings, qvec)
-            assert np.array_equal(got.scores, want.scores), (query, settings)
-            for name, signal in want.signals.items():
-                assert np.array_equal(got.signals[name], signal), (query, name)
+            _assert_same(got, want, query)
     assert True in seen and False in seen  # both ways were taken
