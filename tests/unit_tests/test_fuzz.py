@@ -148,11 +148,18 @@ def _run_json(argv: list[str]) -> tuple[int, dict]:
     return rc, json.loads(buf.getvalue().splitlines()[0])
 
 
+def _asks_for_help(arg: str) -> bool:
+    """Whether argparse reads ``arg`` as ``-h``/``--help``: help is printed, not a search run."""
+    return " " not in arg and (arg.startswith("-h") or arg.startswith("--h"))
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    query=st.text(min_size=1, max_size=40).filter(lambda q: "\x00" not in q),
+    query=st.text(min_size=1, max_size=40).filter(
+        lambda q: "\x00" not in q and not _asks_for_help(q)
+    ),
     k=st.integers(-3, 50),
     now=st.one_of(st.none(), st.text(max_size=12), st.dates().map(str)),
 )
