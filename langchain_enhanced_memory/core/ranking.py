@@ -128,7 +128,9 @@ def rank(
             else:
                 again = cos.copy()
                 again[rows] = values
-                sig["vector"] = _normalize(again, settings, mask, in_place=True)
+                if settings.vector_norm == "minmax":
+                    again = scoring.minmax_normalize(again, mask, out=again)
+                sig["vector"] = again
                 # The first pass's scores are spent once its candidates are chosen.
                 out = fused(sig["vector"], out if mask is None else None)
         # Absolute evidence for the calibrated score (per-query rescaling hides it).
@@ -254,13 +256,3 @@ def _bounds_hold(
         and (high == hi or float(before.max()) < 1.0)
     )
 
-
-def _normalize(
-    cos: np.ndarray,
-    settings: MemorySettings,
-    mask: np.ndarray | None = None,
-    in_place: bool = False,
-) -> np.ndarray:
-    if settings.vector_norm != "minmax":
-        return cos
-    return scoring.minmax_normalize(cos, mask, out=cos if in_place else None)
