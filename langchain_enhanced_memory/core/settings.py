@@ -150,9 +150,9 @@ class MemorySettings:
     #: README "The first query never waits"); embedded: chunk texts are embedded too.
     #: Chunks always embed their own text when line_vector_share is 0
     chunk_vectors: Literal["lines", "embedded"] = _spec("lines", choices=("lines", "embedded"))
-    #: threads of the exact vector scan of a workspace of 100k chunks or more (0: one
-    #: per core): 12 instead of 19 ms at 1M on an idle 2-core machine, about even
-    #: when the other core is busy
+    #: threads of the vector scan of a workspace of 100k chunks or more (0: one per
+    #: core, but one for a sign-bit scan running beside the keyword signals, which
+    #: outlast it): the exact scan took 12 instead of 19 ms at 1M on an idle 2-core machine
     scan_threads: int = _spec(0, ge=0)
     #: chunk rows from which one vector segment is scanned by its sign bits and only
     #: its best candidates exactly (README "One million chunks"); 0: always exact

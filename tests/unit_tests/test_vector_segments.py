@@ -463,7 +463,8 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
 ) -> None:
     # A large snapshot's vector scan runs on the engine's scan thread while the
     # caller computes the keyword signals: the scores (filtered, approximate,
-    # with PRF and line vectors) are those of the scan run inline.
+    # with PRF and line vectors) are those of the scan run inline. Beside the
+    # caller, a sign-bit scan's kernel keeps to one thread; an exact one to the setting.
     import threading
 
     from langchain_enhanced_memory.core import ranking
@@ -476,9 +477,9 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
     where = []
     inline = ranking._cosines
 
-    def seen(*args):  # type: ignore[no-untyped-def]
-        where.append(threading.current_thread().name)
-        return inline(*args)
+    def seen(snap, qvec, settings, threads):  # type: ignore[no-untyped-def]
+        where.append((threading.current_thread().name, threads))
+        return inline(snap, qvec, settings, threads)
 
     monkeypatch.setattr(ranking, "_cosines", seen)
     monkeypatch.setattr(ranking, "THREADED_ROWS", 1)  # as if the snapshot were large
@@ -488,9 +489,13 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
             qvec = np.asarray(emb.embed_query(query), np.float32)
             for mask in masks:
                 want = rank(snap, query, NOW, settings, qvec, mask=mask)
-                assert where.pop() == threading.current_thread().name and not where
+                assert where.pop() == (threading.current_thread().name, 0) and not where
                 got = rank(snap, query, NOW, settings, qvec, mask=mask, beside=scan_thread())
-                assert where and all(name.startswith("vector-scan") for name in where)
+                alongside = 1 if settings.approximate_rows == 1 else 0  # sign bits at 1 row
+                assert where and all(
+                    name.startswith("vector-scan") and threads == alongside
+                    for name, threads in where
+                )
                 where.clear()
                 _assert_same(got, want, query)
 
