@@ -62,7 +62,8 @@ def rank(
     text = strategies.dates.keyword_text(query, dq)
     mult = strategies.dates.multiplier(snap, dq, settings)
     # Without a date in the query every multiplier is 1 and the prior 0: nothing to apply.
-    boost = (mult, (mult - 1.0) * settings.date_prior) if dq else None
+    # With one, only the rows of its dates move (a day is a few dozen rows of a million).
+    boosted = np.flatnonzero(mult != 1.0) if dq else None
     lexical = strategies.lexical
     terms, pairs = lexical.terms(text)
 
@@ -105,9 +106,13 @@ def rank(
             else:
                 part = lexical_part if rows is None else lexical_part[rows]
                 f = scoring.fuse_vector(weights.vector, vector, part, out)
-            if boost is not None:
-                f *= boost[0] if rows is None else boost[0][rows]  # in place: f * mult + prior
-                f += boost[1] if rows is None else boost[1][rows]
+            if boosted is not None:  # f * mult + (mult - 1) * prior, at the rows it changes
+                at = boosted if rows is None else np.flatnonzero(mult[rows] != 1.0)
+                factor = mult[at] if rows is None else mult[rows[at]]
+                moved = f[at]
+                moved *= factor
+                moved += (factor - 1.0) * settings.date_prior
+                f[at] = moved
             # A filter's rows only: the others score 0 and top-k never sees them.
             return f if mask is None else np.where(mask, f, np.float32(0.0))
 

@@ -304,6 +304,20 @@ def test_date_multiplier_days_win_over_ranges() -> None:
     assert date_multiplier(days, [], [], 3.0, 1.5).tolist() == [1.0] * 5
 
 
+def test_date_multiplier_matches_a_loop_for_few_and_many_days() -> None:
+    # A few days are compared one by one, more go through isin: the same boosts.
+    rng = np.random.default_rng(4)
+    chunk_days = rng.integers(-1, 40, 500)
+    for count in range(1, 8):
+        days = rng.choice(40, count, replace=False).tolist()
+        ranges = [(5, 9)] if count % 2 else []
+        want = [
+            3.0 if d in days else 1.5 if any(a <= d <= b for a, b in ranges) else 1.0
+            for d in chunk_days.tolist()
+        ]
+        assert date_multiplier(chunk_days, days, ranges, 3.0, 1.5).tolist() == want, days
+
+
 def test_date_multiplier_undated_chunks_stay_unboosted_by_real_dates() -> None:
     days = np.asarray([-1, 738000], dtype=np.int64)
     mult = date_multiplier(days, [738000], [(737990, 738010)], 3.0, 1.5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -545,6 +546,7 @@ def test_rewriting_only_the_candidates_scores_as_a_second_full_pass(
         return seen[-1]
 
     queries = [*QUERIES, "grace owl thursday", "migration review budget", "what did we plan"]
+    queries += ["kestrel migration on Feb 3", "retro Feb 4 and Feb 6", "owl budget in February"]
     for settings in (
         MemorySettings(),
         MemorySettings(approximate_rows=1, line_candidates=3),
@@ -558,3 +560,22 @@ def test_rewriting_only_the_candidates_scores_as_a_second_full_pass(
             got = rank(snap, query, NOW, settings, qvec)
             _assert_same(got, want, query)
     assert True in seen and False in seen  # both ways were taken
+
+
+def test_the_date_boost_moves_only_its_rows_as_the_formula_says(tmp_path: Path) -> None:
+    # Scores are f * mult + (mult - 1) * date_prior over every row, applied only where
+    # a date's multiplier is not 1: the same float32 steps, bit for bit.
+    ws, idx, emb = _embedded(tmp_path, random.Random(5), 9)
+    snap = MemoryIndex(ws).snapshot(MODEL)
+    plain = MemorySettings(line_vector_share=0.0, approximate_rows=0)
+    flat = replace(plain, temporal_boost=1.0, range_boost=1.0)
+    queries = ["kestrel migration on Feb 3", "owl budget in February", "retro Feb 4 and Feb 6"]
+    for query in queries:
+        for qvec in (np.asarray(emb.embed_query(query), np.float32), None):
+            got = rank(snap, query, NOW, plain, qvec)
+            mult = got.signals["date_boost"]
+            assert (mult != 1.0).any(), query
+            want = rank(snap, query, NOW, flat, qvec).scores.copy()
+            want *= mult
+            want += (mult - 1.0) * plain.date_prior
+            assert np.array_equal(got.scores, want), query
