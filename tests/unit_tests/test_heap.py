@@ -57,9 +57,7 @@ def test_the_environment_variable_leaves_the_allocator_alone() -> None:
     assert kept is False
 
 
-def test_only_a_large_snapshot_asks(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_only_a_large_snapshot_asks(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[bool] = []
     monkeypatch.setattr(heap, "keep_freed_memory", lambda: asked.append(True) or True)
     idx = MemoryIndex(workspace)
