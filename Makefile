@@ -24,6 +24,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples
+	$(BIN)/ruff format --check langchain_enhanced_memory tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
