@@ -107,8 +107,9 @@ def rank(
                 part = lexical_part if rows is None else lexical_part[rows]
                 f = scoring.fuse_vector(weights.vector, vector, part, out)
             if boosted is not None:  # f * mult + (mult - 1) * prior, at the rows it changes
-                at = boosted if rows is None else np.flatnonzero(mult[rows] != 1.0)
-                factor = mult[at] if rows is None else mult[rows[at]]
+                here = mult if rows is None else mult[rows]
+                at = boosted if rows is None else np.flatnonzero(here != 1.0)
+                factor = here[at]
                 moved = f[at]
                 moved *= factor
                 moved += (factor - 1.0) * settings.date_prior
