@@ -4,13 +4,14 @@ A model's vectors live in segment files (:mod:`.matrices`), oldest first; each
 holds the rows of some chunks, by chunk id, and the rows of their lines.
 :func:`coverage` maps them onto the generation's live chunks (a chunk a later
 change replaced is masked out). :func:`assemble` gathers the rest, the chunks
-no segment covers, from the cache's int8 blobs and the named files (by text
-hash). :func:`fold` writes them as a delta segment and, in the commit that
-names it, empties the cache rows it now holds and deletes the rows no
-generation uses (garbage collection after a run, never during); then the files
-no row names go. When there are too many segments, or the deltas and masked
-rows pass a share of the base, everything is gathered into one new segment
-instead (the postings' policy, :mod:`.postings`). Writes run under the writer lock.
+no segment covers, from the named files, a migrated index's cache blobs and
+the model's spool (by text hash). :func:`fold` writes them as a delta segment
+and, in the commit that names it, drops the spool, empties the blobs it now
+holds and deletes the cache rows no generation uses (garbage collection after
+a run, never during); then the files no row names go. When there are too many
+segments, or the deltas and masked rows pass a share of the base, everything
+is gathered into one new segment instead (the postings' policy,
+:mod:`.postings`). Writes run under the writer lock.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
 from . import postings, vectors
 from .db import IndexDB, chunk_ids, generation_of
-from .matrices import Layout, VectorFile, decode, key_prefix, sweep, write
+from .matrices import Layout, VectorFile, decode, hash_keys, key_prefix, side_folder, sweep, write
+from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
 from .vectors import (
     cache_blobs,
@@ -65,6 +67,7 @@ class Coverage:
         uncovered: Live rows no used file covers, ascending.
         live_ids: The generation's chunk ids (row ``i`` is ``live_ids[i]``).
         folder: The side folder the files are in.
+        spool: The model's spool, when it has one.
     """
 
     layouts: list[Layout]
@@ -73,6 +76,7 @@ class Coverage:
     uncovered: np.ndarray
     live_ids: np.ndarray
     folder: Path
+    spool: Spool | None = None
 
     def parts(self) -> list[VectorPart]:
         """The used files as parts of a :class:`..core.vectorset.VectorSet`."""
@@ -101,8 +105,11 @@ def coverage(
     model: str,
     settings: MemorySettings,
     live_ids: np.ndarray,
-) -> Coverage | Layout:
-    """Map ``model``'s named files onto the live chunks; the layout of a file that will not open."""
+) -> Coverage | Layout | SpoolState:
+    """Map ``model``'s named files onto the live chunks.
+
+    Returns the layout of a segment file, or the state of a spool, that will not open.
+    """
     current = current_layouts(conn, model)
     layouts = current[1] if current else []
     files = []
@@ -111,6 +118,10 @@ def coverage(
         if vf is None:
             return layout
         files.append(vf)
+    state = spool_state(conn, model)
+    spool = Spool.open(folder, state) if state else None
+    if state and spool is None:
+        return state
     same_generation = current is not None and current[0] == generation_of(conn)
     wants_lines = bool(settings.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
@@ -127,7 +138,7 @@ def coverage(
         rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
         covered[rows[rows >= 0]] = True
         used.append((i, rows))
-    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids, folder)
+    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids, folder, spool)
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -161,6 +172,8 @@ class Vectors:
     delta: dict | None = None  # the gathered rows, as :func:`.matrices.write` takes them
     folded: list[str] = field(default_factory=list)  # cache blobs the delta holds
     unused: list[str] = field(default_factory=list)  # cache blobs of no chunk or line
+    spool: SpoolState | None = None  # the spool read, which a fold drops
+    spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
     @property
     def merged(self) -> bool:
@@ -212,6 +225,8 @@ def assemble(
     if b_keys.size:
         at = np.minimum(np.searchsorted(b_keys, wanted), b_keys.size - 1)
         sources.append((np.where(b_keys[at] == wanted, at, -1), b_rows, b_scale))
+    if cov.spool is not None:  # newer than any blob
+        sources.append((cov.spool.lookup(wanted), cov.spool.matrix, cov.spool.scale))
     found = np.zeros(wanted.size, dtype=bool)
     for pos, _, _ in sources:
         found |= pos >= 0
@@ -224,7 +239,7 @@ def assemble(
         sel = np.flatnonzero(pos[pick] >= 0)
         if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is 20x slower
             whole = f"V{dim}"
-            matrix.view(whole)[sel] = np.ascontiguousarray(src).view(whole)[pos[pick[sel]]]
+            matrix.view(whole)[sel] = src.view(whole)[pos[pick[sel]]]
         scale[sel] = src_scale[pos[pick[sel]]]
     k = int(has.sum())
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
@@ -232,8 +247,11 @@ def assemble(
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
     in_kept = np.zeros(p_keys.size, dtype=bool)
+    spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
+    spool_kept = np.isin(spooled, wanted)
     for i in keep:
         in_kept |= cov.files[i].lookup(p_keys) >= 0
+        spool_kept |= cov.files[i].lookup(spooled) >= 0
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return Vectors(
         VectorSet(parts, cov.live_ids.size),
@@ -251,6 +269,8 @@ def assemble(
         },
         folded=[h for h, u in zip(hashes, used | in_kept, strict=True) if u],
         unused=[h for h, u in zip(hashes, used | in_kept, strict=True) if not u],
+        spool=cov.spool.state if cov.spool is not None else None,
+        spooled_unused=spooled[~spool_kept],
     )
 
 
@@ -266,10 +286,11 @@ def missing_embeddings(
         return vectors.Missing()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
-    if isinstance(cov, Layout):  # a named file is lost: the next search forgets it
+    if not isinstance(cov, Coverage):  # a named file is lost: the next search forgets it
         return vectors.Missing()
     keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
-    return vectors.missing_embeddings(conn, model, settings, keys, cov.files)
+    spool = [cov.spool] if cov.spool is not None else []
+    return vectors.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
 
 
 def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int, bytes]:
@@ -293,7 +314,8 @@ def fold(
         try:
             current = current_layouts(conn, model)
             named = [lay.file for lay in current[1]] if current else []
-            if generation_of(conn) != generation or named != vec.sources:
+            moved = named != vec.sources or spool_state(conn, model) != vec.spool
+            if generation_of(conn) != generation or moved:
                 conn.execute("ROLLBACK")
                 (folder / layout.file).unlink(missing_ok=True)
                 return None
@@ -310,6 +332,9 @@ def fold(
                 [(model, h) for h in vec.unused],
             )
             gone = _gone_keys(folder, files, layouts)
+            if vec.spool is not None:
+                drop_state(conn, model)
+                gone = np.union1d(gone, vec.spooled_unused)
             conn.executemany(
                 "DELETE FROM embed_cache WHERE model=? AND vector IS NULL"
                 " AND text_hash >= ? AND text_hash < ?",
@@ -324,6 +349,8 @@ def fold(
             "vectors of generation %s in %s (%d rows freed)", generation, layout.file, gone.size
         )
         sweep(folder, kept_files(conn))
+    if vec.spool is not None:
+        (folder / vec.spool.file).unlink(missing_ok=True)
     return layouts
 
 
@@ -342,17 +369,41 @@ def _gone_keys(folder: Path, files: list[VectorFile], layouts: list[Layout]) -> 
     return keys[~keep]
 
 
-def drop_lost(db: IndexDB, model: str, layout: Layout) -> None:
-    """A side file of ``model`` is gone (deleted by hand): forget the vectors they held.
+def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
+    """A side file of ``model`` is gone (deleted by hand): forget the vectors it held.
 
-    They are embedded again by the next index run (writer lock held).
+    They are embedded again by the next index run (writer lock held). A lost
+    segment takes every vector out of a blob with it (the cache rows do not
+    say which file holds theirs); a lost spool, the rows of the vectors no
+    segment holds.
     """
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
         current = current_layouts(conn, model)
-        if current and layout in current[1]:
-            log.warning("vector file %s is missing: its vectors get embedded again", layout.file)
+        if isinstance(lost, SpoolState):
+            if spool_state(conn, model) == lost:
+                log.warning("vector file %s is damaged or missing: embedding again", lost.file)
+                drop_state(conn, model)
+                held = [
+                    h
+                    for (h,) in conn.execute(
+                        "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL",
+                        (model,),
+                    )
+                ]
+                keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
+                for layout in current[1] if current else []:
+                    vf = VectorFile.open(side_folder(db.path), layout)
+                    if vf is not None:
+                        found |= vf.lookup(keys) >= 0
+                conn.executemany(
+                    "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
+                    [(model, h) for h, f in zip(held, found, strict=True) if not f],
+                )
+        elif current and lost in current[1]:
+            log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
             conn.execute("DELETE FROM derived WHERE name=?", (f"vectors:{model}",))
+            drop_state(conn, model)
             conn.execute("DELETE FROM embed_cache WHERE model=? AND vector IS NULL", (model,))
         conn.execute("COMMIT")
 

@@ -1,14 +1,15 @@
 """The persistent, incremental index of one workspace: one SQLite file.
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
-terms, line hashes), ``embed_cache`` (vectors keyed by model and text hash, as
-int8 blobs until a side file holds them) and ``derived`` (the names of the
-generation's postings segments and of each model's vector segments). Beside
-it, ``index.vectors/`` holds those side files, opened read-only by searchers.
+terms, line hashes), ``embed_cache`` (which texts each model has a vector of,
+keyed by text hash) and ``derived`` (the names of the generation's postings
+segments, of each model's vector segments and of its spool). Beside it,
+``index.vectors/`` holds those side files, opened read-only by searchers.
 The work is split by concern: :mod:`.db` opens the file and holds the writer
 lock, :mod:`.sync` brings the text state up to date, :mod:`.postings` keeps
-the postings segments, :mod:`.vectors` the embedding cache, :mod:`.matrices`
-and :mod:`.folding` the vector segments, and :mod:`.snapshots` loads a generation for
+the postings segments, :mod:`.vectors` the embedding cache, :mod:`.spool` the
+vectors embedded since the last segment, :mod:`.matrices` and :mod:`.folding`
+the vector segments, and :mod:`.snapshots` loads a generation for
 scoring. :class:`MemoryIndex` is the one public face of them.
 
 Safety: every sync commits in one transaction, so a crash leaves the previous
@@ -152,7 +153,7 @@ class MemoryIndex:
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
         with self.db.open() as conn:
-            vectors.store_vectors(conn, model, hashes, matrix)
+            vectors.store_vectors(conn, side_folder(self.path), model, hashes, matrix)
         self.forget_vectors(model)
 
     @contextlib.contextmanager
@@ -167,7 +168,7 @@ class MemoryIndex:
         """
         try:
             with self.db.open() as conn:
-                writer = vectors.CacheWriter(conn, model)
+                writer = vectors.CacheWriter(conn, side_folder(self.path), model)
                 try:
                     yield writer
                 finally:

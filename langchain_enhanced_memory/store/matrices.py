@@ -1,12 +1,13 @@
 """Where vectors live: the int8 row codec and the segment files searchers open.
 
 Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorset.quantize`).
-A vector not yet in a side file is a blob in ``embed_cache``; once a generation
+A vector not yet in a segment is in the model's spool (:mod:`.spool`; a blob
+in ``embed_cache`` in an index migrated from version 2); once a generation
 has every chunk vector, the chunk rows no segment holds yet, then their line
 rows, are written to a segment file next to the index (a temporary name,
 flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming it
-with the older segments is committed with the cache rows emptied (their
-vector is the file's; :mod:`.folding`). The commit is the switch: a kill before
+with the older segments is committed with the spool dropped and the blobs
+emptied (their vector is the file's; :mod:`.folding`). The commit is the switch: a kill before
 it leaves the previous segments named and searchable, and the new file is an
 orphan that :func:`sweep` removes. Searchers map the chunk rows read-only (so
 processes share the page cache and hold no private copy) and read line rows
@@ -35,7 +36,6 @@ __all__ = [
     "VectorFile",
     "decode",
     "encode",
-    "encode_rows",
     "fsync_dir",
     "hash_keys",
     "key_prefix",
@@ -254,12 +254,11 @@ def key_prefix(key: int) -> str:
 
 
 def encode(vectors: np.ndarray) -> list[bytes]:
-    """Each row as an ``embed_cache`` blob: int8 values, then the float32 scale."""
-    return encode_rows(*quantize(vectors))
+    """Each row as an ``embed_cache`` blob: int8 values, then the float32 scale.
 
-
-def encode_rows(q: np.ndarray, scale: np.ndarray) -> list[bytes]:
-    """:func:`encode` of rows already quantized."""
+    Only a migration from version 2 writes blobs; an embedding run appends to the spool.
+    """
+    q, scale = quantize(vectors)
     n, dim = q.shape
     raw = np.empty((n, dim + 4), dtype=np.uint8)
     raw[:, :dim] = q.view(np.uint8)

@@ -29,6 +29,7 @@ from .db import IndexDB, chunk_ids, generation_of
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
 from .matrices import Layout, side_folder
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
+from .spool import SpoolState, spool_state
 from .vectors import current_layouts
 
 __all__ = ["SnapshotCache"]
@@ -136,7 +137,7 @@ class SnapshotCache:
         if cached and cached[0] == generation and not full:
             return cached[1]
         cov = coverage(conn, self.folder, model, self.settings, live_ids)
-        if isinstance(cov, Layout):
+        if not isinstance(cov, Coverage):
             self._lost(model, cov, locked)
         assert isinstance(cov, Coverage)
         vec = mapped(cov) if cov.uncovered.size == 0 else None
@@ -180,7 +181,7 @@ class SnapshotCache:
             now = named_segments(fresh)
         return now is None or now[0] != seen
 
-    def _lost(self, model: str, layout: Layout, locked: bool) -> None:
+    def _lost(self, model: str, lost: Layout | SpoolState, locked: bool) -> None:
         """A named side file cannot be read: moved on (read again) or lost (forget it).
 
         ``locked``: this process holds the writer lock (an index run sealing), so
@@ -188,14 +189,18 @@ class SnapshotCache:
         """
         with self.db.open() as fresh:
             now = current_layouts(fresh, model)
-        if now is None or layout not in now[1]:
+            spool = spool_state(fresh, model)
+        if isinstance(lost, SpoolState):
+            if spool != lost:
+                raise _Moved
+        elif now is None or lost not in now[1]:
             raise _Moved
         if locked:
-            drop_lost(self.db, model, layout)
+            drop_lost(self.db, model, lost)
         else:
             with self.db.writer_lock(wait=False) as got:
                 if got:
-                    drop_lost(self.db, model, layout)
+                    drop_lost(self.db, model, lost)
         raise _Moved
 
 

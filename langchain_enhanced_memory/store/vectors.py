@@ -3,9 +3,11 @@
 A changed file re-embeds only its changed chunks, and switching models
 re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
-stored with the chunk, and they are cached by hash like chunks. A cache row's
-vector is an int8 blob until a generation's side file holds it (NULL then,
-see :mod:`.matrices`).
+stored with the chunk, and they are cached by hash like chunks. A cache row
+says a model has a text's vector; the vector is in the model's spool
+(:mod:`.spool`) until a generation's segment file holds it (:mod:`.matrices`).
+An index migrated from version 2 holds int8 blobs in the rows instead, until
+they are folded into a segment like the spool's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
 from .db import generation_of
-from .matrices import Layout, VectorFile, decode, encode_rows, hash_keys
+from .matrices import Layout, VectorFile, decode, hash_keys
+from .spool import Spool, append, spool_state
 from .sync import embed_text, line_digests, mean_line_hashes, sha
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "is_complete",
     "layouts_json",
     "missing_embeddings",
+    "open_spool",
     "parse_layouts",
     "pending_keys",
     "store_vectors",
@@ -80,7 +84,7 @@ def generation_keys(
 
 
 def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.ndarray]:
-    """Hashes and keys of ``model``'s vectors that are cache blobs (in no side file yet)."""
+    """Hashes and keys of ``model``'s vectors that are cache blobs (a migrated index's)."""
     hashes = [
         h
         for (h,) in conn.execute(
@@ -116,12 +120,13 @@ def missing_embeddings(
     model: str,
     settings: MemorySettings,
     keys: RowKeys,
-    files: list[VectorFile],
+    files: list[VectorFile | Spool],
 ) -> Missing:
     """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
 
-    A vector is there when it is a cache blob or in one of ``model``'s side files
-    (the caller passes only the chunks no side file maps to a row).
+    A vector is there when it is a cache blob or in one of ``model``'s segment
+    files or its spool, ``files`` (the caller passes only the chunks no
+    segment maps to a row).
     """
     _, pending = pending_keys(conn, model)
 
@@ -156,7 +161,7 @@ def missing_embeddings(
 
 
 def cache_blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[str, bytes]:
-    """Hash -> int8 blob of those of ``hashes`` that are cache blobs (in no side file yet)."""
+    """Hash -> int8 blob of those of ``hashes`` that are cache blobs (a migrated index's)."""
     out: dict[str, bytes] = {}
     for lo in range(0, len(hashes), 500):
         part = hashes[lo : lo + 500]
@@ -173,23 +178,36 @@ def cache_blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict
 def cached_vectors(
     conn: sqlite3.Connection, model: str, folder: Path, hashes: list[str]
 ) -> dict[str, np.ndarray]:
-    """Hash -> float32 vector of those of ``hashes`` that have one (blob or side file)."""
+    """Hash -> float32 vector of those of ``hashes`` that have one (segment, blob or spool)."""
     out: dict[str, np.ndarray] = {}
     current = current_layouts(conn, model)
     files = [VectorFile.open(folder, lay) for lay in (current[1] if current else [])]
     keys = hash_keys(hashes)
-    for vf in (f for f in files if f is not None and hashes):  # oldest first: newer ones win
-        pos = vf.lookup(keys)
+
+    def take(source: VectorFile | Spool | None) -> None:
+        if source is None or not hashes:
+            return
+        pos = source.lookup(keys)
         at = np.flatnonzero(pos >= 0)
-        rows = dequantize(np.asarray(vf.matrix[pos[at]]), np.asarray(vf.scale[pos[at]]))
+        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
         out.update(zip([hashes[i] for i in at], rows, strict=True))
+
+    for vf in files:  # oldest first: newer copies win
+        take(vf)
     blobs = cache_blobs(conn, model, hashes)
     dim = vector_dim(conn, model) or 0
     fits = [h for h, b in blobs.items() if len(b) == dim + 4]  # a damaged blob is no vector
     if fits:
         rows, scale = decode([blobs[h] for h in fits], dim)
-        out.update(zip(fits, dequantize(rows, scale), strict=True))  # the newer copy wins
+        out.update(zip(fits, dequantize(rows, scale), strict=True))
+    take(open_spool(conn, folder, model))
     return out
+
+
+def open_spool(conn: sqlite3.Connection, folder: Path, model: str) -> Spool | None:
+    """``model``'s committed spool, mapped (None when there is none or it is lost)."""
+    state = spool_state(conn, model)
+    return Spool.open(folder, state) if state else None
 
 
 def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:
@@ -245,15 +263,11 @@ def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) 
 
 
 def store_vectors(
-    conn: sqlite3.Connection, model: str, hashes: list[str], vectors: np.ndarray
+    conn: sqlite3.Connection, folder: Path, model: str, hashes: list[str], vectors: np.ndarray
 ) -> None:
     """Add vectors to the cache in one transaction (survives a later failure)."""
-    _commit_rows(conn, _cache_rows(model, hashes, *quantize(vectors)))
-
-
-def _cache_rows(model: str, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> list[tuple]:
-    dim = q.shape[1]
-    return [(model, h, dim, blob) for h, blob in zip(hashes, encode_rows(q, scale), strict=False)]
+    writer = CacheWriter(conn, folder, model, flush_s=0)
+    writer.store(hashes, *quantize(vectors))
 
 
 _INSERT = "INSERT OR REPLACE INTO embed_cache VALUES "
@@ -263,19 +277,13 @@ _INSERT = "INSERT OR REPLACE INTO embed_cache VALUES "
 _PER_STEP = 256
 
 
-def _commit_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        whole = len(rows) - len(rows) % _PER_STEP
-        if whole:
-            steps = range(0, whole, _PER_STEP)
-            params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
-            conn.executemany(_INSERT + ",".join(["(?,?,?,?)"] * _PER_STEP), params)
-        conn.executemany(_INSERT + "(?,?,?,?)", rows[whole:])
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+    whole = len(rows) - len(rows) % _PER_STEP
+    if whole:
+        steps = range(0, whole, _PER_STEP)
+        params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
+        conn.executemany(_INSERT + ",".join(["(?,?,?,?)"] * _PER_STEP), params)
+    conn.executemany(_INSERT + "(?,?,?,?)", rows[whole:])
 
 
 _MAX_WAIT_S = 60.0
@@ -285,47 +293,65 @@ CACHE_KIB = 128 << 10  # the embedding run's SQLite page cache
 class CacheWriter:
     """Stores batches of vectors for one model on one connection, committed together.
 
-    A commit per embedder batch (20 texts) cost more than the vectors: cache
-    keys are hashes, so each row lands on its own page of the table, and a
-    commit writes every page it touched to the WAL (then, with embedder
-    threads busy, waits for the GIL after each SQLite call). Batches are held
-    in memory and committed together once ``flush_s`` seconds, or ten times
-    the last commit's duration (a minute at most), have passed since the last
-    commit (and by :meth:`flush`): commits take about a tenth of a run or
-    less, a slow embedder's vectors are committed every ``flush_s``, and a
-    kill loses only what was held, leaving what was committed, like any other kill.
+    The vectors go to the model's spool (:mod:`.spool`), each a record
+    appended; the cache rows saying they are there are keyed by hash, so each
+    lands on its own page of the table, and a commit writes every page it
+    touched to the WAL. Batches are held in memory and committed together once
+    ``flush_s`` seconds, or ten times the last commit's duration (a minute at
+    most), have passed since the last commit (and by :meth:`flush`): commits
+    take about a tenth of a run or less, a slow embedder's vectors are
+    committed every ``flush_s``, and a kill loses only what was held, leaving
+    what was committed, like any other kill.
 
     Args:
         conn: The connection (autocommit mode).
+        folder: The side folder the spool is in.
         model: Model id the vectors are cached under.
         flush_s: The shortest time between commits (0: a commit per batch).
     """
 
-    def __init__(self, conn: sqlite3.Connection, model: str, flush_s: float = 0.5) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, folder: Path, model: str, flush_s: float = 0.5
+    ) -> None:
         self.conn = conn
         # Hash keys put a run's rows on pages all over the table; with SQLite's
         # default 2 MB page cache, a 1M-chunk cold index read most of them back
         # from the OS once per commit.
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        self.folder = folder
         self.model = model
         self.flush_s = flush_s
-        self._rows: list[tuple] = []
+        self._held: list[tuple[list[str], np.ndarray, np.ndarray]] = []
         self._last = time.monotonic()
         self._wait = flush_s
 
     def store(self, hashes: list[str], q: np.ndarray, scale: np.ndarray) -> None:
         """Take one batch, quantized (:func:`..core.vectorset.quantize`); commit when it is time."""
-        self._rows += _cache_rows(self.model, hashes, q, scale)
+        if hashes:
+            self._held.append((hashes, q, scale))
         if time.monotonic() - self._last >= self._wait:
             self.flush()
 
     def flush(self) -> None:
-        """Commit the batches held (in key order: the pages they touch one after another)."""
+        """Append the batches held to the spool and commit their rows (in key order)."""
         started = time.monotonic()
-        if self._rows:
-            self._rows.sort(key=lambda r: r[1])  # stable: a later copy of a hash still wins
-            _commit_rows(self.conn, self._rows)
-        self._rows = []
+        if self._held:
+            hashes = [h for batch, _, _ in self._held for h in batch]
+            q = np.concatenate([b[1] for b in self._held])
+            scale = np.concatenate([b[2] for b in self._held])
+            dim = q.shape[1]
+            # In key order: the pages they touch one after another (the spool's later copy wins).
+            rows = sorted((self.model, h, dim, None) for h in dict.fromkeys(hashes))
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                append(conn, self.folder, self.model, hash_keys(hashes), q, scale)
+                _insert_rows(conn, rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        self._held = []
         self._last = time.monotonic()
         self._wait = min(max(self.flush_s, 10 * (self._last - started)), _MAX_WAIT_S)
 

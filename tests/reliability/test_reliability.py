@@ -58,6 +58,6 @@ def test_sigkill_around_the_vector_files_leaves_them_whole(tmp_path: Path) -> No
     assert report.problems == []
     assert report.survived == report.kills
     # Killing inside a file write needs the poll to see it: most rounds do, all need not.
-    assert report.phases["new vectors as blobs"] == 5
+    assert report.phases["new vectors spooled"] == 5
     assert report.phases["writing the vector file"] >= 2
     assert report.files_after >= 1  # the named segments, nothing else (checked in problems)

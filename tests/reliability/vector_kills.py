@@ -1,13 +1,14 @@
-"""SIGKILL around the vector side files: while new vectors are blobs, and while a file is written.
+"""SIGKILL around the vector side files: while new vectors are spooled, and while a file is written.
 
 One model throughout (so every run builds on the previous generation's side
 file), a few files rewritten before each run, and ``enhanced-memory index``
-killed either once some new vectors are committed as blobs or as soon as a
+killed either once some new vectors are committed to the spool or as soon as a
 side file no ``derived`` row names yet shows up (the write before its commit:
 temporary name, flush, rename). After each kill: every side file a row names
-is there and whole, every cache row whose vector is in a file finds it there,
-the text state is exact, and a search answers (keyword-only, saying how much is
-embedded, while the killed run's vectors are missing; hybrid after the last run).
+(segments and the spool) is there and whole, every cache row finds its vector
+in a segment or the spool, the text state is exact, and a search answers
+(keyword-only, saying how much is embedded, while the killed run's vectors are
+missing; hybrid after the last run).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class VectorKillReport:
     kills: int = 0
     survived: int = 0
     phases: dict[str, int] = field(
-        default_factory=lambda: {"new vectors as blobs": 0, "writing the vector file": 0}
+        default_factory=lambda: {"new vectors spooled": 0, "writing the vector file": 0}
     )
     files_after: int = 0  # vector files once a last run completes (the named segments only)
     problems: list[str] = field(default_factory=list)
@@ -59,10 +60,13 @@ def _named(ws: Path) -> set[str]:
         return {lay.file for (data,) in rows for lay in parse_layouts(data) or []}
 
 
-def _blobs(ws: Path) -> int:
+def _spooled(ws: Path) -> int:
+    """Records committed to the model's spool (0 without one)."""
+    from langchain_enhanced_memory.store.spool import spool_state
+
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
-        q = "SELECT count(*) FROM embed_cache WHERE vector IS NOT NULL"
-        return int(conn.execute(q).fetchone()[0])
+        state = spool_state(conn, f"ollama/{MODEL}")
+    return state.records if state else 0
 
 
 def _side_files(ws: Path) -> set[str]:
@@ -75,8 +79,9 @@ def _unnamed_file(ws: Path, known: set[str]) -> bool:
 
 
 def check_vectors(ws: Path) -> list[str]:
-    """Every named side file opens whole; the cache rows said to be in one are in one."""
+    """Every named side file opens whole; each cache row's vector is in one of them."""
     from langchain_enhanced_memory.store.matrices import VectorFile, hash_keys
+    from langchain_enhanced_memory.store.spool import Spool, spool_state
     from langchain_enhanced_memory.store.vectors import parse_layouts
 
     problems = []
@@ -90,6 +95,10 @@ def check_vectors(ws: Path) -> list[str]:
                 problems.append(f"{name}: side file missing or not whole")
                 continue
             model = name.split(":", 1)[1]
+            state = spool_state(conn, model)
+            spool = Spool.open(folder, state) if state else None
+            if state and spool is None:
+                problems.append(f"{name}: spool missing or shorter than committed")
             held = [
                 h
                 for (h,) in conn.execute(
@@ -98,11 +107,12 @@ def check_vectors(ws: Path) -> list[str]:
             ]
             keys = hash_keys(held)
             found = np.zeros(keys.size, dtype=bool)
-            for vf in files:
-                found |= vf.lookup(keys) >= 0  # type: ignore[union-attr]
+            for vf in [*files, spool]:
+                if vf is not None:
+                    found |= vf.lookup(keys) >= 0
             lost = int((~found).sum())
             if lost:
-                problems.append(f"{name}: {lost} cache rows point at vectors the file lacks")
+                problems.append(f"{name}: {lost} cache rows point at vectors no file holds")
     return problems
 
 
@@ -120,16 +130,16 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
             return report
         for k in range(kills):
             wsp.modify(rng, 8)
-            blobs = k % 2 == 0
-            known = _side_files(root)
+            spooling = k % 2 == 0
+            known, before = _side_files(root), _spooled(root)
             proc = subprocess.Popen(
                 [*CLI, "index", *base, "--json"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=cli_env(),
             )
-            if blobs:
-                reached = _wait_for(proc, lambda n=1 + 4 * k: _blobs(root) >= n)
+            if spooling:
+                reached = _wait_for(proc, lambda n=before: _spooled(root) > n)
             else:
                 reached = _wait_for(proc, lambda seen=known: _unnamed_file(root, seen))
             finished = proc.poll() is not None
@@ -137,7 +147,7 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
             proc.wait()
             if reached and not finished:
                 report.kills += 1
-                report.phases["new vectors as blobs" if blobs else "writing the vector file"] += 1
+                report.phases["new vectors spooled" if spooling else "writing the vector file"] += 1
             problems = check_index_state(wsp) + check_vectors(root)
             problems += [f"set aside: {p.name}" for p in set_aside_files(root)]
             if integrity(root) != "ok":
@@ -156,6 +166,8 @@ def vector_kill_campaign(root: Path, kills: int = 10, delay: float = 0.02) -> Ve
         report.files_after = len(list(folder.glob("*.vec")))
         if _side_files(root) != _named(root):
             report.problems.append("side files no row names were left after the last run")
+        if list(folder.glob("*.spool")) or _spooled(root):
+            report.problems.append("a spool was left after the last run folded the generation")
         with sqlite3.connect(f"file:{index_path(root)}?mode=ro", uri=True) as conn:
             named_segments = postings.named_segments(conn)
         if {p.name for p in folder.glob("*.seg")} != set(

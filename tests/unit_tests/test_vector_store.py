@@ -17,6 +17,7 @@ from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store.db import SCHEMA_VERSION
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.spool import spool_state
 from langchain_enhanced_memory.store.sync import sha
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
@@ -29,22 +30,32 @@ def _embed(emb: WordEmbeddings):
     return lambda texts: np.asarray(emb.embed_documents(texts), dtype=np.float32)
 
 
-def test_vectors_stay_blobs_until_a_generation_is_complete(tmp_path: Path) -> None:
+def test_vectors_stay_in_the_spool_until_a_generation_is_complete(tmp_path: Path) -> None:
     idx = MemoryIndex(write_workspace(tmp_path / "ws", SMALL_WORKSPACE))
     idx.sync()
     emb = WordEmbeddings()
     todo = idx.missing_embeddings(MODEL)
     head = todo.texts[:2]
     idx.store_embeddings(MODEL, [h for h, _ in head], _embed(emb)([t for _, t in head]))
-    assert _rows(idx, "vector IS NOT NULL") == 2
+    assert _rows(idx) == 2 and _rows(idx, "vector IS NOT NULL") == 0
+    folder = side_folder(idx.path)
+    with sqlite3.connect(idx.path) as conn:
+        state = spool_state(conn, MODEL)
+    assert state is not None and state.records == 2
+    assert (folder / state.file).stat().st_size == state.size
     snap = idx.snapshot(MODEL)  # searchable as far as it goes, nothing written
     assert snap.has_vector is not None and snap.has_vector.sum() >= 1
-    assert not list(side_folder(idx.path).glob("*.vec"))
+    assert not list(folder.glob("*.vec"))
+    assert idx.missing_embeddings(MODEL).texts == todo.texts[2:]
     embed_missing(idx, MODEL, _embed(emb))
-    assert len(list(side_folder(idx.path).glob("*.vec"))) == 1
+    assert len(list(folder.glob("*.vec"))) == 1
+    # The fold took the spool: its row and its file are gone.
+    assert not list(folder.glob("*.spool"))
+    with sqlite3.connect(idx.path) as conn:
+        assert spool_state(conn, MODEL) is None
     # A row per text embedded, and one per chunk whose vector is its lines' mean.
-    assert _rows(idx, "vector IS NOT NULL") == 0
     assert _rows(idx) == len(todo.texts) + len(todo.means)
+    assert not idx.missing_embeddings(MODEL)
 
 
 def _indexed(tmp_path: Path) -> tuple[MemoryIndex, WordEmbeddings]:
