@@ -43,6 +43,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 #    file, see .matrices); chunks.line_hashes stored
 SCHEMA_VERSION = 3
 INDEX_FILENAME = "index.sqlite"
+WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
 _SCHEMA = """
@@ -143,6 +144,9 @@ class IndexDB:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
+        # A cold index's sync is one transaction of every chunk: without a limit its
+        # WAL (400 MB at 1M chunks) stays that size on disk while any connection is open.
+        conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
         return conn
 
     @contextlib.contextmanager

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -193,6 +194,25 @@ def test_locked_index_is_reported_not_set_aside(
     monkeypatch.undo()
     assert not list(idx.path.parent.glob("*.corrupt-*"))
     assert MemoryIndex(workspace).generation() == 1
+
+
+def test_a_large_transaction_does_not_leave_its_wal_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_enhanced_memory.store import db
+
+    monkeypatch.setattr(db, "WAL_LIMIT", 1 << 20)
+    index = IndexDB(tmp_path / "index.sqlite")
+    wal = Path(str(index.path) + "-wal")
+    with contextlib.closing(index.connect()) as conn:  # open, as a resident server keeps it
+        conn.execute("CREATE TABLE t(x)")
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t VALUES (?)", [(os.urandom(4000),)] * 2000)  # ~8 MB
+        conn.execute("COMMIT")
+        assert wal.stat().st_size > 4 << 20
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn.execute("INSERT INTO t VALUES (1)")  # the next write starts the WAL over
+        assert wal.stat().st_size <= 1 << 20
 
 
 NOTES = {
