@@ -255,6 +255,17 @@ class IndexDB:
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
 
+    def truncate_wal(self) -> None:
+        """Checkpoint the WAL into the file and empty it, unless a reader is mid-read.
+
+        Best effort and without waiting: a searcher's open read keeps the WAL,
+        which the next write after it starts over (and cuts back to ``WAL_LIMIT``).
+        """
+        with self.open() as conn:
+            conn.execute("PRAGMA busy_timeout=0")
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
         return _flock(self.path.with_suffix(".lock"), wait)

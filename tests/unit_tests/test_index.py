@@ -215,6 +215,23 @@ def test_a_large_transaction_does_not_leave_its_wal_behind(
         assert wal.stat().st_size <= 1 << 20
 
 
+def test_an_index_run_leaves_no_wal_unless_a_reader_is_mid_read(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws", NOTES)
+    idx = MemoryIndex(ws)
+    idx.sync()
+    wal = Path(str(idx.path) + "-wal")
+    with contextlib.closing(idx.db.connect()) as reader:  # a searcher's: the WAL file stays
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM chunks").fetchone()
+        embed_missing(idx, "fake/m", _embed(WordEmbeddings()))
+        assert wal.stat().st_size > 0  # kept for the read, which nothing waited for
+        reader.execute("COMMIT")
+        (ws / "memory/2026-03-02.md").write_text("# 2026-03-02\n\n- Bought a kite.\n")
+        idx.sync()
+        embed_missing(idx, "fake/m", _embed(WordEmbeddings()))
+        assert wal.stat().st_size == 0
+
+
 NOTES = {
     "memory/2026-03-01.md": "# 2026-03-01\n\n## Notes\n\n"
     "- Maria adopted a puppy from the dog shelter.\n- John fixed the brakes of his car.\n"
