@@ -248,10 +248,10 @@ def assemble(
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
     in_kept = np.zeros(p_keys.size, dtype=bool)
     spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
-    spool_kept = np.isin(spooled, wanted)
+    spool_used = np.isin(spooled, wanted)
     for i in keep:
         in_kept |= cov.files[i].lookup(p_keys) >= 0
-        spool_kept |= cov.files[i].lookup(spooled) >= 0
+        spool_used |= cov.files[i].lookup(spooled) >= 0
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return Vectors(
         VectorSet(parts, cov.live_ids.size),
@@ -270,7 +270,7 @@ def assemble(
         folded=[h for h, u in zip(hashes, used | in_kept, strict=True) if u],
         unused=[h for h, u in zip(hashes, used | in_kept, strict=True) if not u],
         spool=cov.spool.state if cov.spool is not None else None,
-        spooled_unused=spooled[~spool_kept],
+        spooled_unused=spooled[~spool_used],
     )
 
 

@@ -7,13 +7,13 @@ has every chunk vector, the chunk rows no segment holds yet, then their line
 rows, are written to a segment file next to the index (a temporary name,
 flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming it
 with the older segments is committed with the spool dropped and the blobs
-emptied (their vector is the file's; :mod:`.folding`). The commit is the switch: a kill before
-it leaves the previous segments named and searchable, and the new file is an
-orphan that :func:`sweep` removes. Searchers map the chunk rows read-only (so
-processes share the page cache and hold no private copy) and read line rows
-with ``pread`` (:class:`FileRows`). A segment carries its chunk rows' chunk
-ids and the sorted keys of its rows' text hashes, which is how the next
-generation finds its old vectors.
+emptied (their vector is the file's; :mod:`.folding`). The commit is the
+switch: a kill before it leaves the previous segments named and searchable,
+and the new file is an orphan that :func:`sweep` removes. Searchers map the
+chunk rows read-only (so processes share the page cache and hold no private
+copy) and read line rows with ``pread`` (:class:`FileRows`). A segment
+carries its chunk rows' chunk ids and the sorted keys of its rows' text
+hashes, which is how the next generation finds its old vectors.
 """
 
 from __future__ import annotations
