@@ -384,28 +384,35 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
             if spool_state(conn, model) == lost:
                 log.warning("vector file %s is damaged or missing: embedding again", lost.file)
                 drop_state(conn, model)
-                held = [
-                    h
-                    for (h,) in conn.execute(
-                        "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL",
-                        (model,),
-                    )
-                ]
-                keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
-                for layout in current[1] if current else []:
-                    vf = VectorFile.open(side_folder(db.path), layout)
-                    if vf is not None:
-                        found |= vf.lookup(keys) >= 0
-                conn.executemany(
-                    "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
-                    [(model, h) for h, f in zip(held, found, strict=True) if not f],
-                )
+                layouts = current[1] if current else []
+                _delete_unbacked_rows(conn, side_folder(db.path), model, layouts)
         elif current and lost in current[1]:
             log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
             conn.execute("DELETE FROM derived WHERE name=?", (f"vectors:{model}",))
             drop_state(conn, model)
             conn.execute("DELETE FROM embed_cache WHERE model=? AND vector IS NULL", (model,))
         conn.execute("COMMIT")
+
+
+def _delete_unbacked_rows(
+    conn: sqlite3.Connection, folder: Path, model: str, layouts: list[Layout]
+) -> None:
+    """Delete ``model``'s cache rows whose vector none of the segments ``layouts`` holds."""
+    held = [
+        h
+        for (h,) in conn.execute(
+            "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
+        )
+    ]
+    keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
+    for layout in layouts:
+        vf = VectorFile.open(folder, layout)
+        if vf is not None:
+            found |= vf.lookup(keys) >= 0
+    conn.executemany(
+        "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
+        [(model, h) for h, f in zip(held, found, strict=True) if not f],
+    )
 
 
 def kept_files(conn: sqlite3.Connection) -> set[str]:
