@@ -4,7 +4,9 @@ Each tool is a ``BaseTool`` with a pydantic ``args_schema``; all return
 ``content_and_artifact``: a compact text an LLM can read and cite
 (``memory/2026-02-08.md:7-12``), plus the full JSON as the ``ToolMessage``
 artifact for code. Refused or failed calls (a path outside the memory, no graph
-yet) come back as a one-line error the model can act on, not an exception.
+yet, an argument the schema refuses or does not know) come back as one line per
+problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
+server use, never an exception, quoting at most a short prefix of what was given.
 
 :func:`create_memory_tools` builds the four read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
@@ -22,11 +24,20 @@ from typing import Annotated, Any, Literal
 from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from .analysis import answers, salience
-from .core.errors import CrossrefError, NoteError, RequestError, WriteError
-from .core.request import SearchRequest
+from .core.errors import CrossrefError, NoteError, RequestError, WriteError, one_line, shown
+from .core.filters import KIND_SCHEMA
+from .core.request import SearchRequest, argument_errors
 from .core.settings import MemorySettings
 from .engine import EngineConfig, MemorySearch
 from .graph import views
@@ -39,6 +50,10 @@ __all__ = [
     "MemorySearchTool",
     "create_memory_tools",
 ]
+
+
+def _refused(exc: ValidationError) -> str:
+    return "\n".join(f"Error: {e}" for e in argument_errors(exc.errors(include_url=False)))
 
 
 class _MemoryTool(BaseTool):
@@ -68,6 +83,8 @@ class _MemoryTool(BaseTool):
     engine: MemorySearch | None = None
     """A shared engine (see :func:`create_memory_tools`)."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    handle_validation_error: Any = _refused
+    """Arguments the schema refuses: one line each, for the model to act on (not raised)."""
 
     def get_engine(self) -> MemorySearch:
         """The engine, created on first use."""
@@ -80,11 +97,18 @@ class _MemoryTool(BaseTool):
 
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
-        return f"Error: {message}", {"error": message}
+        line = one_line(message)
+        return f"Error: {line}", {"error": line}
+
+
+class _Input(BaseModel):
+    """Tool arguments: an argument the tool does not take is refused, as in ``serve``."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 # ------------------------------------------------------------------ search
-class MemorySearchInput(BaseModel):
+class MemorySearchInput(_Input):
     """Arguments of ``memory_search``."""
 
     query: str = Field(description="What to look for, in natural language; dates allowed.")
@@ -102,8 +126,9 @@ class MemorySearchInput(BaseModel):
     path: str | None = Field(
         None, description="Only files matching this glob or prefix, e.g. memory/topics/**."
     )
-    kind: list[Literal["core", "daily", "topic"]] | None = Field(
-        None, description="Only these kinds of file: core (MEMORY.md), daily, topic."
+    # Checked by SearchRequest, in the words every entry point uses.
+    kind: Annotated[Any, WithJsonSchema(KIND_SCHEMA)] = Field(
+        None, description="Only these kinds of file, one or a list: core (MEMORY.md), daily, topic."
     )
 
 
@@ -135,7 +160,7 @@ class MemorySearchTool(_MemoryTool):
         since: str | None = None,
         until: str | None = None,
         path: str | None = None,
-        kind: list[str] | None = None,
+        kind: str | list[str] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         flt = {"since": since, "until": until, "path": path, "kind": kind}
@@ -159,19 +184,19 @@ class MemorySearchTool(_MemoryTool):
             blocks.append(block)
         if not blocks:
             why = f" ({response.filter_note})" if response.filter_note else ""
-            return f"No memory matches {query!r}{why}.", artifact
+            return f"No memory matches {shown(query)}{why}.", artifact
         return "\n\n".join(blocks), artifact
 
 
 # --------------------------------------------------------------------- get
-class MemoryGetInput(BaseModel):
+class MemoryGetInput(_Input):
     """Arguments of ``memory_get``."""
 
     path: str = Field(description="Memory file path as search shows it: memory/2026-02-08.md")
     from_line: int = Field(1, ge=1, alias="from", description="First line to read (1-based).")
     lines: int | None = Field(None, ge=1, description="How many lines (default: to the end).")
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # and _Input's extra="forbid"
 
 
 class MemoryGetTool(_MemoryTool):
@@ -211,7 +236,7 @@ class MemoryGetTool(_MemoryTool):
 
 
 # ---------------------------------------------------------------- salience
-class MemorySalienceInput(BaseModel):
+class MemorySalienceInput(_Input):
     """Arguments of ``memory_salience``."""
 
     top: int = Field(3, ge=1, le=50, description="How many files needing attention to list.")
@@ -236,7 +261,7 @@ class MemorySalienceTool(_MemoryTool):
 
 
 # ---------------------------------------------------------------- crossref
-class MemoryCrossrefInput(BaseModel):
+class MemoryCrossrefInput(_Input):
     """Arguments of ``memory_crossref``."""
 
     path: str | None = Field(
@@ -270,7 +295,7 @@ class MemoryCrossrefTool(_MemoryTool):
 
 
 # ------------------------------------------------------------------ append
-class MemoryAppendInput(BaseModel):
+class MemoryAppendInput(_Input):
     """Arguments of ``memory_append``."""
 
     text: str = Field(description="What to remember, one fact or decision in plain words.")

@@ -6,7 +6,8 @@
 show --json`` (or the graph overview without a path); ``memory_status`` the
 index's state; ``memory_append`` where the new bullet landed. Refusals raise
 :class:`~..core.errors.EnhancedMemoryError` except where OpenClaw answers a
-shape instead (a missing or refused ``memory_get``).
+shape instead (a missing or refused ``memory_get``: :func:`get`; :func:`read`
+raises, for the MCP server, whose refusals are tool errors).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import CrossrefError, MissingNoteError, NoteError
+from ..core.errors import (
+    MAX_MESSAGE_CHARS,
+    CrossrefError,
+    MissingNoteError,
+    NoteError,
+    one_line,
+    shown,
+)
 from ..core.request import SearchRequest
 from ..graph import queries, storage
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
@@ -26,7 +34,7 @@ if TYPE_CHECKING:
     from ..core.results import SearchResponse
     from ..engine import MemorySearch
 
-__all__ = ["append", "get", "related", "salience", "search", "status"]
+__all__ = ["append", "get", "read", "related", "salience", "search", "status"]
 
 
 def search(engine: MemorySearch, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
@@ -38,17 +46,37 @@ def search(engine: MemorySearch, request: SearchRequest) -> tuple[SearchResponse
     return response, doc
 
 
-def get(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
-    """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``)."""
+def read(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+    """OpenClaw's ``memory_get`` answer for lines that could be read.
+
+    Raises:
+        MissingNoteError: No such memory file.
+        NoteError: A refused path or range, or an unreadable file.
+    """
     ws = engine.index.workspace
     try:
         got = notes.get_lines(ws, path, from_line, lines, engine.settings)
-    except MissingNoteError as exc:
-        return get_failure_json(exc.path, str(exc), missing=True)
-    except NoteError as exc:
-        return get_failure_json(str(path), str(exc))
+    except OSError as exc:  # a name the file system refuses (too long): no raw path back
+        raise NoteError(f"refused: {shown(path)} cannot be read ({exc.strerror})") from None
     logs.record_access(ws, engine.settings, [got.path])
     return get_json(got)
+
+
+def get(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+    """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``).
+
+    The path and the message are the caller's own up to a few hundred characters.
+    """
+    try:
+        return read(engine, path, from_line, lines)
+    except MissingNoteError as exc:
+        return get_failure_json(_echoed(exc.path), one_line(str(exc)), missing=True)
+    except NoteError as exc:
+        return get_failure_json(_echoed(str(path)), one_line(str(exc)))
+
+
+def _echoed(path: str) -> str:
+    return path if len(path) <= MAX_MESSAGE_CHARS else one_line(path)
 
 
 def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) -> dict[str, Any]:

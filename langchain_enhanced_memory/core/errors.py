@@ -9,6 +9,8 @@ status, and the servers into a 400 or a tool error.
 from __future__ import annotations
 
 __all__ = [
+    "MAX_MESSAGE_CHARS",
+    "SHOWN_CHARS",
     "CrossrefError",
     "EmbeddingError",
     "EnhancedMemoryError",
@@ -21,17 +23,29 @@ __all__ = [
     "SkillError",
     "WriteError",
     "one_line",
+    "shown",
 ]
 
-_MAX_MESSAGE_CHARS = 300
+#: Longest message (and longest caller's text an answer repeats whole).
+MAX_MESSAGE_CHARS = 300
+
+#: How much of a caller's value a message quotes (a query, a path, a name).
+SHOWN_CHARS = 40
 
 
-def one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """Collapse whitespace and cut ``text`` to ``limit`` characters."""
     line = " ".join(str(text).split())
     if len(line) > limit:
         line = line[: limit - 3].rstrip() + "..."
     return line
+
+
+def shown(value: object) -> str:
+    """A caller's value as a message quotes it: its ``repr``, of a short prefix only."""
+    if isinstance(value, str):
+        return repr(value[:SHOWN_CHARS])
+    return one_line(repr(value), SHOWN_CHARS)
 
 
 class EnhancedMemoryError(Exception):

@@ -25,14 +25,30 @@ from typing import Any, Literal
 import numpy as np
 
 from .dates import DateQuery, parse_dates
-from .errors import RequestError
+from .errors import SHOWN_CHARS, RequestError, shown
 from .globs import glob_match
 from .snapshot import Snapshot
 
-__all__ = ["FILTER_FIELDS", "KINDS", "SearchFilter", "filter_mask", "resolve_day", "why_empty"]
+__all__ = [
+    "FILTER_FIELDS",
+    "KINDS",
+    "KIND_SCHEMA",
+    "SearchFilter",
+    "filter_mask",
+    "resolve_day",
+    "why_empty",
+]
 
 Kind = Literal["core", "daily", "topic"]
 KINDS: tuple[str, ...] = ("core", "daily", "topic")
+#: ``kind`` as a tool schema publishes it: one kind or a list of them (or null).
+KIND_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "enum": list(KINDS)},
+        {"type": "array", "items": {"type": "string", "enum": list(KINDS)}},
+        {"type": "null"},
+    ]
+}
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _GLOB_CHARS = frozenset("*?[")
 
@@ -82,7 +98,7 @@ class SearchFilter:
             raise RequestError("must be an object of since, until, path, kind", "filter")
         unknown = sorted(value.keys() - set(FILTER_FIELDS))
         if unknown:
-            raise RequestError("is not a known field", str(unknown[0]))
+            raise RequestError("is not a known field", str(unknown[0])[:SHOWN_CHARS])
         return cls(**value)
 
     def __bool__(self) -> bool:
@@ -110,7 +126,9 @@ class SearchFilter:
     def describe(self) -> str:
         """The filter in words, for an empty answer's explanation."""
         parts = [
-            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name)
+            f"{f.name}={shown(getattr(self, f.name))}"
+            for f in fields(self)
+            if getattr(self, f.name)
         ]
         return ", ".join(parts)
 

@@ -9,27 +9,44 @@ a finite ``min_score``, and an optional :class:`~.filters.SearchFilter`
 reads a JSON body in OpenClaw's words too (``maxResults``, ``minScore``, the
 filter fields at the top level). A bad value raises :class:`~.errors.RequestError` whose
 ``field`` names it, so each entry point can say it in its own words (``--k``
-on the command line, ``"k"`` in a JSON body).
+on the command line, ``"k"`` in a JSON body). :func:`argument_errors` says
+a typed tool schema's refusals (pydantic's, in the MCP server and the LangChain
+tools) in the same words.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import date, datetime
 from typing import Any
 
-from .errors import RequestError
+from .errors import SHOWN_CHARS, RequestError, one_line, shown
 from .filters import FILTER_FIELDS, SearchFilter
 
-__all__ = ["FILTER_FIELDS", "MAX_K", "SearchRequest", "clean_text", "parse_when"]
+__all__ = [
+    "FILTER_FIELDS",
+    "MAX_K",
+    "MAX_QUERY_CHARS",
+    "SearchRequest",
+    "argument_errors",
+    "check_corpus",
+    "clean_text",
+    "parse_when",
+]
 
 #: OpenClaw's ``memory_search`` names for our fields.
 ALIASES = {"maxResults": "k", "minScore": "min_score"}
 
 #: Most results one search returns; a larger ``k`` is capped, not refused.
 MAX_K = 1000
+
+#: Longest query, in characters: what one command-line argument can carry on
+#: Linux (128 KiB), so every entry point takes the queries the command line
+#: does; a longer one (a pasted file, a runaway tool call) is refused, not cut.
+MAX_QUERY_CHARS = 128 * 1024
 
 
 def clean_text(text: str) -> str:
@@ -59,11 +76,25 @@ def parse_when(value: Any) -> datetime | None:
     return when.replace(tzinfo=None) if when is not None and when.tzinfo else when
 
 
+def check_corpus(value: Any) -> None:
+    """Accept OpenClaw's ``corpus`` when it is ``memory`` or ``all`` (the only corpus here).
+
+    Raises:
+        RequestError: Any other corpus.
+    """
+    if value not in (None, "memory", "all"):
+        raise RequestError(f"must be memory or all, got {shown(value)}", "corpus")
+
+
 def _query(value: Any) -> str:
     if not isinstance(value, str):
         raise RequestError("must be a string", "query")
     if not value.strip():
         raise RequestError("must be a non-empty string", "query")
+    if len(value) > MAX_QUERY_CHARS:
+        raise RequestError(
+            f"must be at most {MAX_QUERY_CHARS} characters, got {len(value)}", "query"
+        )
     return clean_text(value)
 
 
@@ -132,7 +163,7 @@ class SearchRequest:
         """Build a request, raising :class:`RequestError` (with ``field``) on a bad value."""
         unknown = sorted(fields.keys() - {f.name for f in dataclass_fields(cls)})
         if unknown:
-            raise RequestError("is not a known field", unknown[0])
+            raise RequestError("is not a known field", unknown[0][:SHOWN_CHARS])
         if "query" not in fields:
             raise RequestError("is required", "query")
         request = cls(**fields)
@@ -154,8 +185,7 @@ class SearchRequest:
         flt: dict[str, Any] = {}
         for key, value in body.items():
             if key == "corpus":
-                if value not in (None, "memory", "all"):
-                    raise RequestError(f"must be memory or all, got {str(value)[:40]!r}", key)
+                check_corpus(value)
             elif key in FILTER_FIELDS:
                 if value is not None:
                     flt[key] = value
@@ -167,3 +197,50 @@ class SearchRequest:
         if flt:
             fields["filter"] = flt
         return cls.parse(**fields)
+
+
+# pydantic's error types in this module's words; a range adds its bound, any
+# refusal but a missing or unknown field adds ", got <the value's prefix>".
+_TYPE_PROBLEMS = {
+    "missing": "is required",
+    "extra_forbidden": "is not a known field",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "list_type": "must be a list",
+    "greater_than_equal": "must be at least {ge:g}",
+    "less_than_equal": "must be at most {le:g}",
+    "greater_than": "must be more than {gt:g}",
+    "less_than": "must be less than {lt:g}",
+}
+
+
+def argument_errors(errors: list[Any]) -> list[RequestError]:
+    """A schema's refusals as request errors, one per argument, in this module's words.
+
+    Args:
+        errors: pydantic's ``ValidationError.errors()``: dicts of ``type``,
+            ``loc`` (the argument first, as the caller spelled it), ``msg``,
+            ``input`` and ``ctx``.
+    """
+    out: dict[str, RequestError] = {}
+    for error in errors:
+        loc = error.get("loc") or ("",)
+        field = str(loc[0])[:SHOWN_CHARS]
+        if field in out:  # one line per argument: the first problem says enough
+            continue
+        kind = error.get("type", "")
+        if kind in _TYPE_PROBLEMS:
+            problem = _TYPE_PROBLEMS[kind].format(**error.get("ctx", {}))
+        else:
+            problem = re.sub(r"^Input should be", "must be", str(error.get("msg", "is not valid")))
+        if kind not in ("missing", "extra_forbidden") and "input" in error:
+            problem += f", got {shown(error['input'])}"
+        out[field] = RequestError(one_line(problem), field)
+    return list(out.values())

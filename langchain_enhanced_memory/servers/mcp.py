@@ -13,25 +13,30 @@ Tools, each answering the JSON the command line prints (built by
 - ``memory_status``: index state, embedder, counts, staleness.
 - ``memory_append``: only with ``allow_write`` (``--allow-write``).
 
-All but ``memory_append`` carry ``readOnlyHint``. A bad argument (a malformed
-filter, a refused path) is a tool error with a one-line message. Transports:
+All but ``memory_append`` carry ``readOnlyHint``. Every refusal is a tool
+error (``isError``) of one line per problem, ``<tool>: <argument>: <problem>``
+in the words ``serve`` and the command line use: a bad or unknown argument
+(each tool's schema says ``additionalProperties: false``), a malformed filter,
+a refused, missing or unreadable ``memory_get`` path, a refused write. Transports:
 stdio (the default) or streamable HTTP bound to 127.0.0.1. Calls run one at a
 time on the server's event loop (the engine keeps per-process caches).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.types import Tool, ToolAnnotations
+from pydantic import Field, ValidationError, WithJsonSchema
 
 from ..analysis import answers
-from ..core.errors import EnhancedMemoryError
-from ..core.request import SearchRequest
+from ..core.errors import EnhancedMemoryError, one_line
+from ..core.filters import KIND_SCHEMA
+from ..core.request import SearchRequest, argument_errors, check_corpus
 
 if TYPE_CHECKING:
     from ..engine import MemorySearch
@@ -47,6 +52,55 @@ _WRITE = ToolAnnotations(
 # Filters and corpus are checked by SearchRequest, not by the schema, so that a bad
 # value is a one-line tool error in our words (as on the command line and in serve).
 Corpus = Annotated[str, Field(description="'memory' (or 'all': the same, the only corpus).")]
+Kinds = Annotated[
+    Any,
+    WithJsonSchema(KIND_SCHEMA),
+    Field(description="Kinds of file: core, daily, topic (one or a list)."),
+]
+
+
+class _Server(FastMCP):
+    """FastMCP whose tools refuse unknown arguments and say each problem in one line.
+
+    The SDK ignores arguments a tool does not take and answers pydantic's own text
+    (lines per error, with URLs); ``serve`` refuses the first and words the second.
+    """
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools, each schema closed to other arguments."""
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.inputSchema["additionalProperties"] = False
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool; any failure is a :class:`ToolError` of one line per problem."""
+        schemas = {tool.name: tool.inputSchema for tool in await super().list_tools()}
+        known = schemas.get(name, {}).get("properties", {})
+        unknown = sorted(arguments.keys() - known.keys()) if name in schemas else []
+        if unknown:  # in the words of pydantic's own refusal, as argument_errors says it
+            extra = [{"type": "extra_forbidden", "loc": (k,)} for k in unknown]
+            raise ToolError(_lines(name, argument_errors(extra)))
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as exc:
+            raise ToolError(_failure(name, exc)) from None
+
+
+def _failure(tool: str, exc: ToolError) -> str:
+    """What went wrong in a call, without the SDK's wrapping (``Error executing tool``)."""
+    cause = exc.__cause__
+    if cause is None:  # the SDK's own refusal (an unknown tool)
+        return one_line(str(exc))
+    if isinstance(cause, ValidationError):
+        return _lines(tool, argument_errors(cause.errors(include_url=False)))
+    if isinstance(cause, EnhancedMemoryError):
+        return _lines(tool, [cause])
+    return _lines(tool, [f"{type(cause).__name__}: {cause}"])
+
+
+def _lines(tool: str, problems: Sequence[object]) -> str:
+    return "\n".join(one_line(f"{tool}: {problem}") for problem in problems)
 
 
 def build_server(
@@ -66,7 +120,7 @@ def build_server(
         host: Where streamable HTTP binds (loopback unless told otherwise).
         port: Its port.
     """
-    server = FastMCP(
+    server = _Server(
         SERVER_NAME,
         instructions=(
             "Long-term memory of this agent: markdown notes (MEMORY.md, memory/YYYY-MM-DD.md, "
@@ -77,12 +131,6 @@ def build_server(
         port=port,
         log_level="WARNING",
     )
-
-    def guarded(call: Any) -> Any:
-        try:
-            return call()
-        except EnhancedMemoryError as exc:
-            raise ToolError(str(exc)) from None
 
     @server.tool(annotations=_READ)
     def memory_search(
@@ -95,9 +143,7 @@ def build_server(
         since: Annotated[str | None, Field(description="First day: ISO date or words.")] = None,
         until: Annotated[str | None, Field(description="Last day: ISO date or words.")] = None,
         path: Annotated[str | None, Field(description="Glob or prefix: memory/topics/**")] = None,
-        kind: Annotated[
-            list[str] | None, Field(description="Kinds of file: core, daily, topic.")
-        ] = None,
+        kind: Kinds = None,
     ) -> dict[str, Any]:
         """Search the agent's memory (hybrid keywords + vectors, date-aware).
 
@@ -106,7 +152,7 @@ def build_server(
         """
         body = {"query": query, "maxResults": maxResults, "minScore": minScore, "corpus": corpus}
         body |= {"since": since, "until": until, "path": path, "kind": kind}
-        return guarded(lambda: answers.search(engine, SearchRequest.from_body(body, now=now))[1])
+        return answers.search(engine, SearchRequest.from_body(body, now=now))[1]
 
     @server.tool(annotations=_READ)
     def memory_get(
@@ -118,16 +164,15 @@ def build_server(
         corpus: Corpus = "memory",
     ) -> dict[str, Any]:
         """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""
-        if corpus not in ("memory", "all"):
-            raise ToolError(f"corpus: must be memory or all, got {corpus[:40]!r}")
-        return guarded(lambda: answers.get(engine, path, from_line, lines))
+        check_corpus(corpus)
+        return answers.read(engine, path, from_line, lines)
 
     @server.tool(annotations=_READ)
     def memory_salience(
         top: Annotated[int, Field(ge=1, le=50, description="How many files to list.")] = 3,
     ) -> dict[str, Any]:
         """Which memory files need attention: stale topics, unreviewed daily notes, gaps."""
-        return guarded(lambda: answers.salience(engine, top, now))
+        return answers.salience(engine, top, now)
 
     @server.tool(annotations=_READ)
     def memory_related(
@@ -137,12 +182,12 @@ def build_server(
         ] = None,
     ) -> dict[str, Any]:
         """Cross-references: files and sections related to a file or one search result."""
-        return guarded(lambda: answers.related(engine, path, line=startLine))
+        return answers.related(engine, path, line=startLine)
 
     @server.tool(annotations=_READ)
     def memory_status() -> dict[str, Any]:
         """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
-        return guarded(lambda: answers.status(engine, allow_write=allow_write))
+        return answers.status(engine, allow_write=allow_write)
 
     if allow_write:
 
@@ -157,8 +202,6 @@ def build_server(
             ] = None,
         ) -> dict[str, Any]:
             """Remember: append a bullet to today's daily note or a memory file (atomic)."""
-            return guarded(
-                lambda: answers.append(engine, text, section=section, file=file, now=now)
-            )
+            return answers.append(engine, text, section=section, file=file, now=now)
 
     return server

@@ -2,8 +2,9 @@
 
 Over stdio and over streamable HTTP on 127.0.0.1: list the tools, call each one,
 check every answer against the JSON schemas (memory_search, memory_get) and
-against what the command line prints; filters, malformed arguments and the
-write tool (off by default, then on: the next search finds the new line).
+against what the command line prints; filters, malformed and unknown arguments
+and refused paths (tool errors of one line each) and the write tool (off by
+default, then on: the next search finds the new line).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import anyio
 import httpx
@@ -68,10 +70,19 @@ async def call(session: ClientSession, name: str, **arguments: Any) -> dict[str,
     return json.loads(result.content[0].text)
 
 
-async def error_of(session: ClientSession, name: str, **arguments: Any) -> str:
+async def error_lines(session: ClientSession, name: str, **arguments: Any) -> list[str]:
+    """A tool error's lines: one per problem, each "<tool>: ...", short, no URL."""
     result = await session.call_tool(name, arguments)
-    assert result.isError
-    return result.content[0].text
+    assert result.isError, result.content
+    lines = result.content[0].text.split("\n")
+    for line in lines:
+        assert line.startswith(f"{name}: ") and len(line) <= 300 and "http" not in line, line
+    return lines
+
+
+async def error_of(session: ClientSession, name: str, **arguments: Any) -> str:
+    (line,) = await error_lines(session, name, **arguments)
+    return line
 
 
 async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
@@ -130,10 +141,12 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     validate(got, "memory_get", "lines")
     assert got["from"] == 3 and got["lines"] == 2 and got["text"].startswith("## Decisions")
     assert got["truncated"] is False
-    missing = await call(session, "memory_get", path="memory/2020-01-01.md")
-    validate(missing, "memory_get", "missing")
-    refused = await call(session, "memory_get", path="../../etc/passwd.md")
-    validate(refused, "memory_get", "failure")
+    assert "no such memory file: memory/2020-01-01.md" in await error_of(
+        session, "memory_get", path="memory/2020-01-01.md"
+    )
+    assert "leaves the workspace" in await error_of(
+        session, "memory_get", path="../../etc/passwd.md"
+    )
 
     sal = await call(session, "memory_salience", top=2)
     assert len(sal["items"]) <= 2 and {"path", "salience"} <= set(sal["items"][0])
@@ -213,6 +226,67 @@ def test_stdio_write_tool_only_when_enabled(ws: Path, fake_ollama: FakeOllama) -
         "- Written over MCP.",
     ]
     assert "nope" not in text
+
+
+@pytest.mark.timeout(240)
+def test_refusals_are_tool_errors_of_one_line_each(ws: Path) -> None:
+    """Bad, unknown or oversized arguments and refused paths: isError, one line per problem."""
+    args = ["mcp", "--workspace", str(ws), "--embedder", "none", "--now", NOW, "--allow-write"]
+
+    async def main() -> None:
+        async with stdio_session(args) as session:
+            tools = (await session.list_tools()).tools
+            assert all(t.inputSchema["additionalProperties"] is False for t in tools)
+            needed = {"memory_search": {"query": "x"}, "memory_get": {"path": "MEMORY.md"},
+                      "memory_append": {"text": "Never written."}}  # fmt: skip
+            for tool in tools:  # an unknown argument is refused, not ignored (as in serve)
+                assert (
+                    await error_of(session, tool.name, **needed.get(tool.name, {}), maxResult=3)
+                    == f"{tool.name}: maxResult: is not a known field"
+                )
+            assert await error_of(session, "memory_search", query="x", maxResults=500) == (
+                "memory_search: maxResults: must be at most 100, got 500"
+            )
+            assert await error_of(session, "memory_search") == "memory_search: query: is required"
+            assert await error_lines(
+                session, "memory_search", query="x", maxResults="lots", minScore=3
+            ) == [
+                "memory_search: maxResults: must be an integer, got 'lots'",
+                "memory_search: minScore: must be at most 1, got 3",
+            ]
+            huge = "q" * 1_000_000  # refused in the words of serve, quoting only its length
+            assert await error_of(session, "memory_search", query=huge) == (
+                "memory_search: query: must be at most 131072 characters, got 1000000"
+            )
+            assert "must be core, daily or topic, got 'journal'" in await error_of(
+                session, "memory_search", query="Postgres", kind="journal"
+            )
+            # One kind as a string, as the README says, or a list.
+            one = await call(session, "memory_search", query="Postgres", kind="daily")
+            assert one["results"] and {r["path"] for r in one["results"]} <= {
+                "memory/2026-02-07.md", "memory/2026-02-08.md"
+            }  # fmt: skip
+            assert await call(session, "memory_search", query="Postgres", kind=["daily"]) == {
+                **one,
+                "debug": ANY,
+            }
+            # memory_get refusals are tool errors too, not answers with isError=false.
+            assert await error_of(session, "memory_get", path="memory/2026-02-08.md", **{
+                "from": 0
+            }) == "memory_get: from: must be at least 1, got 0"  # fmt: skip
+            assert "not a markdown memory file" in await error_of(
+                session, "memory_get", path="notes.txt"
+            )
+            assert "cannot be read" in await error_of(
+                session, "memory_get", path="memory/" + "p" * 100_000 + ".md"
+            )
+            assert "must be memory or all" in await error_of(
+                session, "memory_get", path="MEMORY.md", corpus="sessions"
+            )
+            await error_of(session, "memory_related", path="../x.md")  # no vectors: one line
+
+    anyio.run(main)
+    assert not (ws / "memory/2026-02-09.md").exists()  # the refused append wrote nothing
 
 
 def wait_for_http(url: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:

@@ -177,3 +177,53 @@ def test_crossref_tool_without_vectors_says_what_to_do(workspace):
 def test_tool_without_workspace_fails_clearly():
     with pytest.raises(ValueError, match="workspace"):
         MemorySearchTool().get_engine()
+
+
+def test_search_tool_takes_one_kind_or_a_list(tools):
+    one = _call(tools["memory_search"], {"query": "Postgres", "kind": "daily"})
+    many = _call(tools["memory_search"], {"query": "Postgres", "kind": ["daily"]})
+    paths = [r["path"] for r in one.artifact["results"]]
+    assert paths and all(p.startswith("memory/2026-02-0") for p in paths)
+    assert [r["path"] for r in many.artifact["results"]] == paths
+    core = _call(tools["memory_search"], {"query": "coffee", "kind": "core"})
+    assert {r["path"] for r in core.artifact["results"]} == {"MEMORY.md"}
+
+
+def test_search_tool_refuses_a_huge_query_without_echoing_it(tools, workspace):
+    msg = _call(tools["memory_search"], {"query": "q" * 1_000_000})
+    assert msg.content == "Error: query: must be at most 131072 characters, got 1000000"
+    assert msg.artifact == {"error": msg.content.removeprefix("Error: ")}
+    assert not logs.read_query_log(workspace)  # refused before it ran, so not logged
+
+
+def test_search_tool_no_match_quotes_a_long_query_by_its_prefix(workspace):
+    tool = MemorySearchTool(workspace=workspace, embedder="none")
+    msg = _call(tool, {"query": "zzqx " * 1500})
+    assert msg.content.startswith("No memory matches 'zzqx zzqx") and len(msg.content) < 100
+
+
+def test_bad_arguments_are_one_line_errors_not_exceptions(tools):
+    msg = _call(tools["memory_search"], {"query": "x", "k": 500, "max_results": 3})
+    assert msg.status == "error"
+    assert msg.content.split("\n") == [
+        "Error: k: must be at most 50, got 500",
+        "Error: max_results: is not a known field",
+    ]
+    msg = _call(tools["memory_search"], {"query": "x", "kind": "journal"})
+    assert msg.content == "Error: kind: must be core, daily or topic, got 'journal'"
+    msg = _call(tools["memory_get"], {"path": "MEMORY.md", "from": 0})
+    assert msg.content == "Error: from: must be at least 1, got 0"
+    assert _call(tools["memory_salience"], {"top": "many"}).content == (
+        "Error: top: must be an integer, got 'many'"
+    )
+    assert _call(tools["memory_crossref"], {}).status == "success"  # no path: the overview
+    assert _call(tools["memory_crossref"], {"file": "x.md"}).content == (
+        "Error: file: is not a known field"
+    )
+
+
+@pytest.mark.parametrize("path", ["p" * 100_000, "memory/" + "p" * 100_000 + ".md"])
+def test_get_tool_quotes_a_huge_path_by_its_prefix(tools, path):
+    msg = _call(tools["memory_get"], {"path": path})
+    assert msg.content.startswith("Error: refused:") and len(msg.content) <= 310
+    assert len(msg.artifact["path"]) <= 300 and len(msg.artifact["error"]) <= 300
