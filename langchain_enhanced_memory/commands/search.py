@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import SearchRequest
+from ..core.text import escape_controls
 from ..openclaw.response import response_json
 from ..servers import client
 from . import common
@@ -105,13 +106,13 @@ def _print_text(engine: Any, response: Any) -> None:
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
     if not response.hits:
-        print(response.filter_note or "no results")
+        print(escape_controls(response.filter_note or "no results"))
     for n, h in enumerate(response.hits, 1):
-        print(
-            f"{n}. {h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
-        )
+        # A note's text or a file's name must not drive the terminal, nor split the line.
+        title = f"{h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
+        print(f"{n}. {escape_controls(title)}")
         body = " ".join(h.text.split())
-        print(f"   {body[:240]}{'...' if len(body) > 240 else ''}")
+        print(f"   {escape_controls(body[:240])}{'...' if len(body) > 240 else ''}")
 
 
 def _read_batch(
