@@ -2,7 +2,9 @@
 
 A note may hold escape sequences (``ESC]0;...BEL`` retitles a terminal, ``ESC[2J``
 clears it) and a file name may hold a newline; printed for people, each is
-written as its escape (``\\x1b``, ``\\n``), and ``--json`` stays exact.
+written as its escape (``\\x1b``, ``\\n``), and ``--json`` stays exact. A
+``search --batch`` file with bad lines answers every line: an error object for
+each bad one, exit status 1.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from tests.cli_run import run_cli
 from tests.fake_ollama import FakeOllama
+from tests.integration_tests.test_openclaw_json import validate
 from tests.workspaces import write_workspace
 
 # What a terminal acts on: controls other than newline and tab, line separators, bidi overrides.
@@ -138,3 +141,48 @@ def test_eval_table_is_inert(ws: Path, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     inert(r)
     assert "c\\x1b[2J" in r.stdout
+
+
+def test_a_bad_batch_line_gets_its_error_and_the_rest_are_answered(
+    workspace: Path, tmp_path: Path
+) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "a", "query": "Postgres"}),
+                "{not json",
+                json.dumps({"id": "c", "query": ""}),
+                json.dumps({"id": "d", "query": "Postgres", "now": "not a date"}),
+                "",
+                json.dumps({"id": "f", "query": "Postgres", "k": 1}),
+                json.dumps(["a list"]),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    for mode in ((), ("--json",)):
+        r = run(workspace, "search", "--batch", str(batch), *mode)
+        assert r.returncode == 1, r.stderr
+        out = [json.loads(line) for line in r.stdout.splitlines()]
+        assert [d["id"] for d in out] == ["a", None, "c", "d", "f", None]
+        failed = [d for d in out if "line" in d]
+        assert [d["line"] for d in failed] == [2, 3, 4, 7]
+        for doc in out:
+            validate(doc, "batchFailure" if "line" in doc else "batchLine")
+        assert out[0]["results"] and out[4]["results"]
+        errors = [line for line in r.stderr.splitlines() if "error" in line]
+        assert len(errors) == 4
+        for doc, line in zip(failed, errors, strict=True):
+            assert doc["error"].startswith(f"{batch}:{doc['line']}: ")
+            assert line == f"enhanced-memory: error: {doc['error']}"
+        assert "query: must be a non-empty string" in out[2]["error"]
+
+
+def test_a_batch_with_every_line_good_exits_0(workspace: Path, tmp_path: Path) -> None:
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(json.dumps({"id": 1, "query": "Postgres"}) + "\n")
+    r = run(workspace, "search", "--batch", str(batch), "--json")
+    assert r.returncode == 0, r.stderr
+    validate(json.loads(r.stdout), "batchLine")
