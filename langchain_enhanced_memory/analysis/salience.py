@@ -35,6 +35,7 @@ from typing import Any
 
 from ..core.dates import parse_dates
 from ..core.settings import MemorySettings
+from ..core.text import escape_controls
 from ..store.logs import read_access_log, read_query_log
 from ..store.workspace import MemoryFile, discover
 
@@ -184,15 +185,15 @@ def _prompt(item: SalienceItem) -> str:
 
 
 def format_text(result: dict[str, Any]) -> str:
-    """The human-readable report: prompts, then a table of the items."""
-    lines = list(result["prompts"]) or ["Nothing needs attention."]
+    """The human-readable report: prompts, then a table of the items (file names escaped)."""
+    lines = [escape_controls(p) for p in result["prompts"]] or ["Nothing needs attention."]
     if result["items"]:
         lines.append("")
         lines.append(f"{'salience':>8} {'import.':>7} {'stale':>6} {'acc':>4} {'age':>6}  path")
         for i in result["items"]:
             lines.append(
                 f"{i['salience']:>8.3f} {i['importance']:>7.3f} {i['staleness']:>6.2f}"
-                f" {i['accesses']:>4} {i['age_days']:>6.1f}  {i['path']}"
+                f" {i['accesses']:>4} {i['age_days']:>6.1f}  {escape_controls(i['path'])}"
                 + ("  (gap)" if i["gap"] else "")
             )
     lines.append(f"({len(result['items'])} of {result['total_items']} items)")

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-__all__ = ["COMMANDS", "PROG", "build_parser", "execute"]
+__all__ = ["COMMANDS", "PROG", "build_parser", "execute", "print_error"]
 
 PROG = "enhanced-memory"
 
@@ -109,7 +109,14 @@ def _fail(message: str, action: str, want_json: bool, status: int = 2) -> int:
     from ..openclaw.response import failure_json
     from .common import dump
 
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print_error(message)
     if want_json:
         dump(failure_json(message, action))
     return status
+
+
+def print_error(message: str) -> None:
+    """The one stderr line of a failure: ``enhanced-memory: error: MESSAGE``."""
+    from ..core.text import escape_controls
+
+    print(f"{PROG}: error: {escape_controls(message)}", file=sys.stderr)

@@ -2,7 +2,9 @@
 
 Only ``commands/`` prints or exits. Domain errors
 (:class:`~..core.errors.EnhancedMemoryError`) carry a one-line message and an
-action; :func:`..cli.main` prints them and exits with status 2.
+action; :func:`..cli.main` prints them and exits with status 2. Text printed
+for people (not ``--json``) that holds a note's words or a file name goes
+through :func:`~..core.text.escape_controls`, so it cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import clean_text, parse_when
+from ..core.text import escape_controls
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -146,7 +149,7 @@ def report_embedder(engine: MemorySearch) -> None:
     line = f"embedder: {c.provider}" + (f" ({c.model})" if c.model else "")
     if c.fallback:
         line += f", fallback {c.fallback}" + (f": {c.reason}" if c.reason else "")
-    print(line, file=sys.stderr)
+    print(escape_controls(line), file=sys.stderr)
 
 
 def progress_bar(total: int) -> Callable[[int], None] | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..analysis.evaluation import evaluate, format_table, load_queries, parse_overrides
 from ..core.errors import SettingsError
 from ..core.settings import MemorySettings
+from ..core.text import escape_controls
 from ..engine import EngineConfig, MemorySearch
 from .common import CliError, add_common_arguments, add_no_daemon_argument, dump, progress_bar
 
@@ -76,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
         dump(summary)
     else:
         print(
-            f"profile {profile} {summary['overrides'] or ''}, embedder {summary['provider']}"
-            f" ({summary['model']}), fallback {summary['fallback']}",
+            escape_controls(
+                f"profile {profile} {summary['overrides'] or ''}, embedder {summary['provider']}"
+                f" ({summary['model']}), fallback {summary['fallback']}"
+            ),
             file=sys.stderr,
         )
-        print(format_table(summary))
+        print(escape_controls(format_table(summary), keep="\n"))  # categories: the queries'
+
     return 0

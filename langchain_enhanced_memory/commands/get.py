@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..core.errors import MissingNoteError, NoteError
 from ..core.settings import MemorySettings
+from ..core.text import escape_controls
 from ..engine import resolve_workspace
 from ..openclaw.response import get_failure_json, get_json
 from ..store.logs import record_access
 from ..store.notes import MAX_GET_LINES, get_lines
+from . import print_error
 from .common import add_common_arguments, dump
 
 
@@ -25,11 +26,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the lines (or OpenClaw's ``memory_get`` JSON with ``--json``).
+    r"""Print the lines (or OpenClaw's ``memory_get`` JSON with ``--json``).
 
     With ``--json`` a missing file answers ``{"text": "", "path"}`` (exit 0, as
     OpenClaw does) and a refused one ``{"path", "text": "", "disabled", "error"}``
-    (exit 2); without it both are a one-line error.
+    (exit 2); without it both are a one-line error. Printed for people, the
+    text's control characters other than newline and tab are escaped (``\x1b``).
     """
     workspace = resolve_workspace(args.workspace)
     settings = MemorySettings()
@@ -43,11 +45,11 @@ def run(args: argparse.Namespace) -> int:
         dump(get_failure_json(path, str(exc), missing=missing))
         if missing:
             return 0
-        print(f"enhanced-memory: error: {exc}", file=sys.stderr)
+        print_error(str(exc))
         return 2
     record_access(workspace, settings, [got.path])
     if args.json:
         dump(get_json(got))
     else:
-        print(got.text)
+        print(escape_controls(got.text, keep="\n\t"))  # the note's own lines and tabs
     return 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..core.errors import EmbeddingError
+from ..core.text import escape_controls
 from .common import (
     CliError,
     add_common_arguments,
@@ -62,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"indexed {out['files']} files, {out['chunks']} chunks"
         f" ({out['changed']} changed, {out['deleted']} deleted, {embedded} embedded)"
-        f" -> {out['index']}",
-        file=sys.stdout,
+        f" -> {escape_controls(str(engine.index.path))}"
     )
     if compacted:
         mb = 1 << 20

@@ -1,4 +1,9 @@
-"""``enhanced-memory search``: one query, or a batch, in OpenClaw's ``memory_search`` JSON."""
+"""``enhanced-memory search``: one query, or a batch, in OpenClaw's ``memory_search`` JSON.
+
+A batch answers every line, in order: a line that cannot be answered gets an
+error object (the failure shape, with its ``id`` and ``line``) and the batch
+exits 1; all answered, 0. A batch file that cannot be read fails whole (exit 2).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from typing import Any
 
 from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import SearchRequest
-from ..openclaw.response import response_json
+from ..core.text import escape_controls
+from ..openclaw.response import failure_json, response_json
 from ..servers import client
-from . import common
+from . import common, print_error
 from .common import (
     CliError,
     add_common_arguments,
@@ -27,6 +33,8 @@ from .common import (
 
 #: What a batch line may set (other keys, such as a benchmark's gold, are ignored).
 BATCH_FIELDS = ("query", "now", "since", "until", "path", "kind", "corpus")
+#: How a batch line is spelled, for a line that is not.
+BATCH_LINE = '{"id", "query", "now"?, "since"?, ...} a line'
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,7 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--now", help="when the query is asked, ISO datetime (default: now)")
     p.add_argument(
-        "--batch", metavar="FILE.jsonl", help='queries {"id","query","now"?}, one a line'
+        "--batch",
+        metavar="FILE.jsonl",
+        help='queries {"id","query","now"?}, one a line; a bad line gets an error object, exit 1',
     )
     p.add_argument(
         "--min-score",
@@ -58,14 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give a QUERY or --batch FILE.jsonl")
     now = parse_now(args.now)
     if args.batch is not None:
-        requests = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
-        engine = engine_from_args(args, watch=True)
-        if not args.json:
-            report_embedder(engine)
-        chars = engine.settings.snippet_chars
-        for item_id, request in requests:
-            dump({"id": item_id, **response_json(engine.run(request), chars)})
-        return 0
+        return _run_batch(args, now)
     try:
         request = SearchRequest.parse(
             query=args.query, k=args.k, now=now, min_score=args.min_score, filter=filter_of(args)
@@ -81,6 +84,27 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()  # the answer first; starting the resident engine comes after
     _start_resident_if_it_pays(args, engine, response)
     return 0
+
+
+def _run_batch(args: argparse.Namespace, now: Any) -> int:
+    """Answer each line of ``--batch``; 1 when any line got an error object, else 0."""
+    lines = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
+    engine = engine_from_args(args, watch=True)
+    if not args.json:
+        report_embedder(engine)
+    chars = engine.settings.snippet_chars
+    failed = False
+    for n, item_id, request in lines:
+        try:
+            if isinstance(request, EnhancedMemoryError):
+                raise request
+            dump({"id": item_id, **response_json(engine.run(request), chars)})
+        except EnhancedMemoryError as exc:
+            failed = True
+            message = escape_controls(f"{args.batch}:{n}: {exc}")
+            print_error(message)
+            dump({"id": item_id, "line": n, **failure_json(message, exc.action)})
+    return 1 if failed else 0
 
 
 def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: Any) -> None:
@@ -105,19 +129,19 @@ def _print_text(engine: Any, response: Any) -> None:
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
     if not response.hits:
-        print(response.filter_note or "no results")
+        print(escape_controls(response.filter_note or "no results"))
     for n, h in enumerate(response.hits, 1):
-        print(
-            f"{n}. {h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
-        )
+        # A note's text or a file's name must not drive the terminal, nor split the line.
+        title = f"{h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
+        print(f"{n}. {escape_controls(title)}")
         body = " ".join(h.text.split())
-        print(f"   {body[:240]}{'...' if len(body) > 240 else ''}")
+        print(f"   {escape_controls(body[:240])}{'...' if len(body) > 240 else ''}")
 
 
 def _read_batch(
     path: str, k: int, now: Any, min_score: float | None, flt: dict[str, Any]
-) -> list[tuple[Any, SearchRequest]]:
-    """``(id, request)`` of every line, all validated before the first search."""
+) -> list[tuple[int, Any, SearchRequest | EnhancedMemoryError]]:
+    """``(line number, id, request)`` of every line; a bad line's error stands for its request."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.readlines()
@@ -125,22 +149,27 @@ def _read_batch(
         raise CliError(f"cannot read batch file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CliError(f"batch file {path} is not UTF-8") from None
-    out = []
+    out: list[tuple[int, Any, SearchRequest | EnhancedMemoryError]] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CliError(f"{path}:{n}: not JSON ({exc.msg})") from None
+            out.append((n, None, CliError(f"not JSON ({exc.msg})", BATCH_LINE)))
+            continue
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise CliError(f'{path}:{n}: expected {{"id", "query", "now"?, "since"?, ...}}')
+            item_id = item.get("id") if isinstance(item, dict) else None
+            out.append(
+                (n, item_id, CliError('expected an object with a "query" string', BATCH_LINE))
+            )
+            continue
         body = {key: value for key, value in item.items() if key in BATCH_FIELDS}
         try:
-            request = SearchRequest.from_body(
+            request: SearchRequest | EnhancedMemoryError = SearchRequest.from_body(
                 body, k=k, now=now, min_score=min_score, **({"filter": flt} if flt else {})
             )
         except RequestError as exc:
-            raise CliError(f"{path}:{n}: {exc}") from None
-        out.append((item.get("id"), request))
+            request = exc
+        out.append((n, item.get("id"), request))
     return out

@@ -11,6 +11,10 @@ normalised first, which folds full-width digits, letters and punctuation.
 Character bigrams were measured against jieba on ``benchmarks/zh``
 (``benchmarks/zh/tokenizers.py``): jieba was no better and costs 1.5-2 s of
 dictionary load in every fresh process, so it is not used.
+
+:func:`escape_controls` is how any text from a note or a file name is printed
+for people: what a terminal would act on instead of show is written as its
+escape.
 """
 
 from __future__ import annotations
@@ -244,3 +248,25 @@ def snippet(text: str, limit: int) -> str:
     if cut and "\ud800" <= cut[-1] <= "\udbff":
         cut = cut[:-1]
     return cut
+
+
+# What a terminal acts on instead of showing, or what splits a line: C0 and C1 controls and DEL
+# (escape sequences retitle or clear it, CR overwrites), the Unicode line and paragraph
+# separators, the bidirectional embeddings, overrides and isolates (they reorder what a line
+# shows), and lone surrogates (no stream can encode them).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    r"""``text`` safe to print on a terminal, each control character as its escape (``\x1b``).
+
+    Args:
+        text: A note's text, a header, a file name or a message holding one.
+        keep: Characters printed as they are (``"\n\t"`` where the layout is the
+            note's own lines); by default the result is one line.
+
+    Returns:
+        ``text`` with every other control character written as Python writes it in a
+        string literal (``\x1b``, ``\n``, ``\u2028``); the rest unchanged.
+    """
+    return _CONTROLS.sub(lambda m: m[0] if m[0] in keep else repr(m[0])[1:-1], text)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.errors import CrossrefError
+from ..core.text import escape_controls
 from .queries import graph_connection
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def to_dot(data: GraphData) -> str:
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    """The graph overview as text: totals, then the most connected files."""
+    """The graph overview as text: totals, then the most connected files (names escaped)."""
     lines = [
         f"{s['files']} files, {s['total_chunks']} chunks, {s['total_crossrefs']} cross-references"
         f" from {s['chunks_with_refs']} chunks, {s['file_links']} file links"
@@ -246,22 +247,29 @@ def format_summary(s: dict[str, Any]) -> str:
         "Most connected:",
     ]
     lines += [
-        f"  {f['file']}: {f['linked_files']} linked files, strength {f['strength']:.2f}"
+        f"  {escape_controls(f['file'])}: {f['linked_files']} linked files,"
+        f" strength {f['strength']:.2f}"
         for f in s["most_connected"]
     ]
     return "\n".join(lines)
 
 
 def format_show(s: dict[str, Any]) -> str:
-    """One file's links as text."""
-    lines = [f"{s['path']} is linked to:"]
-    lines += [f"  {f['file']} (strength {f['strength']:.2f})" for f in s["linked_files"]] or [
-        "  nothing above the threshold"
-    ]
+    """One file's links as text (names and headers escaped: they are the notes' own)."""
+    lines = [f"{escape_controls(s['path'])} is linked to:"]
+    lines += [
+        f"  {escape_controls(f['file'])} (strength {f['strength']:.2f})" for f in s["linked_files"]
+    ] or ["  nothing above the threshold"]
     for out in s["outgoing"]:
-        lines.append(f"{out['chunk']}-{out['endLine']} {out['header']}:")
-        lines += [f"  -> {r['target']} {r['header']} ({r['sim']:.2f})" for r in out["refs"]]
+        lines.append(f"{out['chunk']}-{out['endLine']} {escape_controls(out['header'])}:")
+        lines += [
+            f"  -> {escape_controls(r['target'])} {escape_controls(r['header'])} ({r['sim']:.2f})"
+            for r in out["refs"]
+        ]
     if s["incoming"]:
         lines.append("Referenced by:")
-        lines += [f"  <- {r['source']} {r['header']} ({r['sim']:.2f})" for r in s["incoming"]]
+        lines += [
+            f"  <- {escape_controls(r['source'])} {escape_controls(r['header'])} ({r['sim']:.2f})"
+            for r in s["incoming"]
+        ]
     return "\n".join(lines)

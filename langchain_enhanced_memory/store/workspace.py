@@ -25,6 +25,7 @@ from typing import Literal
 
 from ..core.globs import Globs
 from ..core.settings import CORE_FILES, MemorySettings
+from ..core.text import escape_controls as _one_line  # paths in messages: kept on one line
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -325,8 +326,3 @@ def _is_utf8(name: str) -> bool:
 
 def _too_large(size: int) -> str:
     return f"too large ({size / 1048576:.1f} MB, limit {MAX_FILE_BYTES // 1048576} MB)"
-
-
-def _one_line(text: str) -> str:
-    # Paths may hold newlines or control characters; keep messages on one line.
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

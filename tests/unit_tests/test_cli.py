@@ -117,12 +117,14 @@ def test_missing_workspace_says_what_to_do(tmp_path: Path) -> None:
     assert "OPENCLAW_WORKSPACE_DIR" in json.loads(out)["action"]
 
 
-def test_batch_lines_are_all_checked_before_the_first_search(ws: Path, tmp_path: Path) -> None:
+def test_a_bad_batch_line_is_answered_with_its_error(ws: Path, tmp_path: Path) -> None:
     batch = tmp_path / "q.jsonl"
     batch.write_text('{"id": 1, "query": "billing"}\n{"id": 2, "query": ""}\n')
     rc, out, err = run("search", "--batch", str(batch), "--workspace", str(ws), "--json")
-    assert rc == 2 and f"{batch}:2: query: must be a non-empty string" in err
-    assert len(out.strip().splitlines()) == 1  # only the failure object, no answered line
+    assert rc == 1 and f"{batch}:2: query: must be a non-empty string" in err
+    answered, failed = (json.loads(line) for line in out.strip().splitlines())
+    assert answered["id"] == 1 and answered["results"]
+    assert failed["id"] == 2 and failed["line"] == 2 and failed["disabled"] is True
 
 
 def test_search_json_answers(ws: Path) -> None:

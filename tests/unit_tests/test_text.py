@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +12,7 @@ from langchain_enhanced_memory.core.text import (
     STOPWORDS_QUERY,
     STOPWORDS_ZH,
     ZH_KEEP,
+    escape_controls,
     normalize,
     path_text,
     query_terms,
@@ -135,3 +138,23 @@ def test_the_fast_paths_word_memory_is_bounded_and_still_right(
     assert tokenize(words) == want == tokenize(words)
     assert len(module._ascii_terms(module.STOPWORDS_EN, True)) == 2
     module._ascii_terms.cache_clear()
+
+
+@given(st.text(max_size=200))
+def test_escaped_text_is_one_inert_line_and_printable_text_is_kept(text: str) -> None:
+    out = escape_controls(text)
+    assert len(out.splitlines()) <= 1
+    assert all(unicodedata.category(ch) not in ("Cc", "Cs", "Zl", "Zp") for ch in out)
+    assert not set(out) & set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    out.encode("utf-8")  # no lone surrogate left
+    if text.isprintable():
+        assert out == text
+    kept = escape_controls(text, keep="\n\t")
+    assert kept.count("\n") == text.count("\n") and kept.count("\t") == text.count("\t")
+
+
+def test_escapes_read_as_python_writes_them() -> None:
+    assert escape_controls("a\x1b]0;x\x07b\nc\u2028\udcff 中文 👨\u200d👩") == (
+        "a\\x1b]0;x\\x07b\\nc\\u2028\\udcff 中文 👨\u200d👩"
+    )
+    assert escape_controls("l1\n\tl2\r", keep="\n\t") == "l1\n\tl2\\r"
