@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .locations import make_private, open_private
+
 if TYPE_CHECKING:
     from .index import MemoryIndex
 
@@ -75,8 +77,8 @@ class ChangeWatcher:
                 watcher._event(event)
 
         try:
-            Path(self.barrier).parent.mkdir(parents=True, exist_ok=True)
-            Path(self.barrier).touch()
+            make_private(os.path.dirname(self.barrier))
+            os.close(open_private(self.barrier, os.O_WRONLY))
             observer = Observer()
             observer.daemon = True
             observer.schedule(_Handler(), self.root, recursive=True)
