@@ -37,6 +37,7 @@ __all__ = [
     "memory_files",
     "read_lines",
     "scan",
+    "stamp",
 ]
 
 logger = logging.getLogger("langchain_enhanced_memory")
@@ -158,10 +159,19 @@ def discover(workspace: Path | str, settings: MemorySettings | None = None) -> l
     return files
 
 
+def stamp(st: os.stat_result) -> tuple[int, int, int]:
+    """``(size, mtime_ns, ctime_ns)``: what tells that a file may have changed.
+
+    The ctime too: an edit that keeps the size and sets the mtime back
+    (``sed -i`` then ``touch -r``) still moves it, and nothing can set it back.
+    """
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def scan(
     workspace: Path | str, settings: MemorySettings | None = None
-) -> dict[str, tuple[int, int]]:
-    """``{path: (size, mtime_ns)}`` of the files :func:`discover` lists, in one cheap pass.
+) -> dict[str, tuple[int, int, int]]:
+    """``{path: stamp}`` (:func:`stamp`) of the files :func:`discover` lists, in one cheap pass.
 
     The freshness check of every search without a watcher: one ``os.scandir``
     walk and the ``stat`` it needs, no ``Path`` per file and no classification.
@@ -171,7 +181,7 @@ def scan(
         FileNotFoundError: The workspace does not exist.
         NotADirectoryError: The workspace is not a directory.
     """
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple[int, int, int]] = {}
     seen: dict[object, tuple[bool, str]] = {}
     for is_link, rel, _entry, st, inode in _candidates(
         _root(workspace), settings or MemorySettings()
@@ -183,7 +193,7 @@ def scan(
                 continue
             del out[first[1]]
         seen[inode] = (is_link, rel)
-        out[rel] = (st.st_size, st.st_mtime_ns)
+        out[rel] = stamp(st)
     return out
 
 
