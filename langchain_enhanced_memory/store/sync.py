@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -23,7 +22,15 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, tokenize
 from .db import generation_of, get_meta
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
-from .workspace import MemoryFile, UnreadableFileError, memory_files, read_lines, scan, stamp
+from .workspace import (
+    MemoryFile,
+    UnreadableFileError,
+    memory_files,
+    read_lines,
+    scan,
+    stamp,
+    warn_once,
+)
 
 __all__ = [
     "SyncReport",
@@ -37,8 +44,6 @@ __all__ = [
     "sync_text",
     "vector_hash",
 ]
-
-log = logging.getLogger("langchain_enhanced_memory")
 
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 
@@ -174,7 +179,7 @@ def sync_text(
             report.skipped.append(f.path)
             continue
         except UnreadableFileError as exc:
-            log.warning("skipping %s", exc)
+            warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
         digest = sha("\n".join(lines))

@@ -147,6 +147,36 @@ def test_a_same_size_edit_with_its_mtime_set_back_is_in_the_next_search(
         assert "memory/2026-02-08.md" not in _paths(engine, "ramen")
 
 
+@pytest.mark.parametrize("watch", [True, False])
+def test_edits_through_a_symlinked_memory_folder_are_in_the_next_search(
+    tmp_path: Path, watch: bool
+) -> None:
+    vault, other, ws = tmp_path / "vault", tmp_path / "other", tmp_path / "ws"
+    for folder in (vault, other, ws):
+        folder.mkdir()
+    (vault / "2026-02-08.md").write_text("# Day\n\nThe billing move is planned.\n")
+    (other / "topic.md").write_text("# Topic\n\nThe capybara project.\n")
+    (tmp_path / "core.md").write_text("# Core\n\nPlain facts.\n")
+    (ws / "memory").symlink_to(vault, target_is_directory=True)
+    (ws / "MEMORY.md").symlink_to(tmp_path / "core.md")
+    with MemorySearch(ws, embedder="none", watch=watch) as engine:
+        assert _paths(engine, "billing") == ["memory/2026-02-08.md"]
+        with open(vault / "2026-02-08.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe zanzibar rollout is frozen.\n")
+        assert _paths(engine, "zanzibar") == ["memory/2026-02-08.md"]
+        with open(tmp_path / "core.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe user owns a kayak.\n")
+        assert _paths(engine, "kayak") == ["MEMORY.md"]
+        assert engine.freshness.mode == ("watch" if watch else "scan")
+        # The link re-pointed to another folder.
+        (ws / "memory").unlink()
+        (ws / "memory").symlink_to(other, target_is_directory=True)
+        assert _paths(engine, "capybara") == ["memory/topic.md"]
+        assert _paths(engine, "zanzibar") == []
+        (other / "new.md").write_text("# New\n\nA wallaby note.\n")
+        assert _paths(engine, "wallaby") == ["memory/new.md"]
+
+
 def test_edits_are_in_the_next_retriever_and_tool_call(workspace: Path) -> None:
     from langchain_enhanced_memory import EnhancedMemoryRetriever, create_memory_tools
 

@@ -241,11 +241,13 @@ def test_discover_symlink_outside_not_followed(tmp_path: Path) -> None:
     write(outside, "secret.md", "# secret\ntop secret text\n")
     write(outside, "dir/also-secret.md")
     write(inside, "memory/a.md")
+    write(outside, "core.md", "# core\n")
     os.symlink(outside / "secret.md", inside / "memory" / "secret.md")
-    os.symlink(outside / "secret.md", inside / "MEMORY.md")
     os.symlink(outside / "dir", inside / "memory" / "dir")
     os.symlink(outside / "secret.md", inside / "memory" / "relative.md")
-    assert paths(inside) == ["memory/a.md"]
+    # Only the links at the top (MEMORY.md, memory/) are followed wherever they lead.
+    os.symlink(outside / "core.md", inside / "MEMORY.md")
+    assert paths(inside) == ["MEMORY.md", "memory/a.md"]
 
 
 @needs_symlinks
