@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -93,6 +94,24 @@ def test_cache_index_of_a_read_only_workspace_is_private(workspace: Path, tmp_pa
     ours = cache / "enhanced-memory"
     assert any(p.suffix == ".sqlite" for p in ours.rglob("*"))
     assert _modes(ours) == {}
+
+
+def test_the_resident_engine_keeps_the_index_folder_private(workspace: Path) -> None:
+    on = {"ENHANCED_MEMORY_DAEMON": "1"}
+    w = ("--workspace", str(workspace))
+    with _umask(0o022):
+        r = run_cli("daemon", "start", *w, "--json", **on)
+    assert r.returncode == 0, r.stderr
+    pid = json.loads(r.stdout)["pid"]
+    try:
+        r = _cli("search", "ramen", *w, **on)
+        assert r.returncode == 0, r.stderr
+        assert (workspace / ".enhanced-memory" / "resident.sock").exists()
+        assert _modes(workspace / ".enhanced-memory") == {}
+    finally:
+        run_cli("daemon", "stop", *w, **on)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 # ------------------------------------------------------------ 8: a symlinked memory/
