@@ -51,6 +51,10 @@ def _inside(path: str, folder: str) -> bool:
 class ChangeWatcher:
     """Counts file-system events under a workspace that may change its memory files.
 
+    The folder a symlinked ``memory/`` leads to and the files of the top-level
+    links are watched where they are (see :class:`.workspace.Places`); a link
+    re-pointed while it runs makes the engine fall back to the scan.
+
     Args:
         workspace: The workspace folder (watched recursively).
         barrier: A file inside the workspace that :meth:`settle` touches.

@@ -7,8 +7,8 @@ symlinked ``memory/`` leads to (a synced folder, an Obsidian vault) and the
 files the links at its top (``MEMORY.md`` -> a dotfiles repository) lead to.
 Deeper directory symlinks are not followed (no loops; each is named once in
 the log), and a deeper file symlink counts only when its target lies in those
-places. A ``memory`` link to a folder that holds the workspace (``/``, the home
-folder) is not followed either. Hidden paths (any component starting with
+places. A ``memory`` link to a folder that holds the workspace (``/``) or to
+the home folder is not followed either. Hidden paths (any component starting with
 ``.``) are skipped, so the index folder ``.enhanced-memory/`` is never indexed.
 Each warning is logged once per process (a search scans twice).
 
@@ -197,11 +197,11 @@ def places(workspace: Path | str, *, warn: bool = True) -> Places:
             if entry.name.endswith(".md"):
                 files.add(target)
         elif entry.name == MEMORY_LINK:
-            if _is_within(root, target):
+            if _is_within(root, target) or str(target) == os.path.realpath(os.path.expanduser("~")):
                 if warn:
                     warn_once(
                         f"skipping {MEMORY_LINK}: the link leads to {_one_line(str(target))},"
-                        " a folder that holds the workspace"
+                        " a folder that holds the workspace or the home folder"
                     )
             else:
                 memory = target
