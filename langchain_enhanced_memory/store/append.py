@@ -37,6 +37,7 @@ from typing import Any
 from ..core.errors import NoteError, WriteError
 from .db import writable
 from .notes import normalize_path
+from .workspace import places
 
 __all__ = ["AppendResult", "append_memory", "daily_path"]
 
@@ -143,9 +144,8 @@ def _target(file: str) -> str:
 
 
 def _check_inside(root: Path, target: Path, rel: str) -> None:
-    # A symlinked folder or file must not carry the write out of the workspace.
-    real = target.resolve()
-    if root not in real.parents:
+    # A symlinked folder or file must not carry the write out of the workspace's places.
+    if not places(root, warn=False).holds(target):
         raise WriteError(f"refused: {rel} leads outside the workspace")
 
 

@@ -6,6 +6,12 @@ A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
 aside (that would drop every cached vector). Older schema versions are
 migrated in place, keeping the embedding cache.
+
+The index holds the notes' text, so it is private to its owner wherever it
+lives: its folders are 0700 and its files 0600 (SQLite gives the WAL and
+shared-memory files the database file's mode). An index folder the package
+names (``.enhanced-memory/``, or the cache folder of a read-only workspace)
+that an earlier version left open to others is tightened on its first open.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import IndexUnavailableError
-from .locations import INDEX_DIRNAME, writable
+from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
 from .matrices import encode
 
 __all__ = [
@@ -41,7 +47,8 @@ log = logging.getLogger("langchain_enhanced_memory")
 # 2: chunks.chunk_id dropped (written, never read)
 # 3: vectors stored once, as int8 + scale (NULL when in the generation's side
 #    file, see .matrices); chunks.line_hashes stored
-SCHEMA_VERSION = 3
+# 4: files.ctime_ns (an edit that keeps size and mtime still changes it)
+SCHEMA_VERSION = 4
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -50,7 +57,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT
+    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT, ctime_ns INTEGER
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
@@ -104,6 +111,8 @@ def _to_v3(conn: sqlite3.Connection) -> None:
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     1: lambda conn: conn.execute("ALTER TABLE chunks DROP COLUMN chunk_id"),
     2: _to_v3,
+    # NULL until the next sync reads each file once (its hash spares the re-chunk).
+    3: lambda conn: conn.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER"),
 }
 
 
@@ -116,9 +125,26 @@ def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
     local = workspace / INDEX_DIRNAME
     if writable(local if local.exists() else workspace):
         return local / name
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return cache / "enhanced-memory" / key / name
+    return _cache_root() / key / name
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "enhanced-memory"
+
+
+def _named_folders(path: Path) -> list[Path]:
+    """The folders of the index at ``path`` that the package named, so may make private.
+
+    A folder the user chose (``--index``) is created private when missing but
+    never changed when it exists.
+    """
+    folder = path.parent
+    if folder.name == INDEX_DIRNAME:
+        return [folder]
+    if folder.parent == _cache_root():
+        return [folder.parent, folder]
+    return []
 
 
 class IndexDB:
@@ -131,15 +157,23 @@ class IndexDB:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        self._tightened = False
 
     def connect(self) -> sqlite3.Connection:
         """A raw connection in autocommit mode with WAL (no schema check)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private(self.path.parent)
         except OSError as exc:
             raise IndexUnavailableError(
                 f"cannot create the index folder {self.path.parent}: {exc.strerror or exc}"
             ) from None
+        if not self._tightened:  # once per process: a folder stays private once it is
+            for folder in _named_folders(self.path):
+                tighten(folder)
+            self._tightened = True
+        # Created here, 0600, so that SQLite (which uses 0644 & ~umask) never creates it.
+        with contextlib.suppress(OSError):  # SQLite says what is wrong (read-only, ...)
+            os.close(open_private(self.path, os.O_WRONLY | os.O_EXCL))
         conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -283,17 +317,20 @@ class IndexDB:
 def _flock(path: Path, wait: bool) -> Iterator[bool]:
     import fcntl
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
+    make_private(path.parent)
+    fd = open_private(path, os.O_RDWR)
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return
         try:
             yield True
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:

@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .locations import make_private, open_private
+from .workspace import MEMORY_LINK, places
+
 if TYPE_CHECKING:
     from .index import MemoryIndex
 
@@ -41,8 +44,16 @@ BARRIER_TIMEOUT_S = 2.0
 _QUIET = frozenset({"opened", "closed_no_write"})
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder + os.sep)
+
+
 class ChangeWatcher:
     """Counts file-system events under a workspace that may change its memory files.
+
+    The folder a symlinked ``memory/`` leads to and the files of the top-level
+    links are watched where they are (see :class:`.workspace.Places`); a link
+    re-pointed while it runs makes the engine fall back to the scan.
 
     Args:
         workspace: The workspace folder (watched recursively).
@@ -52,6 +63,12 @@ class ChangeWatcher:
     def __init__(self, workspace: Path, barrier: Path) -> None:
         self.root = str(workspace)
         self.barrier = str(barrier)
+        self.places = places(workspace, warn=False)
+        # Watched path -> the workspace-relative name it stands for (see _relevant).
+        self._names = {self.root: ""}
+        if self.places.memory is not None:
+            self._names[str(self.places.memory)] = MEMORY_LINK
+        self._linked_files = {str(f): f.name for f in self.places.files}
         self.changes = 0  # relevant events seen so far
         self._barriers = 0
         self._cond = threading.Condition()
@@ -75,11 +92,17 @@ class ChangeWatcher:
                 watcher._event(event)
 
         try:
-            Path(self.barrier).parent.mkdir(parents=True, exist_ok=True)
-            Path(self.barrier).touch()
+            make_private(os.path.dirname(self.barrier))
+            os.close(open_private(self.barrier, os.O_WRONLY))
             observer = Observer()
             observer.daemon = True
-            observer.schedule(_Handler(), self.root, recursive=True)
+            # Linked places outside the workspace are watched where they are.
+            for folder in self._names:
+                if folder == self.root or not _inside(folder, self.root):
+                    observer.schedule(_Handler(), folder, recursive=True)
+            for parent in {os.path.dirname(f) for f in self._linked_files}:
+                if not any(parent == d or _inside(parent, d) for d in self._names):
+                    observer.schedule(_Handler(), parent, recursive=False)
             observer.start()
         except OSError as exc:  # inotify limits, a read-only or vanished folder
             return f"cannot watch {self.root}: {exc.strerror or exc}"
@@ -100,10 +123,17 @@ class ChangeWatcher:
                 self.changes += 1
 
     def _relevant(self, path: str, is_dir: bool) -> bool:
-        rel = path[len(self.root) + 1 :] if path.startswith(self.root + os.sep) else ""
+        if path in self._linked_files:
+            return True
+        rel = ""
+        for folder, name in self._names.items():
+            if _inside(path, folder):
+                rel = os.path.join(name, path[len(folder) + 1 :])
+                break
         if not rel or any(part.startswith(".") for part in rel.split(os.sep)):
             return False  # the index folder, editors' swap files, hidden folders
-        return is_dir or rel.endswith(".md")
+        # The memory link itself: re-pointed, it changes what is watched (see Freshness).
+        return is_dir or rel.endswith(".md") or rel == MEMORY_LINK
 
     def settle(self) -> bool:
         """Wait until every event of an edit finished before this call has been counted.
@@ -186,6 +216,9 @@ class Freshness:
             seen = w.changes
             if seen == self._synced_at:
                 return
+            if places(w.root, warn=False) != w.places:  # a link at the top was re-pointed
+                self._fall_back("the workspace's memory/ or MEMORY.md link changed")
+                return self.refresh()
             # Unknown changes (first search) or new events: the exact check decides.
             if self.index.is_stale():
                 self.index.sync(wait=True)  # the writer lock is held for text syncs only

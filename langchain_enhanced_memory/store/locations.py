@@ -10,6 +10,12 @@ Where that folder cannot hold them (a read-only workspace, or a path too long
 for a Unix socket address, about 100 bytes), they go to a private folder of
 this user: ``$XDG_RUNTIME_DIR/enhanced-memory/`` or
 ``/tmp/enhanced-memory-<uid>/`` (mode 0700), under a hash of the workspace.
+
+Everything the package writes beside the notes is private to its owner, as the
+notes may be: folders are created 0700 (:func:`make_private`) and files 0600
+(:func:`open_private`), whatever the umask; :func:`tighten` takes group and
+other permissions off an index folder an earlier version left open. Modes are
+given at creation, never by ``os.umask`` (process-wide: other threads).
 """
 
 from __future__ import annotations
@@ -26,10 +32,13 @@ if TYPE_CHECKING:
 __all__ = [
     "INDEX_DIRNAME",
     "ResidentFiles",
+    "make_private",
+    "open_private",
     "private_dir",
     "resident_files",
     "resident_location",
     "resolve_workspace",
+    "tighten",
     "workspace_dir",
 ]
 
@@ -84,6 +93,52 @@ def writable(path: str | Path) -> bool:
         return os.access(path, os.W_OK) and bool(os.stat(path).st_mode & 0o222)
     except OSError:
         return False
+
+
+def make_private(folder: str | os.PathLike[str]) -> None:
+    """Create ``folder`` and each missing folder above it with mode 0700 (an existing one stays)."""
+    path = os.fspath(folder)
+    parent = os.path.dirname(path)
+    if parent and parent != path and not os.path.isdir(parent):
+        make_private(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+
+
+def open_private(path: str | os.PathLike[str], flags: int) -> int:
+    """``os.open(path, flags)`` creating the file with mode 0600 (only its owner reads it)."""
+    return os.open(path, flags | os.O_CREAT, 0o600)
+
+
+def tighten(folder: str | os.PathLike[str]) -> None:
+    """Take group and other permissions off ``folder`` and what it holds, when we own it.
+
+    For an index folder made before the index was private: its folders become
+    0700 and its files keep only their owner's bits (0600). Symlinks are left
+    alone; a folder that is already private is not walked.
+    """
+    path = os.fspath(folder)
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or not st.st_mode & 0o077:
+            return
+        os.chmod(path, 0o700)
+        with os.scandir(path) as it:
+            entries = list(it)
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                tighten(entry.path)
+            elif not entry.is_symlink():
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                    os.chmod(entry.path, stat.S_IMODE(st.st_mode) & 0o700)
+        except OSError:
+            continue
 
 
 def private_dir() -> str:
@@ -152,5 +207,5 @@ def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
 
     ws, folder, stem = resident_location(os.fspath(workspace))
     if create:
-        os.makedirs(folder, exist_ok=True)
+        make_private(folder)
     return ResidentFiles(Path(ws), Path(folder), stem)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.vectorset import quantize, sign_codes
+from .locations import make_private, open_private
 
 __all__ = [
     "Fd",
@@ -298,7 +299,7 @@ def write(
         lines_complete: Whether every line of the chunks has a row.
         ids: The chunk id of each chunk row.
     """
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private(folder)
     keys, first = np.unique(row_keys, return_index=True)
     codes, center = sign_codes(matrix[:chunks], scale[:chunks])
     layout = Layout(
@@ -322,7 +323,7 @@ def write(
         "center": center,
     }
     tmp = folder / f".tmp-{layout.file}"
-    with open(tmp, "wb") as fh:
+    with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         for name, dtype, shape, offset in layout.sections()[:-1]:
             fh.seek(offset)
             fh.write(np.ascontiguousarray(arrays[name], dtype=dtype).reshape(shape).tobytes())

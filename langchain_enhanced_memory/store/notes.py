@@ -4,10 +4,12 @@ An agent passes a path it saw in search results; the path comes from a model,
 so it is treated as hostile. Refused with a one-line :class:`NoteError`:
 empty paths, NUL or other control characters, absolute paths (POSIX, Windows
 drive or UNC), any ``..`` component, anything that is not ``.md``, symlinks
-whose target lies outside the workspace, and files the workspace's discovery
-does not list (hidden folders, the index folder, files outside ``memory/`` that
-are not core files). Only a file discovery lists is ever opened, after its
-resolved path is checked again to lie inside the workspace.
+whose target lies outside the workspace's places (the workspace, the folder a
+symlinked ``memory/`` leads to, the files its top-level links lead to: see
+:class:`.workspace.Places`), and files the workspace's discovery does not list
+(hidden folders, the index folder, files outside ``memory/`` that are not core
+files). Only a file discovery lists is ever opened, after its resolved path is
+checked again to lie in those places.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from ..core.errors import MissingNoteError, NoteError
 from ..core.settings import MemorySettings
-from .workspace import UnreadableFileError, discover, read_lines
+from .workspace import UnreadableFileError, discover, places, read_lines
 
 __all__ = ["MAX_GET_LINES", "MemoryLines", "NoteError", "get_lines", "normalize_path"]
 
@@ -95,25 +97,23 @@ def get_lines(
         raise NoteError(f"from must be 1 or more, got {from_line}")
     if lines is not None and lines < 1:
         raise NoteError(f"lines must be 1 or more, got {lines}")
-    root = Path(workspace).expanduser().resolve()
-    candidate = root / rel
-    if candidate.is_symlink():
-        target = candidate.resolve()
-        if root not in target.parents:
-            raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
-    files = {f.path: f for f in discover(root, settings)}
+    where = places(workspace, warn=False)
+    candidate = where.root / rel
+    if candidate.is_symlink() and not where.holds(candidate):
+        raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
+    files = {f.path: f for f in discover(where.root, settings, warn=False)}
     found = files.get(rel)
     if found is None:
         if candidate.exists():
             raise NoteError(f"refused: {rel} is not one of the workspace's memory files")
         raise MissingNoteError(f"no such memory file: {rel}", path=rel)
     real = found.abs_path.resolve()
-    if root not in real.parents:  # changed under us since discovery
+    if not where.holds(real):  # changed under us since discovery
         raise NoteError(f"refused: {rel} leads outside the workspace")
     try:
         text_lines = read_lines(real)
     except UnreadableFileError as exc:
-        raise NoteError(str(exc)) from None
+        raise NoteError(f"cannot read {exc.named(rel)}") from None
     total = len(text_lines)
     if total == 0:
         return MemoryLines(rel, 1, 0, 0, "", False)

@@ -33,6 +33,7 @@ from ..core.segments import SegmentedPostings, compacted, place_rows
 from ..core.text import PHRASE_SEP, path_text, tokenize
 from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
+from .locations import make_private, open_private
 from .matrices import Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
@@ -181,9 +182,9 @@ def _write_segment(
     head = json.dumps(layout).encode()
     head += b" " * (-(len(head) + 8) % 8)
     name = f"post-g{generation}-{os.urandom(4).hex()}{_SUFFIX}"
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private(folder)
     tmp = folder / f".tmp-{name}"
-    with open(tmp, "wb") as fh:
+    with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
         for part in parts:
             fh.write(part)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .locations import make_private, open_private
 from .matrices import fsync_dir
 from .sync import sha
 
@@ -176,11 +177,11 @@ def _intact(folder: Path, state: SpoolState) -> bool:
 
 def _start(folder: Path, model: str, dim: int) -> SpoolState:
     """A new empty spool file for ``model``; files of its model no row names go."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_private(folder)
     stem = sha(model)[:12]
     for old in folder.glob(f"{stem}-*{SUFFIX}"):
         old.unlink(missing_ok=True)
     state = SpoolState(f"{stem}-{os.urandom(4).hex()}{SUFFIX}", dim, 0)
-    (folder / state.file).touch()
+    os.close(open_private(folder / state.file, os.O_WRONLY))
     fsync_dir(folder)
     return state

@@ -1,16 +1,16 @@
 """The text sync: files to chunks to postings, in one transaction per run.
 
-Files are re-read only when their size or mtime changed and re-chunked only
-when their hash changed. A run commits everything (files, chunks, postings,
-the new generation) in one transaction, so a crash leaves the previous state.
-The caller holds the writer lock.
+Files are re-read only when their size, mtime or ctime changed and re-chunked
+only when their hash changed. The ctime catches an edit that kept the size and
+had its mtime set back (``touch -r``): no one can set a ctime. A run commits
+everything (files, chunks, postings, the new generation) in one transaction,
+so a crash leaves the previous state. The caller holds the writer lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -22,7 +22,15 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, tokenize
 from .db import generation_of, get_meta
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
-from .workspace import MemoryFile, UnreadableFileError, memory_files, read_lines, scan
+from .workspace import (
+    MemoryFile,
+    UnreadableFileError,
+    memory_files,
+    read_lines,
+    scan,
+    stamp,
+    warn_once,
+)
 
 __all__ = [
     "SyncReport",
@@ -36,8 +44,6 @@ __all__ = [
     "sync_text",
     "vector_hash",
 ]
-
-log = logging.getLogger("langchain_enhanced_memory")
 
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 
@@ -136,7 +142,8 @@ def is_stale(conn: sqlite3.Connection, workspace: Path, settings: MemorySettings
     """Cheap check (one ``scandir`` pass, a stat per file) for unindexed changes."""
     if get_meta(conn, "chunker") != chunker_signature(settings):
         return True
-    known = {p: (s, m) for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM files")}
+    rows = conn.execute("SELECT path, size, mtime_ns, ctime_ns FROM files")
+    known = {p: (s, m, c) for p, s, m, c in rows}
     return scan(workspace, settings) != known
 
 
@@ -154,15 +161,16 @@ def sync_text(
     signature = chunker_signature(settings)
     rechunk_all = get_meta(conn, "chunker") != signature
     known = {
-        row[0]: row[1:] for row in conn.execute("SELECT path, size, mtime_ns, hash FROM files")
+        row[0]: row[1:]
+        for row in conn.execute("SELECT path, size, mtime_ns, ctime_ns, hash FROM files")
     }
     # One scandir pass with the stat it needs; only the files that moved are read.
     stats = scan(workspace, settings)
     report.files = len(stats)
-    moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:2]) != st)
+    moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:3]) != st)
     chunker = recipe(settings).chunker
     fresh: list[tuple[MemoryFile, os.stat_result, str, list[Chunk]]] = []
-    touched: list[tuple[str, int, int]] = []
+    touched: list[tuple[str, os.stat_result]] = []
     for f in memory_files(workspace, moved):
         old = known.get(f.path)
         try:
@@ -171,12 +179,12 @@ def sync_text(
             report.skipped.append(f.path)
             continue
         except UnreadableFileError as exc:
-            log.warning("skipping %s", exc)
+            warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
         digest = sha("\n".join(lines))
-        if old and not rechunk_all and old[2] == digest:
-            touched.append((f.path, st.st_size, st.st_mtime_ns))
+        if old and not rechunk_all and old[3] == digest:
+            touched.append((f.path, st))
             continue
         fresh.append((f, st, digest, chunker(lines, f.abs_path.name)))
     present = set(stats) - set(report.skipped)
@@ -189,8 +197,8 @@ def sync_text(
         if get_meta(conn, "line-hashes") == "missing":
             _fill_line_digests(conn, settings)
         conn.executemany(
-            "UPDATE files SET size=?, mtime_ns=? WHERE path=?",
-            [(size, mtime, path) for path, size, mtime in touched],
+            "UPDATE files SET size=?, mtime_ns=?, ctime_ns=? WHERE path=?",
+            [(st.st_size, st.st_mtime_ns, st.st_ctime_ns, path) for path, st in touched],
         )
         if report.changed_anything or rechunk_all:
             gone = set(deleted) | set(report.changed)
@@ -227,8 +235,17 @@ def _insert_file(
 ) -> int:
     """Insert a file and its chunks, ids from ``next_id``; returns the next free id."""
     conn.execute(
-        "INSERT INTO files(path, size, mtime_ns, hash, kind, date) VALUES (?,?,?,?,?,?)",
-        (f.path, st.st_size, st.st_mtime_ns, digest, f.kind, f.date and f.date.isoformat()),
+        "INSERT INTO files(path, size, mtime_ns, ctime_ns, hash, kind, date)"
+        " VALUES (?,?,?,?,?,?,?)",
+        (
+            f.path,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+            digest,
+            f.kind,
+            f.date and f.date.isoformat(),
+        ),
     )
     conn.executemany(
         "INSERT INTO chunks(id, path, start_line, end_line, header, headers, text, embed_hash,"
@@ -293,6 +310,6 @@ def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
         before = f.abs_path.stat()
         lines = read_lines(f.abs_path)
         after = f.abs_path.stat()
-        if (before.st_size, before.st_mtime_ns) == (after.st_size, after.st_mtime_ns):
+        if stamp(before) == stamp(after):
             return lines, after
     return lines, after

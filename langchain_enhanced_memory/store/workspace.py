@@ -2,10 +2,15 @@
 
 Discovery walks the workspace once with :func:`os.scandir`, keeps the ``.md``
 files that match ``settings.include`` and not ``settings.exclude``, and never
-leaves the workspace: directory symlinks are not followed (no loops) and a file
-symlink counts only when its target lies inside the workspace. Hidden paths
-(any component starting with ``.``) are skipped, so the index folder
-``.enhanced-memory/`` is never indexed.
+leaves the workspace's places (:class:`Places`): the workspace, the folder a
+symlinked ``memory/`` leads to (a synced folder, an Obsidian vault) and the
+files the links at its top (``MEMORY.md`` -> a dotfiles repository) lead to.
+Deeper directory symlinks are not followed (no loops; each is named once in
+the log), and a deeper file symlink counts only when its target lies in those
+places. A ``memory`` link to a folder that holds the workspace (``/``) or to
+the home folder is not followed either. Hidden paths (any component starting with
+``.``) are skipped, so the index folder ``.enhanced-memory/`` is never indexed.
+Each warning is logged once per process (a search scans twice).
 
 :func:`read_lines` turns a file into the exact lines an editor shows, so that
 1-based line numbers reported by search point at the right place.
@@ -18,7 +23,8 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -32,12 +38,16 @@ __all__ = [
     "MAX_FILE_BYTES",
     "FileKind",
     "MemoryFile",
+    "Places",
     "UnreadableFileError",
     "classify",
     "discover",
     "memory_files",
+    "places",
     "read_lines",
     "scan",
+    "stamp",
+    "warn_once",
 ]
 
 logger = logging.getLogger("langchain_enhanced_memory")
@@ -56,6 +66,20 @@ _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 # A daily note's name starts with an ISO date not followed by another digit.
 _DATE_PREFIX = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _CORE_SET = frozenset(CORE_FILES)
+#: The one folder link discovery follows: the workspace's own ``memory/``.
+MEMORY_LINK = "memory"
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(message: str) -> None:
+    """Log ``message`` as a warning the first time this process has it (scans repeat)."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    logger.warning("%s", message)
 
 
 class UnreadableFileError(Exception):
@@ -70,6 +94,10 @@ class UnreadableFileError(Exception):
         self.path = Path(path)
         self.reason = reason
         super().__init__(f"cannot read {_one_line(str(path))}: {_one_line(reason)}")
+
+    def named(self, rel: str) -> str:
+        """``rel: reason``, for a message that names the file as the user knows it."""
+        return f"{_one_line(rel)}: {_one_line(self.reason)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +149,85 @@ def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def discover(workspace: Path | str, settings: MemorySettings | None = None) -> list[MemoryFile]:
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Where a workspace's notes may lie (see the module doc); all paths resolved.
+
+    Attributes:
+        root: The workspace.
+        memory: The folder a symlinked ``memory/`` leads to, None when it is not a followed link.
+        files: The files the links at the top of the workspace lead to.
+    """
+
+    root: Path
+    memory: Path | None
+    files: frozenset[Path]
+
+    def holds(self, path: Path) -> bool:
+        """Whether ``path``, resolved, lies in these places."""
+        real = path.resolve()
+        if _is_within(real, self.root) or real in self.files:
+            return True
+        return self.memory is not None and _is_within(real, self.memory)
+
+
+def places(workspace: Path | str, *, warn: bool = True) -> Places:
+    """The :class:`Places` of ``workspace``; ``warn``: log why a ``memory`` link is not followed.
+
+    Raises:
+        FileNotFoundError: The workspace does not exist.
+        NotADirectoryError: The workspace is not a directory.
+    """
+    root = _root(workspace)
+    memory: Path | None = None
+    files: set[Path] = set()
+    try:
+        with os.scandir(root) as it:
+            links = [e for e in it if e.is_symlink()]
+    except OSError:
+        links = []
+    for entry in links:
+        try:
+            target = Path(entry.path).resolve(strict=True)
+            is_dir = target.is_dir()
+        except (OSError, RuntimeError) as exc:  # dangling, a loop
+            if warn and entry.name == MEMORY_LINK:
+                warn_once(f"skipping {MEMORY_LINK}: {_reason(exc)}")
+            continue
+        if not is_dir:
+            if entry.name.endswith(".md"):
+                files.add(target)
+        elif entry.name == MEMORY_LINK:
+            if _is_within(root, target) or str(target) == os.path.realpath(os.path.expanduser("~")):
+                if warn:
+                    warn_once(
+                        f"skipping {MEMORY_LINK}: the link leads to {_one_line(str(target))},"
+                        " a folder that holds the workspace or the home folder"
+                    )
+            else:
+                memory = target
+    return Places(root, memory, frozenset(files))
+
+
+def discover(
+    workspace: Path | str, settings: MemorySettings | None = None, *, warn: bool = True
+) -> list[MemoryFile]:
     """List the workspace's memory files, sorted by relative path.
 
     Selection: ``.md`` files matching ``settings.include`` and no ``settings.exclude``
     glob (see :func:`glob_match`; an exclude glob that matches a directory excludes
-    everything below it). Hidden files and folders are skipped. Directory symlinks
-    are never followed; a file symlink is kept only when its resolved target is a
-    regular file inside the workspace. Files reached twice (hard links, symlinks,
-    ``MEMORY.md``/``memory.md`` on a case-insensitive disk) are listed once,
-    preferring the real file over a link, then the first path. Unreadable folders
-    and files are skipped with a logged warning.
+    everything below it). Hidden files and folders are skipped. Of the directory
+    symlinks only a top-level ``memory`` is followed; a file symlink is kept only
+    when its resolved target is a regular file in the workspace's :class:`Places`.
+    Files reached twice (hard links, symlinks, ``MEMORY.md``/``memory.md`` on a
+    case-insensitive disk) are listed once, preferring the real file over a link,
+    then the first path. Unreadable folders and files are skipped with a warning
+    (logged once per process).
 
     Args:
         workspace: The workspace root.
         settings: Discovery settings; defaults to :class:`MemorySettings()`.
+        warn: Log what is skipped (``get`` looks up one file and says nothing of others).
 
     Returns:
         The memory files, sorted by ``path``.
@@ -144,9 +236,11 @@ def discover(workspace: Path | str, settings: MemorySettings | None = None) -> l
         FileNotFoundError: The workspace does not exist.
         NotADirectoryError: The workspace is not a directory.
     """
-    root = _root(workspace)
+    where = places(workspace, warn=warn)
     # (is_symlink, rel_path) sorts real files first, then by path, for de-duplication.
-    found = sorted(_candidates(root, settings or MemorySettings()), key=lambda c: (c[0], c[1]))
+    found = sorted(
+        _candidates(where, settings or MemorySettings(), warn), key=lambda c: (c[0], c[1])
+    )
     seen: set[object] = set()
     files: list[MemoryFile] = []
     for _is_link, rel, entry, _st, inode in found:
@@ -159,10 +253,19 @@ def discover(workspace: Path | str, settings: MemorySettings | None = None) -> l
     return files
 
 
+def stamp(st: os.stat_result) -> tuple[int, int, int]:
+    """``(size, mtime_ns, ctime_ns)``: what tells that a file may have changed.
+
+    The ctime too: an edit that keeps the size and sets the mtime back
+    (``sed -i`` then ``touch -r``) still moves it, and nothing can set it back.
+    """
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def scan(
     workspace: Path | str, settings: MemorySettings | None = None
-) -> dict[str, tuple[int, int]]:
-    """``{path: (size, mtime_ns)}`` of the files :func:`discover` lists, in one cheap pass.
+) -> dict[str, tuple[int, int, int]]:
+    """``{path: stamp}`` (:func:`stamp`) of the files :func:`discover` lists, in one cheap pass.
 
     The freshness check of every search without a watcher: one ``os.scandir``
     walk and the ``stat`` it needs, no ``Path`` per file and no classification.
@@ -172,10 +275,10 @@ def scan(
         FileNotFoundError: The workspace does not exist.
         NotADirectoryError: The workspace is not a directory.
     """
-    out: dict[str, tuple[int, int]] = {}
+    out: dict[str, tuple[int, int, int]] = {}
     seen: dict[object, tuple[bool, str]] = {}
     for is_link, rel, _entry, st, inode in _candidates(
-        _root(workspace), settings or MemorySettings()
+        places(workspace), settings or MemorySettings(), True
     ):
         first = seen.get(inode)
         if first is not None:
@@ -184,7 +287,7 @@ def scan(
                 continue
             del out[first[1]]
         seen[inode] = (is_link, rel)
-        out[rel] = (st.st_size, st.st_mtime_ns)
+        out[rel] = stamp(st)
     return out
 
 
@@ -204,25 +307,24 @@ def _root(workspace: Path | str) -> Path:
 
 
 def _candidates(
-    root: Path, settings: MemorySettings
+    where: Places, settings: MemorySettings, warn: bool
 ) -> Iterator[tuple[bool, str, os.DirEntry[str], os.stat_result, object]]:
     """``(is_symlink, rel, entry, stat, inode key)`` of every selected regular file."""
-    root_str = str(root)
-    for rel, entry in _walk(root, Globs(settings.include, settings.exclude)):
+    root_str = str(where.root)
+    say = warn_once if warn else _silent
+    for rel, entry in _walk(where, Globs(settings.include, settings.exclude), say):
         if not rel.isascii() and not _is_utf8(rel):
             # An undecodable name cannot be stored, searched or printed as JSON.
-            logger.warning("skipping %s: file name is not valid UTF-8", _one_line(rel))
+            say(f"skipping {_one_line(rel)}: file name is not valid UTF-8")
             continue
         try:
             is_link = entry.is_symlink()
-            if is_link:
-                target = Path(entry.path).resolve()
-                if not _is_within(target, root):
-                    logger.warning("skipping %s: symlink points outside the workspace", rel)
-                    continue
+            if is_link and not where.holds(Path(entry.path)):
+                say(f"skipping {_one_line(rel)}: symlink points outside the workspace")
+                continue
             st = entry.stat()  # follows a (checked) file symlink
         except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on old Pythons
-            logger.warning("skipping %s: %s", rel, _one_line(str(exc)))
+            say(f"skipping {_one_line(rel)}: {_reason(exc)}")
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
@@ -231,9 +333,11 @@ def _candidates(
         yield is_link, rel, entry, st, key
 
 
-def _walk(root: Path, globs: Globs) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Yield (relative path, entry) for candidate ``.md`` files under ``root``."""
-    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
+def _walk(
+    where: Places, globs: Globs, say: Callable[[str], None]
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield (relative path, entry) for candidate ``.md`` files of the workspace."""
+    stack: list[tuple[str, tuple[str, ...]]] = [(str(where.root), ())]
     while stack:
         dir_path, dir_parts = stack.pop()
         prefix = "/".join(dir_parts) + "/" if dir_parts else ""
@@ -241,21 +345,32 @@ def _walk(root: Path, globs: Globs) -> Iterator[tuple[str, os.DirEntry[str]]]:
             with os.scandir(dir_path) as it:
                 entries = list(it)
         except OSError as exc:
-            logger.warning("skipping folder %s: %s", prefix or ".", _one_line(str(exc)))
+            say(f"skipping folder {_one_line(prefix or '.')}: {_reason(exc)}")
             continue
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue  # hidden, including the index folder .enhanced-memory/
             rel = prefix + name
+            parts = (*dir_parts, name)
             try:
-                # follow_symlinks=False: a symlinked directory is never entered.
-                if entry.is_dir(follow_symlinks=False):
-                    if globs.may_contain(rel, (*dir_parts, name)):
-                        stack.append((entry.path, (*dir_parts, name)))
+                # follow_symlinks=False: a symlinked directory is entered only as memory/.
+                if entry.is_dir(follow_symlinks=False) or (
+                    not dir_parts and name == MEMORY_LINK and where.memory is not None
+                ):
+                    if globs.may_contain(rel, parts):
+                        stack.append((entry.path, parts))
+                    continue
+                if entry.is_symlink() and entry.is_dir():
+                    # A refused memory link: places() said why.
+                    if (dir_parts or name != MEMORY_LINK) and globs.may_contain(rel, parts):
+                        say(
+                            f"skipping {_one_line(rel)}: a symlinked folder is not followed"
+                            " (only the workspace's memory/ link is)"
+                        )
                     continue
             except OSError as exc:
-                logger.warning("skipping %s: %s", rel, _one_line(str(exc)))
+                say(f"skipping {_one_line(rel)}: {_reason(exc)}")
                 continue
             if name.endswith(".md") and globs.selects(rel):
                 yield rel, entry
@@ -322,6 +437,17 @@ def _is_utf8(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _silent(_message: str) -> None:
+    pass
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an OS call failed, without the path the message already names."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return _one_line(str(exc))
 
 
 def _too_large(size: int) -> str:

@@ -114,7 +114,7 @@ def test_scan_lists_what_discover_lists(tmp_path: Path) -> None:
     assert sorted(found) == [f.path for f in listed]
     for f in listed:
         st = f.abs_path.stat()
-        assert found[f.path] == (st.st_size, st.st_mtime_ns)
+        assert found[f.path] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @pytest.mark.parametrize("watch", [True, False])
@@ -126,6 +126,55 @@ def test_an_index_run_elsewhere_does_not_hide_an_edit(workspace: Path, watch: bo
             fh.write("\nThe wombat account is closed.\n")
         MemorySearch(workspace, embedder="none").index.sync()
         assert _paths(engine, "wombat")[:1] == ["MEMORY.md"]
+
+
+@pytest.mark.parametrize("watch", [True, False])
+def test_a_same_size_edit_with_its_mtime_set_back_is_in_the_next_search(
+    workspace: Path, watch: bool
+) -> None:
+    note = workspace / "memory/2026-02-08.md"
+    with MemorySearch(workspace, embedder="none", watch=watch) as engine:
+        assert _paths(engine, "ramen")[:1] == ["memory/2026-02-08.md"]
+        # sed -i 's/ramen/sushi/' then touch -r: the size and the mtime are as they were.
+        st = note.stat()
+        with open(note, "r+", encoding="utf-8") as fh:
+            text = fh.read()
+            fh.seek(0)
+            fh.write(text.replace("ramen", "sushi"))
+        os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert (note.stat().st_size, note.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        assert _paths(engine, "sushi")[:1] == ["memory/2026-02-08.md"]
+        assert "memory/2026-02-08.md" not in _paths(engine, "ramen")
+
+
+@pytest.mark.parametrize("watch", [True, False])
+def test_edits_through_a_symlinked_memory_folder_are_in_the_next_search(
+    tmp_path: Path, watch: bool
+) -> None:
+    vault, other, ws = tmp_path / "vault", tmp_path / "other", tmp_path / "ws"
+    for folder in (vault, other, ws):
+        folder.mkdir()
+    (vault / "2026-02-08.md").write_text("# Day\n\nThe billing move is planned.\n")
+    (other / "topic.md").write_text("# Topic\n\nThe capybara project.\n")
+    (tmp_path / "core.md").write_text("# Core\n\nPlain facts.\n")
+    (ws / "memory").symlink_to(vault, target_is_directory=True)
+    (ws / "MEMORY.md").symlink_to(tmp_path / "core.md")
+    with MemorySearch(ws, embedder="none", watch=watch) as engine:
+        assert _paths(engine, "billing") == ["memory/2026-02-08.md"]
+        with open(vault / "2026-02-08.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe zanzibar rollout is frozen.\n")
+        assert _paths(engine, "zanzibar") == ["memory/2026-02-08.md"]
+        with open(tmp_path / "core.md", "a", encoding="utf-8") as fh:
+            fh.write("\nThe user owns a kayak.\n")
+        assert _paths(engine, "kayak") == ["MEMORY.md"]
+        assert engine.freshness.mode == ("watch" if watch else "scan")
+        # The link re-pointed to another folder.
+        (ws / "memory").unlink()
+        (ws / "memory").symlink_to(other, target_is_directory=True)
+        assert _paths(engine, "capybara") == ["memory/topic.md"]
+        assert _paths(engine, "zanzibar") == []
+        (other / "new.md").write_text("# New\n\nA wallaby note.\n")
+        assert _paths(engine, "wallaby") == ["memory/new.md"]
 
 
 def test_edits_are_in_the_next_retriever_and_tool_call(workspace: Path) -> None:

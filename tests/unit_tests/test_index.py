@@ -151,6 +151,28 @@ def test_old_schema_is_migrated(workspace: Path, caplog: pytest.LogCaptureFixtur
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+def test_an_index_of_schema_3_opens_and_reads_each_file_once_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryIndex(workspace).sync()
+    path = default_index_path(workspace)
+    with sqlite3.connect(path) as conn:  # as the previous version left it: no ctime
+        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
+        conn.execute("PRAGMA user_version=3")
+    reads: list[Path] = []
+    real = sync.read_lines
+    monkeypatch.setattr(sync, "read_lines", lambda p: reads.append(p) or real(p))
+    idx = MemoryIndex(workspace)
+    assert idx.is_stale()
+    report = idx.sync()
+    assert len(reads) == 4 and not report.changed_anything and report.generation == 1
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    reads.clear()
+    assert not idx.is_stale()
+    assert not idx.sync().changed_anything and reads == []
+
+
 def test_read_only_workspace_uses_cache_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -156,13 +156,14 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
             [(MODEL, h, v.size, v.tobytes()) for h, v in want.items()],
         )
         conn.execute("INSERT INTO derived VALUES ('matrix:fake/m', 1, x'00')")
+        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")  # added by schema 4
         conn.execute("PRAGMA user_version=2")
     migrated = MemoryIndex(ws, settings)
     assert not migrated.missing_embeddings(MODEL)  # the keys were kept: nothing re-embedded
     snap = migrated.snapshot(MODEL)
     assert snap.has_vector is not None and snap.has_vector.all()
     with sqlite3.connect(idx.path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert not conn.execute("SELECT 1 FROM derived WHERE name LIKE 'matrix:%'").fetchall()
         hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks ORDER BY id")]
     dense = snap.dense_vectors()

@@ -241,11 +241,30 @@ def test_discover_symlink_outside_not_followed(tmp_path: Path) -> None:
     write(outside, "secret.md", "# secret\ntop secret text\n")
     write(outside, "dir/also-secret.md")
     write(inside, "memory/a.md")
+    write(outside, "core.md", "# core\n")
     os.symlink(outside / "secret.md", inside / "memory" / "secret.md")
-    os.symlink(outside / "secret.md", inside / "MEMORY.md")
     os.symlink(outside / "dir", inside / "memory" / "dir")
     os.symlink(outside / "secret.md", inside / "memory" / "relative.md")
-    assert paths(inside) == ["memory/a.md"]
+    # Only the links at the top (MEMORY.md, memory/) are followed wherever they lead.
+    os.symlink(outside / "core.md", inside / "MEMORY.md")
+    assert paths(inside) == ["MEMORY.md", "memory/a.md"]
+
+
+@needs_symlinks
+def test_a_memory_link_to_the_home_folder_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    write(home, "diary.md")
+    write(tmp_path, "ws/MEMORY.md")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "ws" / "memory").symlink_to(home, target_is_directory=True)
+    assert paths(tmp_path / "ws") == ["MEMORY.md"]
+    assert "the home folder" in caplog.text
+    (tmp_path / "ws" / "memory").unlink()
+    (tmp_path / "ws" / "memory").symlink_to(home / "vault", target_is_directory=True)
+    write(home, "vault/2026-01-01.md")  # a folder under home is fine
+    assert paths(tmp_path / "ws") == ["MEMORY.md", "memory/2026-01-01.md"]
 
 
 @needs_symlinks
