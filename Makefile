@@ -32,7 +32,7 @@ lint: $(STAMP)
 # The command-line reference (docs/cli.md) is generated from the parsers first.
 docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py
-	$(BIN)/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the README table.
 reliability: $(STAMP)
