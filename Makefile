@@ -5,12 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOW    ?= 2026-12-02T09:00:00
 
-.PHONY: demo test lint reliability bench clean
+.PHONY: demo test lint docs reliability bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,test,lint]'
+	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,test,lint,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check langchain_enhanced_memory tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
+# The command-line reference (docs/cli.md) is generated from the parsers first.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_cli.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the README table.
 reliability: $(STAMP)

@@ -1,4 +1,4 @@
-"""Every quality figure of the README in one run: baselines, the default, and an ablation.
+"""Every locomo-dev quality figure of docs/benchmarks.md in one run: baselines, default, ablation.
 
 Each row is ``enhanced-memory eval`` with a profile and settings overrides
 (the same as ``enhanced-memory eval --profile P --set KEY=VALUE ...``); query

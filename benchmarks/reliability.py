@@ -1,4 +1,4 @@
-"""Run every fault-injection and bad-input test (slow ones included) and print the README table.
+"""Run every fault-injection and bad-input test (slow ones too); print docs/reliability.md's table.
 
     python benchmarks/reliability.py            # or: make reliability
 

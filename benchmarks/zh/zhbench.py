@@ -59,7 +59,7 @@ SPEC: list[tuple[str, str, str, str, list[tuple[str, str]]]] = [
         "上周一周会决定了什么",
         "zh-date-relative",
         FRI,
-        [(D + "10-12.md", "决定 10月26日")],
+        [(D + "10-12.md", "决定10月26日")],
     ),
     (
         "rel-07",
@@ -345,7 +345,7 @@ SPEC: list[tuple[str, str, str, str, list[tuple[str, str]]]] = [
         [(D + "10-22.md", "请假去看牙医"), (D + "10-22.md", "下个月洗牙")],
     ),
     # --- file names in Chinese
-    ("path-01", "项目-星河 的里程碑", "zh-path", FRI, [(STAR, "9月10日 项目启动")]),
+    ("path-01", "项目-星河 的里程碑", "zh-path", FRI, [(STAR, "9月10日：项目启动")]),
     ("path-02", "读书笔记里对三体的评价", "zh-path", FRI, [(BOOKS, "面壁计划的设定")]),
     ("path-03", "客户华远 合同什么时候续签", "zh-path", FRI, [(HUAYUAN, "每年十二月续签")]),
     ("path-04", "健身计划 的目标体重", "zh-path", FRI, [(GYM, "体重降到 72 公斤")]),

@@ -75,7 +75,7 @@ def test_cli_finds_a_chinese_file_name_and_keeps_cjk_intact(zh_workspace: Path) 
     assert top["path"] == "memory/topics/项目-星河.md"
     lines = (zh_workspace / top["path"]).read_text(encoding="utf-8").split("\n")
     assert top["snippet"] == "\n".join(lines[top["startLine"] - 1 : top["endLine"]])
-    assert "9月10日 项目启动" in top["snippet"]
+    assert "9月10日：项目启动" in top["snippet"]
 
 
 def test_cli_path_signal_matches_a_chinese_name_without_the_dash(zh_workspace: Path) -> None:

@@ -1,7 +1,7 @@
 """Slow fault injection: SIGKILL during indexing, concurrent readers and writers.
 
 Run with ``pytest -m slow tests/reliability`` or ``make reliability`` (which also
-prints the README table). Set ``RELIABILITY_STATS=DIR`` to keep each report as JSON.
+prints the table of docs/reliability.md). Set ``RELIABILITY_STATS=DIR`` to keep each report as JSON.
 """
 
 from __future__ import annotations

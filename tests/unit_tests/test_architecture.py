@@ -1,4 +1,4 @@
-"""The package's import graph keeps to ARCHITECTURE.md: no cycles, no upward imports, a pure core.
+"""The import graph keeps to docs/architecture.md: no cycles, no upward imports, a pure core.
 
 The graph is read from the source with ``ast`` (imports inside functions
 count too), so the test needs no import of the package. The layers are the
