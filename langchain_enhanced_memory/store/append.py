@@ -1,4 +1,4 @@
-"""Writing memory: add one bullet to a daily note or a memory file (``memory_append``).
+r"""Writing memory: add one bullet to a daily note or a memory file (``memory_append``).
 
 The only module that writes a note. What it guarantees:
 
@@ -31,7 +31,7 @@ The only module that writes a note. What it guarantees:
   but a regular file (a FIFO, a device) is refused before it is read.
 * **The text cannot change the note's structure.** Multi-line text is one
   bullet with indented continuation lines; a line that would start a header, a
-  code fence or a setext underline is escaped with ``\\``. Lines end as the
+  code fence or a setext underline is escaped with ``\``. Lines end as the
   note's do (CRLF stays CRLF). A note that ends inside an open code fence gets
   a closing fence line of the same marker before the bullet.
 * **A section is found once.** With ``section``, the bullet goes at the end of
@@ -334,7 +334,7 @@ def _place(
     closing = [fence] if fence else []  # the note ends inside a fence: close it first
     if heading is not None:
         key = heading.casefold()
-        for k, (start, level, title) in enumerate(headers):
+        for k, (_, level, title) in enumerate(headers):
             if title.casefold() != key:
                 continue
             end = next((h[0] for h in headers[k + 1 :] if h[1] <= level), len(lines))

@@ -131,11 +131,11 @@ def test_remember_writes_through_a_symlink_and_keeps_hard_links(workspace: Path)
     (topics / "alias.md").symlink_to("real.md")
     r = remember(workspace, "through the link", "--file", "memory/topics/alias.md")
     assert r.returncode == 0, r.stderr
-    r = remember(workspace, "inside Facts", "--file", "memory/topics/alias.md", "--section", "Facts")
+    r = remember(workspace, "in Facts", "--file", "memory/topics/alias.md", "--section", "Facts")
     assert r.returncode == 0, r.stderr
     assert (topics / "alias.md").is_symlink()
     assert real.read_text(encoding="utf-8") == (
-        "# Real\n\n## Facts\n- one\n- inside Facts\n\n## Later\n- two\n- through the link\n"
+        "# Real\n\n## Facts\n- one\n- in Facts\n\n## Later\n- two\n- through the link\n"
     )
     hard = topics / "hard.md"
     os.link(real, hard)

@@ -59,8 +59,16 @@ def writers_round(ws: Path, report: WritersReport, rememberers: int, min_lines: 
     )
     procs = [
         subprocess.Popen(
-            [*CLI, "remember", "--workspace", str(ws), "--now", f"{DAY}T10:00",
-             f"tool line {n}", *(["--section", "Log"] if n % 2 else [])],
+            [
+                *CLI,
+                "remember",
+                "--workspace",
+                str(ws),
+                "--now",
+                f"{DAY}T10:00",
+                f"tool line {n}",
+                *(["--section", "Log"] if n % 2 else []),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
