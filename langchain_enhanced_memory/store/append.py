@@ -142,8 +142,8 @@ def append_memory(
             _remove_leftovers(real)
             fd, created = _open(real, rel)
             try:
-                first = f"# {day.isoformat()}\n" if created and file is None else ""
-                line, name = _add(fd, real, rel, first, bullet, heading)
+                header = f"# {day.isoformat()}\n" if file is None else ""
+                line, name = _add(fd, real, rel, header, bullet, heading)
             finally:
                 os.close(fd)
     except OSError as exc:
@@ -202,13 +202,12 @@ def _real_target(root: Path, rel: str) -> Path:
     if root not in real.parents:
         raise WriteError(f"refused: {rel} leads outside the workspace", _PATHS)
     real_rel = real.relative_to(root).as_posix()
-    if real_rel != rel:
-        try:
-            _target(real_rel)
-        except WriteError:
-            raise WriteError(
-                f"refused: {rel} links to {real_rel}, which is not a memory file", _PATHS
-            ) from None
+    if real_rel != rel and (
+        not real_rel.lower().endswith(".md") or any(p.startswith(".") for p in real_rel.split("/"))
+    ):
+        raise WriteError(
+            f"refused: {rel} links to {real_rel}, which is not a markdown note", _PATHS
+        )
     return real
 
 
@@ -285,11 +284,16 @@ def _writable(rel: str) -> str:
 
 
 def _add(
-    fd: int, real: Path, rel: str, first: str, bullet: list[str], heading: str | None
+    fd: int, real: Path, rel: str, header: str, bullet: list[str], heading: str | None
 ) -> tuple[int, str | None]:
-    """Put the bullet into the open note; its 1-based line and the section's name."""
+    """Put the bullet into the open note; its 1-based line and the section's name.
+
+    ``header`` starts a note that is empty (new, or left empty by a kill between
+    its creation and the write).
+    """
     for attempt in range(_ATTEMPTS):
         raw = _read_all(fd)
+        first = "" if raw else header
         try:
             old = first + raw.decode("utf-8")
         except UnicodeDecodeError:

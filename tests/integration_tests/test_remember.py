@@ -97,6 +97,12 @@ def test_remember_loses_no_line_of_a_plain_appender(tmp_path: Path) -> None:
 
 
 def test_a_killed_writers_temporary_file_is_cleaned_and_none_is_left(workspace: Path) -> None:
+    # A kill between creating a new daily note and writing it: the next call adds the header.
+    (workspace / "memory/2026-02-09.md").write_bytes(b"")
+    assert remember(workspace, "after a kill").returncode == 0
+    assert (workspace / "memory/2026-02-09.md").read_text(encoding="utf-8") == (
+        "# 2026-02-09\n\n- after a kill\n"
+    )
     # What a kill between creating the temporary file and the rename leaves behind.
     stale = workspace / "memory/.2026-02-08.md.k1ll3d_x.tmp"
     stale.write_bytes(b"")
@@ -150,12 +156,14 @@ def test_remember_writes_through_a_symlink_and_keeps_hard_links(workspace: Path)
     assert os.path.samefile(real, hard) and real.read_bytes() == before
 
 
-def test_a_link_to_a_file_that_is_not_a_memory_file_is_refused(workspace: Path) -> None:
-    (workspace / "notes.md").write_text("# Not memory\n", encoding="utf-8")
-    (workspace / "memory/topics/sneaky.md").symlink_to("../../notes.md")
-    r = remember(workspace, "x", "--file", "memory/topics/sneaky.md")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "refused" in r.stderr
-    assert (workspace / "notes.md").read_text(encoding="utf-8") == "# Not memory\n"
+def test_a_link_to_a_hidden_or_non_markdown_file_is_refused(workspace: Path) -> None:
+    (workspace / ".private").mkdir()
+    for name, target in (("hidden.md", ".private/keys.md"), ("text.md", "notes.txt")):
+        (workspace / target).write_text("as it was\n", encoding="utf-8")
+        (workspace / "memory/topics" / name).symlink_to(f"../../{target}")
+        r = remember(workspace, "x", "--file", f"memory/topics/{name}")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "refused" in r.stderr
+        assert (workspace / target).read_text(encoding="utf-8") == "as it was\n"
 
 
 def test_owner_and_mode_of_a_note_are_kept(workspace: Path) -> None:
