@@ -3,7 +3,7 @@
     python benchmarks/reliability.py            # or: make reliability
 
 Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
-``remember`` beside a plain appender),
+``remember`` beside a plain appender and killed),
 the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
 marker on, then prints a markdown table of what was tried and what held. Exits
 non-zero when anything failed.
@@ -59,7 +59,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
         return json.loads(p.read_text()) if p.exists() else {}
 
     kills, conc, ser = load("kills"), load("concurrency"), load("serialize")
-    vkills, writers = load("vector_kills"), load("writers")
+    vkills, writers, rkills = load("vector_kills"), load("writers"), load("remember_kills")
     rows = []
     if kills:
         ph = kills["phases"]
@@ -100,6 +100,17 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 " once, no temporary file left",
                 lines,
                 lines - writers["lost"] - writers["doubled"] if not writers["problems"] else 0,
+            )
+        )
+    if rkills:
+        rows.append(
+            (
+                "SIGKILL during `remember` (half appending, half rewriting an earlier section;"
+                f" half as soon as it holds the notes lock; {rkills['landed']} had written):"
+                " the note holds its old lines and the whole bullet or none of it, no"
+                " temporary file after the next `remember`",
+                rkills["kills"],
+                rkills["survived"] if not rkills["problems"] else 0,
             )
         )
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")

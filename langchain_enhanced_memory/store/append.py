@@ -352,7 +352,8 @@ def _place(
         block = closing + (["", f"## {heading}", ""] if lines else [f"## {heading}", ""])
     else:
         last = (closing or lines or [""])[-1]
-        block = closing + ([""] if last.strip() and not last.startswith("- ") else [])
+        # A blank line after a paragraph or header; none within a list (a bullet or its tail).
+        block = closing + ([""] if last.strip() and not last.startswith(("- ", "  ")) else [])
     return None, _joined(block + bullet, eol), len(lines) + len(block) + 1, heading
 
 

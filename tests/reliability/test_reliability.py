@@ -15,7 +15,7 @@ import pytest
 
 from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
 from tests.reliability.vector_kills import vector_kill_campaign
-from tests.reliability.writers import concurrent_writers
+from tests.reliability.writers import concurrent_writers, remember_kills
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -70,3 +70,11 @@ def test_remember_and_a_plain_appender_lose_no_line(tmp_path: Path) -> None:
     assert report.problems == [], report.problems[:5]
     assert report.lost == report.doubled == 0
     assert report.remembered == 100 and report.appended >= 1000
+
+
+def test_sigkill_during_remember_leaves_whole_bullets(tmp_path: Path) -> None:
+    report = remember_kills(tmp_path, kills=30)
+    _save("remember_kills", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.kills == 30 and report.survived == report.kills
+    assert report.landed < report.kills  # some kills came before the write

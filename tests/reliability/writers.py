@@ -1,4 +1,4 @@
-"""``remember`` processes and a plain appender writing one note at once: nothing may be lost.
+"""``remember`` beside a plain appender, and killed mid-write: nothing may be lost or torn.
 
 The appender stands for an editor, the agent's own file tool or a sync client: it
 takes no lock and appends a line with ``open(..., "a")`` and one ``write``, over
@@ -10,8 +10,12 @@ in ``tests/reliability`` that ``benchmarks/reliability.py`` reports.
 
 from __future__ import annotations
 
+import fcntl
+import random
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,3 +113,88 @@ def concurrent_writers(
     for r in range(rounds):
         writers_round(root / f"ws{r}", report, rememberers, min_lines)
     return report
+
+
+@dataclass
+class RememberKillReport:
+    """SIGKILLs of ``remember`` and what the note held after each."""
+
+    kills: int = 0  # processes killed while still running
+    landed: int = 0  # of those, how many had written their bullet
+    survived: int = 0  # notes holding only whole bullets afterwards
+    problems: list[str] = field(default_factory=list)
+
+
+def remember_kills(root: Path, kills: int = 30, seed: int = 11) -> RememberKillReport:
+    """SIGKILL ``remember``, half appending, half rewriting a section.
+
+    Half the kills land as soon as the process holds the notes lock (reading or
+    writing the note), the rest at a random moment.
+
+    After each kill the note must hold its old lines and, per call, the whole
+    two-line bullet or none of it; after the next ``remember`` of the note no
+    temporary file may be left.
+    """
+    rng = random.Random(seed)
+    report = RememberKillReport()
+    ws = root / "ws"
+    note = ws / "memory" / f"{DAY}.md"
+    note.parent.mkdir(parents=True)
+    note.write_text(f"# {DAY}\n\n## Plans\n\n- plan\n\n## Log\n\n- first line\n", encoding="utf-8")
+    expected = note.read_text(encoding="utf-8").splitlines()
+    for n in range(kills * 3):
+        if report.kills == kills:
+            break
+        section = ["--section", "Plans"] if n % 2 else []
+        proc = subprocess.Popen(
+            [*CLI, "remember", "--workspace", str(ws), "--now", f"{DAY}T10:00",
+             f"kill {n} first\nkill {n} second", *section],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=cli_env(),
+        )  # fmt: skip
+        if n % 4 < 2:
+            _until_it_holds_the_lock(proc, note.parent / ".enhanced-memory-notes.lock")
+        else:
+            time.sleep(rng.uniform(0.05, 0.8))
+        bullet = [f"- kill {n} first", f"  kill {n} second"]
+        if proc.poll() is not None:  # finished before the kill: not a kill
+            expected += bullet if proc.returncode == 0 else []
+            continue
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        report.kills += 1
+        lines = note.read_text(encoding="utf-8").splitlines()
+        mine = [line for line in lines if f"kill {n} " in line]
+        if mine == bullet:
+            report.landed += 1
+            expected += bullet
+        elif mine:
+            report.problems.append(f"kill {n}: part of the bullet: {mine}")
+            continue
+        if sorted(filter(None, lines)) == sorted(filter(None, expected)):
+            report.survived += 1
+        else:
+            report.problems.append(f"kill {n}: the note's lines changed beyond the bullet")
+    r = subprocess.run(
+        [*CLI, "remember", "--workspace", str(ws), "--now", f"{DAY}T10:00", "after the kills",
+         "--section", "Plans"],
+        capture_output=True, text=True, env=cli_env(), timeout=120,
+    )  # fmt: skip
+    if r.returncode != 0:
+        report.problems.append(f"remember after the kills failed: {r.stderr.strip()}")
+    leftovers = [p.name for p in note.parent.iterdir() if p.name.endswith(".tmp")]
+    if leftovers:
+        report.problems.append(f"temporary files left after the next remember: {leftovers}")
+    return report
+
+
+def _until_it_holds_the_lock(proc: subprocess.Popen[bytes], lock: Path) -> None:
+    """Return as soon as ``proc`` holds the notes lock (it is writing), or has ended."""
+    while proc.poll() is None:
+        with open(lock, "a+") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            fcntl.flock(fh, fcntl.LOCK_UN)
