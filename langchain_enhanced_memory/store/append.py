@@ -20,15 +20,17 @@ The only module that writes a note. What it guarantees:
 * **One remember at a time.** Both run under an exclusive ``fcntl`` lock on
   ``memory/.enhanced-memory-notes.lock``; the note is read and written through
   one descriptor opened under it.
-* **A kill leaves no trace.** An append is one ``write``; a rewrite's temporary
-  file (``.<name>.XXXXXXXX.tmp``) is deleted on any failure, and one a killed
-  writer left is deleted by the next write of that note, under the lock.
+* **A kill leaves no torn line.** An append is one ``write`` of the whole
+  block; a rewrite is a rename. A rewrite's temporary file
+  (``.<name>.XXXXXXXX.tmp``) is deleted on any failure; one a kill left behind
+  is deleted by the next write of that note, under the lock.
 * **A note stays the user's file.** A new note is created with mode ``0666``
   less the umask, as an editor creates it; an existing one keeps its inode,
-  owner and mode. A symlink is written through (its target must be a memory
-  file inside the workspace), never replaced; a hard-linked note, or one whose
-  owner the writer cannot give back, is appended to but not rewritten. Anything
-  but a regular file (a FIFO, a device) is refused before it is read.
+  owner and mode. A symlink is written through (its target must be a ``.md``
+  file inside the workspace, not in a hidden folder), never replaced; a
+  hard-linked note, or one whose owner the writer cannot give back, is
+  appended to but not rewritten. Anything but a regular file (a FIFO, a
+  device) is refused before it is read.
 * **The text cannot change the note's structure.** Multi-line text is one
   bullet with indented continuation lines; a line that would start a header, a
   code fence or a setext underline is escaped with ``\``. Lines end as the
