@@ -78,7 +78,8 @@ _MAX_NAME = 200  # bytes of one file or folder name (the file system allows 255)
 _ATTEMPTS = 5  # reads of a note that keeps changing under a rewrite
 _BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A line start that would open a header, a code fence or underline a setext header.
-_STRUCTURE = re.compile(r"#|`{3}|~{3}|[-=]+\s*$")
+# A tag (#todo) is none of these and stays as it is.
+_STRUCTURE = re.compile(r"#{1,6}(?:[ \t]|$)|`{3}|~{3}|[-=]+[ \t]*$")
 _RANDOM = re.compile(r"[a-z0-9_]{8}")  # the part tempfile.mkstemp makes up
 _PATHS = "give MEMORY.md or a .md file under memory/, e.g. memory/topics/people.md"
 

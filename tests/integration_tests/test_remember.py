@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -191,11 +192,11 @@ def test_a_fifo_is_refused_at_once(workspace: Path) -> None:
 
 
 def test_multi_line_text_never_makes_a_header_or_a_fence(workspace: Path) -> None:
-    r = remember(workspace, "Met Ann\n# 1999-01-01\n```\n  ## Plans\n---", "--json")
+    r = remember(workspace, "Met Ann\n# 1999-01-01\n```\n  ## Plans\n---\n#todo", "--json")
     assert r.returncode == 0, r.stderr
     text = (workspace / "memory/2026-02-09.md").read_text(encoding="utf-8")
-    assert text.endswith("- Met Ann\n  \\# 1999-01-01\n  \\```\n  \\## Plans\n  \\---\n")
-    headers = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    assert text.endswith("- Met Ann\n  \\# 1999-01-01\n  \\```\n  \\## Plans\n  \\---\n  #todo\n")
+    headers = [line for line in text.splitlines() if re.match(r" {0,3}#{1,6}(\s|$)", line)]
     assert headers == ["# 2026-02-09"]
 
 
