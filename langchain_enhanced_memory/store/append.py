@@ -413,7 +413,7 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
     # Appended to the old file by a writer without the lock since the check: keep it.
     late = _read_all(fd)[len(raw) :]
     if late:
-        out = os.open(real, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        out = os.open(real, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             _append(out, late, b"\n")
         finally:

@@ -252,3 +252,29 @@ def test_a_rewrite_starts_over_when_the_note_changed_under_it(
     lines = note.read_text(encoding="utf-8").splitlines()
     assert lines[-1] == "- written by an editor meanwhile" and len(calls) == 2
     assert lines[done.line - 1] == "- Also: tea." and done.section == "Preferences"
+
+
+def test_a_line_appended_during_the_rename_is_kept(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the last check, a writer without the lock appends to the old file: copied over.
+    note = workspace / "MEMORY.md"
+    real_replace = os.replace
+
+    def append_then_replace(src, dst):
+        with open(dst, "a", encoding="utf-8") as fh:
+            fh.write("- written during the rename\n")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", append_then_replace)
+    append_memory(workspace, "Also: tea.", section="Preferences", file="MEMORY.md")
+    text = note.read_text(encoding="utf-8")
+    assert text.count("- written during the rename\n") == 1 and "- Also: tea.\n" in text
+
+
+def test_a_note_without_a_final_line_end_gets_one_before_the_bullet(workspace: Path) -> None:
+    note = workspace / "memory/topics/cut.md"
+    note.write_text("# Cut\n\n- last line without an end", encoding="utf-8")
+    done = append_memory(workspace, "next", file="memory/topics/cut.md")
+    assert note.read_text(encoding="utf-8") == "# Cut\n\n- last line without an end\n- next\n"
+    assert done.line == 4
