@@ -369,8 +369,14 @@ def _append(fd: int, data: bytes, eol: bytes) -> None:
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
         data = eol + data
-    while data:  # one write for a regular file; the loop only covers a short one
-        data = data[os.write(fd, data) :]
+    _write_all(fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write and flush ``data``: one ``write`` for a regular file (the loop covers a short one)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
     os.fsync(fd)
 
 
@@ -397,10 +403,7 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
                     "leave out --section, or name the last section, to append at the end",
                 ) from None
         os.fchmod(tmp_fd, stat.S_IMODE(st.st_mode))
-        view = memoryview(new)
-        while view:
-            view = view[os.write(tmp_fd, view) :]
-        os.fsync(tmp_fd)
+        _write_all(tmp_fd, new)
         if os.fstat(fd).st_size != len(raw) or _read_all(fd) != raw:
             return False
         os.replace(tmp, real)
