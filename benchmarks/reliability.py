@@ -2,7 +2,8 @@
 
     python benchmarks/reliability.py            # or: make reliability
 
-Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers),
+Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
+``remember`` beside a plain appender and killed),
 the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
 marker on, then prints a markdown table of what was tried and what held. Exits
 non-zero when anything failed.
@@ -58,7 +59,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
         return json.loads(p.read_text()) if p.exists() else {}
 
     kills, conc, ser = load("kills"), load("concurrency"), load("serialize")
-    vkills = load("vector_kills")
+    vkills, writers, rkills = load("vector_kills"), load("writers"), load("remember_kills")
     rows = []
     if kills:
         ph = kills["phases"]
@@ -86,6 +87,30 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 " the next run); only named segment files left after it",
                 vkills["kills"],
                 vkills["survived"] if not vkills["problems"] else 0,
+            )
+        )
+    if writers:
+        lines = writers["remembered"] + writers["appended"]
+        rows.append(
+            (
+                f"`remember` from {writers['remembered'] // writers['rounds']} processes at once"
+                " while another process appends lines with plain `write`s and no lock"
+                f" ({writers['rounds']} rounds, {writers['remembered']} remembered and"
+                f" {writers['appended']} appended lines): every line of both in the note exactly"
+                " once, no temporary file left",
+                lines,
+                lines - writers["lost"] - writers["doubled"] if not writers["problems"] else 0,
+            )
+        )
+    if rkills:
+        rows.append(
+            (
+                "SIGKILL during `remember` (half appending, half rewriting an earlier section;"
+                f" half as soon as it holds the notes lock; {rkills['landed']} had written):"
+                " the note holds its old lines and the whole bullet or none of it, no"
+                " temporary file after the next `remember`",
+                rkills["kills"],
+                rkills["survived"] if not rkills["problems"] else 0,
             )
         )
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")

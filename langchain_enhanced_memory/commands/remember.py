@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ..core.errors import EnhancedMemoryError
 from ..engine import resolve_workspace
-from ..store.append import append_memory
-from .common import add_common_arguments, dump, parse_now
+from ..store.append import append_memory, daily_path, today
+from . import PROG
+from .common import CliError, add_common_arguments, dump, parse_now
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory remember``."""
     add_common_arguments(p)
-    p.add_argument("text", help="what to remember")
+    p.add_argument("text", help="what to remember (more lines: one bullet, indented)")
     p.add_argument("--section", help="header to put it under (created once), e.g. Decisions")
     p.add_argument(
         "--file", help="MEMORY.md or memory/...md instead of today's memory/YYYY-MM-DD.md"
@@ -21,13 +24,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Append the bullet; print where it landed (``{path, line, ...}`` with ``--json``)."""
-    workspace = resolve_workspace(args.workspace)
-    done = append_memory(
-        workspace, args.text, section=args.section, file=args.file, now=parse_now(args.now)
-    )
+    """Append the bullet; print where it landed (``{path, line, ...}`` with ``--json``).
+
+    With ``--json`` a failure prints ``{path, error, action}`` on stdout (``path``:
+    the file it was for, null when not known) and one line on stderr, exit 2.
+    """
+    try:
+        now = parse_now(args.now)
+        done = append_memory(
+            resolve_workspace(args.workspace),
+            args.text,
+            section=args.section,
+            file=args.file,
+            now=now,
+        )
+    except EnhancedMemoryError as exc:
+        if not args.json:
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        action = exc.action or f"see {PROG} remember --help"
+        dump({"path": _aimed_at(args), "error": str(exc), "action": action})
+        return 2
     if args.json:
         dump(done.as_dict())
     else:
         print(f"remembered in {done.path}:{done.line}")
     return 0
+
+
+def _aimed_at(args: argparse.Namespace) -> str | None:
+    """The file the failed call was for, as given."""
+    if args.file is not None:
+        return str(args.file)
+    try:
+        return daily_path(today(parse_now(args.now)))
+    except CliError:
+        return None

@@ -21,7 +21,7 @@ from operator import add
 
 from .settings import MemorySettings
 
-__all__ = ["Chunk", "chunk_lines", "is_blank", "line_starts", "line_texts"]
+__all__ = ["Chunk", "chunk_lines", "is_blank", "line_starts", "line_texts", "outline"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,23 @@ def chunk_lines(
         The chunks in file order.
     """
     return _Chunker(lines, default_header, settings or MemorySettings()).run()
+
+
+def outline(lines: list[str]) -> tuple[list[tuple[int, int, str]], str]:
+    """The headers a writer may put text under, found as :func:`chunk_lines` finds them.
+
+    Args:
+        lines: The file's lines without line endings.
+
+    Returns:
+        The headers of every level outside fences and front matter, as ``(line
+        index, level, text)``, and the fence run (```` ``` ````, ``~~~~``) of a
+        fence the file leaves open at its end, ``""`` when none is open.
+    """
+    scanner = _Chunker(lines, "", MemorySettings(max_header_level=6))
+    scanner.scan()
+    headers = list(zip(scanner.h_line, scanner.h_level, scanner.h_text, strict=True))
+    return headers, scanner.open_fence
 
 
 # --------------------------------------------------------------------------- shared
@@ -140,6 +157,8 @@ class _Chunker:
         self.h_line: list[int] = []
         self.h_level: list[int] = []
         self.h_text: list[str] = []
+        # The opening run of a fence still open at the end of the file ("" when none).
+        self.open_fence = ""
 
     # -- helpers ---------------------------------------------------------------
 
@@ -200,6 +219,7 @@ class _Chunker:
                 fence, fence_start = run, i
         if fence:  # an unclosed fence runs to the end of the file
             in_fence[fence_start:] = b"\x01" * (len(lines) - fence_start)
+        self.open_fence = fence
 
     # -- chunking --------------------------------------------------------------
 

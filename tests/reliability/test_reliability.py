@@ -15,6 +15,7 @@ import pytest
 
 from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
 from tests.reliability.vector_kills import vector_kill_campaign
+from tests.reliability.writers import concurrent_writers, remember_kills
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -61,3 +62,19 @@ def test_sigkill_around_the_vector_files_leaves_them_whole(tmp_path: Path) -> No
     assert report.phases["new vectors spooled"] == 5
     assert report.phases["writing the vector file"] >= 2
     assert report.files_after >= 1  # the named segments, nothing else (checked in problems)
+
+
+def test_remember_and_a_plain_appender_lose_no_line(tmp_path: Path) -> None:
+    report = concurrent_writers(tmp_path, rounds=5, rememberers=20, min_lines=200)
+    _save("writers", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.lost == report.doubled == 0
+    assert report.remembered == 100 and report.appended >= 1000
+
+
+def test_sigkill_during_remember_leaves_whole_bullets(tmp_path: Path) -> None:
+    report = remember_kills(tmp_path, kills=30)
+    _save("remember_kills", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.kills == 30 and report.survived == report.kills
+    assert report.landed < report.kills  # some kills came before the write

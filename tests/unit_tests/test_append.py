@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -150,8 +151,8 @@ def test_failed_rename_leaves_the_old_file(workspace: Path, monkeypatch) -> None
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(WriteError, match="No space left"):
-        append_memory(workspace, "x", now=NOW.replace(day=8))
+    with pytest.raises(WriteError, match="No space left"):  # inside Decisions: a rewrite
+        append_memory(workspace, "x", section="Decisions", now=NOW.replace(day=8))
     assert note.read_bytes() == before
     assert not [p for p in note.parent.iterdir() if p.name.endswith(".tmp")]
 
@@ -216,5 +217,64 @@ def test_write_tool_existing_day_concurrent_and_read_only(workspace: Path) -> No
         out = tool.invoke({"text": "refused"})
     finally:
         note.chmod(0o644)
-    assert out.startswith("Error: the workspace is read-only")
+    assert out.startswith("Error: memory/2026-02-08.md is read-only")
     assert "refused" not in note.read_text(encoding="utf-8")
+
+
+def test_write_tool_refuses_deep_folders_and_long_names_in_one_line(workspace: Path) -> None:
+    tool = MemoryAppendTool(workspace=workspace, embedder="none")
+    out = tool.invoke({"text": "x", "file": "memory/" + "d/" * 200 + "x.md"})
+    assert out.startswith("Error: refused:") and "\n" not in out and "folders" in out
+    assert not (workspace / "memory/d").exists()
+    long_name = "memory/topics/" + "n" * 300 + ".md"
+    out = tool.invoke({"text": "x", "file": long_name})
+    assert out.startswith("Error: refused:") and "\n" not in out
+    assert "memory/topics/nnn" in out and str(workspace) not in out and "Errno" not in out
+
+
+def test_a_rewrite_starts_over_when_the_note_changed_under_it(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer without the lock appends while the bullet is put inside an earlier section.
+    note = workspace / "MEMORY.md"
+    real_mkstemp = tempfile.mkstemp
+    calls = []
+
+    def mkstemp_then_append(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            with open(note, "a", encoding="utf-8") as fh:
+                fh.write("- written by an editor meanwhile\n")
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_append)
+    done = append_memory(workspace, "Also: tea.", section="preferences", file="MEMORY.md")
+    lines = note.read_text(encoding="utf-8").splitlines()
+    assert lines[-1] == "- written by an editor meanwhile" and len(calls) == 2
+    assert lines[done.line - 1] == "- Also: tea." and done.section == "Preferences"
+
+
+def test_a_line_appended_during_the_rename_is_kept(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the last check, a writer without the lock appends to the old file: copied over.
+    note = workspace / "MEMORY.md"
+    real_replace = os.replace
+
+    def append_then_replace(src, dst):
+        with open(dst, "a", encoding="utf-8") as fh:
+            fh.write("- written during the rename\n")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", append_then_replace)
+    append_memory(workspace, "Also: tea.", section="Preferences", file="MEMORY.md")
+    text = note.read_text(encoding="utf-8")
+    assert text.count("- written during the rename\n") == 1 and "- Also: tea.\n" in text
+
+
+def test_a_note_without_a_final_line_end_gets_one_before_the_bullet(workspace: Path) -> None:
+    note = workspace / "memory/topics/cut.md"
+    note.write_text("# Cut\n\n- last line without an end", encoding="utf-8")
+    done = append_memory(workspace, "next", file="memory/topics/cut.md")
+    assert note.read_text(encoding="utf-8") == "# Cut\n\n- last line without an end\n- next\n"
+    assert done.line == 4
