@@ -99,12 +99,16 @@ def get_lines(
         raise NoteError(f"lines must be 1 or more, got {lines}")
     where = places(workspace, warn=False)
     candidate = where.root / rel
-    if candidate.is_symlink() and not where.holds(candidate):
-        raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
+    try:  # a name the file system refuses (too long) is an OSError, not a missing file
+        if candidate.is_symlink() and not where.holds(candidate):
+            raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
+        exists = candidate.exists()
+    except OSError as exc:
+        raise NoteError(f"cannot read {rel[:200]}: {exc.strerror or exc}") from None
     files = {f.path: f for f in discover(where.root, settings, warn=False)}
     found = files.get(rel)
     if found is None:
-        if candidate.exists():
+        if exists:
             raise NoteError(f"refused: {rel} is not one of the workspace's memory files")
         raise MissingNoteError(f"no such memory file: {rel}", path=rel)
     real = found.abs_path.resolve()
