@@ -44,5 +44,7 @@ SIZES ?= 1000,10000,100000
 bench: $(STAMP)
 	$(BIN)/python benchmarks/speed.py --sizes $(SIZES)
 
+# The demo's searches start a resident engine: stop it before its index goes (no venv: none to stop).
 clean:
+	-[ ! -x $(BIN)/enhanced-memory ] || $(BIN)/enhanced-memory daemon stop --workspace examples/workspace
 	rm -rf $(VENV) examples/workspace/.enhanced-memory

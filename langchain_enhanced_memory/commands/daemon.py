@@ -4,6 +4,8 @@
 it in the foreground (what ``start`` and the automatic start launch); ``stop``
 asks it to exit; ``status`` describes it (exit 1 when none runs). While it
 runs, ``search`` and ``eval`` (and the skill scripts) are answered by it.
+One serves a workspace at a time; it leaves on its own once its index
+folder is deleted or replaced (``make clean`` stops it first).
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def serve_here(workspace: Path, idle_timeout_s: float | None) -> int:
         idle_timeout_s=idle_timeout_s,
         busy=pool.busy,
         status=lambda: {"engines": pool.status()},
+        gone=pool.moved,
     )
     try:
         server.serve(

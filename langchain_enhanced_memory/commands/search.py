@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -118,10 +119,22 @@ def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: 
         return
     if engine.choice.provider != "local" and response.embedded is None:
         return
+    ws = engine.index.workspace
     try:
-        client.start_resident(engine.index.workspace, client.AUTO_IDLE_S)
+        child = client.start_resident(ws, client.AUTO_IDLE_S)
     except (OSError, EnhancedMemoryError) as exc:  # the answer is out; say why, once
         print(f"enhanced-memory: warning: resident engine not started: {exc}", file=sys.stderr)
+        return
+    if child is None:  # one is starting already (a search just before this one)
+        return
+    # A process that outlives the command: say so, and how to be rid of it.
+    print(
+        f"enhanced-memory: started a resident engine (pid {child.pid}) that keeps {ws}'s index"
+        f" and model warm for the next searches; it exits after {client.AUTO_IDLE_S / 60:.0f} min"
+        f" without one. Stop it: enhanced-memory daemon stop --workspace {shlex.quote(str(ws))};"
+        " never start one: ENHANCED_MEMORY_DAEMON=0 or --no-daemon",
+        file=sys.stderr,
+    )
 
 
 def _print_text(engine: Any, response: Any) -> None:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..servers import client
-from ..servers.http import SearchServer
+from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store.locations import resolve_workspace
 from .common import CliError, add_common_arguments, dump, engine_from_args
 
@@ -18,6 +18,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name clients may reach it by (the Host header; repeatable). Always"
+        " answered: 127.0.0.1, localhost, [::1] and --host",
+    )
     p.add_argument(
         "--daemon",
         action="store_true",
@@ -41,15 +49,26 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0..65535, got {args.port}")
+    try:
+        allowed = allowed_hosts(args.host, args.allow_host)
+    except ValueError as exc:
+        raise CliError(f"--host/--allow-host: {exc}") from None
+    if not is_loopback(args.host):
+        print(
+            f"enhanced-memory: warning: {args.host} is not a loopback address: anyone who can"
+            " reach it can read these notes (serve has no authentication); it answers the"
+            f" Host names {', '.join(sorted(allowed))} (add one with --allow-host)",
+            file=sys.stderr,
+        )
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
     engine = engine_from_args(args, watch=True, background_embedding=True)
     engine.index.sync()
     try:
-        server = SearchServer((args.host, args.port), engine)
+        server = SearchServer((args.host, args.port), engine, allowed)
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    url = f"http://{host}:{port}"
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     if args.json:
         dump({"url": url, "port": port, "workspace": str(engine.index.workspace)})
     print(f"enhanced-memory: serving {engine.index.workspace} on {url}", file=sys.stderr)

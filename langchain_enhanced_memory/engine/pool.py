@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,7 @@ class EnginePool:
     def __init__(self, **overrides: Any) -> None:
         self.overrides = overrides
         self.engines: dict[str, MemorySearch] = {}
+        self.folders: dict[str, tuple[int, int]] = {}  # index folder -> (device, inode)
 
     def get(self, config: EngineConfig) -> MemorySearch:
         """The warm engine of ``config`` (built on first use)."""
@@ -47,6 +49,23 @@ class EnginePool:
         return any(
             e.embedding_job is not None and e.embedding_job.running for e in self.engines.values()
         )
+
+    def moved(self) -> str | None:
+        """An index folder deleted or replaced under a warm engine (which holds the old files).
+
+        A folder is known from the first call that finds it; None when none moved.
+        """
+        for engine in self.engines.values():
+            folder = str(engine.index.path.parent)
+            try:
+                st = os.stat(folder)
+            except OSError:
+                if folder in self.folders:
+                    return folder
+                continue
+            if self.folders.setdefault(folder, (st.st_dev, st.st_ino)) != (st.st_dev, st.st_ino):
+                return folder
+        return None
 
     def status(self) -> list[dict[str, Any]]:
         """One line per engine: index, embedder (when resolved), freshness, embedding."""

@@ -13,7 +13,8 @@ refuses the connection, and either way the caller answers itself, so a stale
 engine is replaced, never trusted. Standard library only.
 
 Opting out: ``--no-daemon`` or ``ENHANCED_MEMORY_DAEMON=0`` (also stops the
-automatic start after a query that loaded the local model).
+automatic start after a query that loaded the local model; the search that
+starts one says so on stderr, with how to stop it and how to opt out).
 """
 
 from __future__ import annotations
@@ -224,15 +225,22 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
         return None
 
 
-def start_resident(workspace: Path, idle_timeout_s: float | None = None) -> subprocess.Popen[bytes]:
+def start_resident(
+    workspace: Path, idle_timeout_s: float | None = None
+) -> subprocess.Popen[bytes] | None:
     """Start the resident engine of ``workspace`` in the background (detached).
 
-    It exits at once when one already runs (one per workspace); its messages go
-    to ``resident.log`` next to its socket.
+    Its messages go to ``resident.log`` next to its socket.
+
+    Returns:
+        The process; None when one already runs or is starting (it holds the
+        lock): one per workspace.
     """
     import subprocess  # not on the path of a call answered by a running engine
 
     files = resident_files(workspace, create=True)
+    if _locked(str(files.lock)):
+        return None
     cmd = [sys.executable, "-m", "langchain_enhanced_memory.cli", "daemon", "run"]
     cmd += ["--workspace", str(files.workspace)]
     if idle_timeout_s is not None:
@@ -250,6 +258,23 @@ def start_resident(workspace: Path, idle_timeout_s: float | None = None) -> subp
         )
     finally:
         os.close(fd)
+
+
+def _locked(path: str) -> bool:
+    """Whether an engine holds the lock at ``path`` (a shared try: it waits for no one)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases a lock taken
+    return False
 
 
 def ask(workspace: Path, op: str) -> dict[str, Any] | None:
@@ -279,11 +304,14 @@ def start_and_wait(workspace: Path, idle_timeout_s: float | None = None) -> dict
     status = ask(workspace, "status")
     if status is not None:
         return status
-    child = start_resident(workspace, idle_timeout_s)
     found: dict[str, Any] = {}
+    child: subprocess.Popen[bytes] | None = None
 
     def up() -> bool:
-        if child.poll() not in (None, 0):
+        nonlocal child
+        if child is None:  # while another holds the lock (starting, or leaving): not yet
+            child = start_resident(workspace, idle_timeout_s)
+        elif child.poll() not in (None, 0):
             log = resident_files(workspace).socket.with_suffix(".log")
             raise EnhancedMemoryError("the resident engine did not start", f"see {log}")
         found.update(ask(workspace, "status") or {})

@@ -16,9 +16,13 @@ JSON object (a run's: a framed one), then the connection closes.
 Every request carries the caller's package version and location; on a
 mismatch the engine replies ``{"refused": ...}`` and exits, so a stale engine
 is replaced by the next caller, never trusted. A caller of another uid is not
-answered. The lock file, held for the engine's whole life, makes two starting
-at once end as one. It exits after ``idle_timeout_s`` without a request (never
-while it is still embedding), on ``stop`` and on SIGTERM, removing its socket.
+answered. The lock file, held for the engine's whole life and kept outside the
+index folder, makes two starting at once end as one, even when that folder is
+deleted under a live engine. It exits after ``idle_timeout_s`` without a
+request (never while it is still embedding), on ``stop`` and on SIGTERM,
+removing its socket; and, within a second, once its workspace is gone, its
+socket is deleted or replaced (``rm -rf .enhanced-memory``, ``make clean``) or
+``gone`` names an index folder deleted or replaced under a warm engine.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ class ResidentServer:
         idle_timeout_s: Exit after this long without a request (None: never).
         busy: Whether work is still going on (an embedding run): no idle exit then.
         status: Extra fields for the ``status`` reply.
+        gone: Why the engines cannot go on (an index folder deleted), or None.
     """
 
     def __init__(
@@ -77,12 +82,15 @@ class ResidentServer:
         idle_timeout_s: float | None = None,
         busy: Callable[[], bool] = lambda: False,
         status: Callable[[], dict[str, Any]] = dict,
+        gone: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.files: ResidentFiles = resident_files(workspace, create=True)
         self.run = run
         self.idle_timeout_s = idle_timeout_s
         self.busy = busy
         self.status = status
+        self.gone = gone
+        self.socket_id: tuple[int, int] | None = None  # the socket file this engine bound
         self.started = time.time()
         self.requests = 0
 
@@ -114,22 +122,30 @@ class ResidentServer:
     def _lock(self) -> Iterator[None]:
         import fcntl
 
-        fd = os.open(self.files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        path = self.files.lock
+        deadline = time.monotonic() + _LOCK_WAIT_S
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() > deadline:
+                    raise AlreadyRunning(
+                        f"a resident engine already serves {self.files.workspace}",
+                        "enhanced-memory daemon status",
+                    ) from None
+                time.sleep(0.05)
+                continue
+            st = os.fstat(fd)
+            if _file_id(path) == (st.st_dev, st.st_ino):
+                break
+            os.close(fd)  # its holder removed it on leaving: lock the file there now
         try:
-            deadline = time.monotonic() + _LOCK_WAIT_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise AlreadyRunning(
-                            f"a resident engine already serves {self.files.workspace}",
-                            "enhanced-memory daemon status",
-                        ) from None
-                    time.sleep(0.05)
             yield
         finally:
+            with contextlib.suppress(OSError):
+                path.unlink()  # still held: no one else has it; leaves no file per workspace
             os.close(fd)  # releases the lock
 
     @contextlib.contextmanager
@@ -145,12 +161,14 @@ class ResidentServer:
             os.umask(old)
         try:
             os.chmod(path, 0o600)
+            self.socket_id = _file_id(path)
             sock.listen(16)
             yield sock
         finally:
             sock.close()
-            with contextlib.suppress(OSError):
-                path.unlink()
+            if _file_id(path) == self.socket_id:  # not a file someone put there since
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def _describe(self) -> dict[str, Any]:
         return {
@@ -170,8 +188,9 @@ class ResidentServer:
             try:
                 conn, _ = sock.accept()
             except TimeoutError:
-                if not self.files.workspace.is_dir():  # deleted or moved: nothing to serve
-                    log.warning("workspace %s is gone: stopping", self.files.workspace)
+                reason = self._stale()
+                if reason:
+                    log.warning("resident engine %d stops: %s", os.getpid(), reason)
                     return
                 idle = time.monotonic() - last
                 if self.idle_timeout_s is not None and idle > self.idle_timeout_s:
@@ -184,10 +203,24 @@ class ResidentServer:
             if stop:
                 return
 
+    def _stale(self) -> str | None:
+        """Why this engine must not go on serving, or None."""
+        if not self.files.workspace.is_dir():  # deleted or moved: nothing to serve
+            return f"workspace {self.files.workspace} is gone"
+        if _file_id(self.files.socket) != self.socket_id:  # its folder deleted or replaced
+            return f"its socket {self.files.socket} was deleted or replaced"
+        reason = self.gone()
+        return f"index folder {reason} was deleted or replaced" if reason else None
+
     def _answer(self, conn: socket.socket) -> bool:
         """Answer one connection; True when the engine should exit."""
         if not _same_user(conn):
             return False
+        reason = self._stale()
+        if reason:  # the caller answers in-process, and the next one starts a fresh engine
+            log.warning("resident engine %d stops: %s", os.getpid(), reason)
+            _reply(conn, {"refused": reason})
+            return True
         conn.settimeout(30.0)
         try:
             message = _read_line(conn)
@@ -222,6 +255,14 @@ class ResidentServer:
         with contextlib.suppress(OSError):  # the caller left: nothing to tell
             conn.sendall(run_reply(rc, out, err))
         return False
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _raise_stop(signum: int, frame: Any) -> None:

@@ -4,12 +4,14 @@ A one-shot ``enhanced-memory search`` asks the resident engine before it loads
 anything heavy, so finding the workspace and the engine's socket must cost
 next to nothing: no numpy, no pydantic, no SQLite here.
 
-The resident engine's files (``resident.sock``, ``resident.json``,
-``resident.lock``) sit in the workspace's index folder ``.enhanced-memory/``.
+The resident engine's socket and description (``resident.sock``,
+``resident.json``) sit in the workspace's index folder ``.enhanced-memory/``.
 Where that folder cannot hold them (a read-only workspace, or a path too long
 for a Unix socket address, about 100 bytes), they go to a private folder of
 this user: ``$XDG_RUNTIME_DIR/enhanced-memory/`` or
 ``/tmp/enhanced-memory-<uid>/`` (mode 0700), under a hash of the workspace.
+Its lock is always there (``resident-<hash>.lock``): deleting the index
+folder must not let a second engine start beside a live one.
 
 Everything the package writes beside the notes is private to its owner, as the
 notes may be: folders are created 0700 (:func:`make_private`) and files 0600
@@ -173,10 +175,14 @@ def resident_location(workspace: str) -> tuple[str, str, str]:
     sock = os.path.join(local, "resident.sock")
     if len(sock.encode()) <= _MAX_SOCKET_PATH and writable(local if os.path.exists(local) else ws):
         return ws, local, "resident"
+    return ws, private_dir(), _private_stem(ws)
+
+
+def _private_stem(ws: str) -> str:
+    """``resident-<hash of the resolved workspace>``: its files' name in :func:`private_dir`."""
     import hashlib  # only here: loading OpenSSL costs a one-shot call milliseconds
 
-    key = hashlib.sha256(ws.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return ws, private_dir(), f"resident-{key}"
+    return "resident-" + hashlib.sha256(ws.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 class ResidentFiles:
@@ -189,11 +195,11 @@ class ResidentFiles:
         lock: Held by the running engine for its whole life: one per workspace.
     """
 
-    def __init__(self, workspace: Path, folder: Path, stem: str) -> None:
+    def __init__(self, workspace: Path, folder: Path, stem: str, lock: Path) -> None:
         self.workspace = workspace
         self.socket = folder / f"{stem}.sock"
         self.info = folder / f"{stem}.json"
-        self.lock = folder / f"{stem}.lock"
+        self.lock = lock
 
 
 def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
@@ -208,4 +214,8 @@ def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
     ws, folder, stem = resident_location(os.fspath(workspace))
     if create:
         make_private(folder)
-    return ResidentFiles(Path(ws), Path(folder), stem)
+    try:
+        lock = os.path.join(private_dir(), f"{_private_stem(ws)}.lock")
+    except (OSError, EnhancedMemoryError):  # no private folder: the index folder's own
+        lock = os.path.join(folder, f"{stem}.lock")
+    return ResidentFiles(Path(ws), Path(folder), stem, Path(lock))

@@ -235,9 +235,15 @@ def test_the_local_model_starts_one_automatically(workspace: Path) -> None:
     assert status is not None, "no resident engine started"
     try:
         assert status["idle_timeout_s"] == client.AUTO_IDLE_S
+        # Said once, on stderr: what started, how to stop it, how not to start one.
+        notice = [line for line in r.stderr.splitlines() if "resident engine" in line]
+        assert len(notice) == 1, r.stderr
+        assert f"daemon stop --workspace {workspace.resolve()}" in notice[0]
+        assert "ENHANCED_MEMORY_DAEMON=0" in notice[0] and "15 min" in notice[0]
         r = run_cli("search", "--workspace", str(workspace), "--embedder", "local", "billing",
                     "--json", **ON)  # fmt: skip
         assert json.loads(r.stdout)["provider"] == "local"
+        assert "resident engine" not in r.stderr
         assert _status(workspace)["requests"] == 1
     finally:
         run_cli("daemon", "stop", "--workspace", str(workspace), **ON)
@@ -287,3 +293,64 @@ def test_relative_workspaces_from_different_folders_are_different_workspaces(
     assert _status(workspace)["requests"] == 1
     engines = _status(workspace)["engines"]
     assert [e["index"] for e in engines] == [str(workspace / ".enhanced-memory/index.sqlite")]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_an_engine_whose_index_folder_goes_exits_and_one_engine_serves(
+    workspace: Path, resident: dict, how: str
+) -> None:
+    # `make clean` deletes the index folder: the old engine kept its files open and a
+    # second engine started beside it, which `daemon stop` stopped alone.
+    shutil.rmtree(workspace / ".enhanced-memory")
+    if how == "replaced":
+        assert run_cli("index", "--workspace", str(workspace), "--embedder", "none").returncode == 0
+    _wait_gone(resident["pid"])
+    r = run_cli("daemon", "start", "--workspace", str(workspace), "--json", **ON)
+    assert r.returncode == 0, r.stderr
+    fresh = json.loads(r.stdout)
+    try:
+        assert fresh["pid"] != resident["pid"]
+        assert _search(workspace, "billing").returncode == 0
+        assert _status(workspace)["requests"] == 1
+        r = run_cli("daemon", "stop", "--workspace", str(workspace), **ON)
+        assert f"pid {fresh['pid']}" in r.stdout
+        _wait_gone(fresh["pid"])
+    finally:
+        _kill(fresh["pid"])
+
+
+def test_no_second_engine_starts_beside_a_live_one(workspace: Path, resident: dict) -> None:
+    # Frozen, the first engine cannot notice that its index folder went: a second one
+    # must still not start beside it (its lock is not in that folder).
+    os.kill(resident["pid"], signal.SIGSTOP)
+    try:
+        shutil.rmtree(workspace / ".enhanced-memory")
+        second = subprocess.run(
+            [*CLI, "daemon", "run", "--workspace", str(workspace)],
+            env=cli_env(**ON), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2 and "already serves" in second.stderr
+    finally:
+        os.kill(resident["pid"], signal.SIGCONT)
+    _wait_gone(resident["pid"])  # awake, it sees its folder gone and leaves
+    assert not (workspace / ".enhanced-memory" / "resident.sock").exists()
+
+
+def test_an_engine_whose_other_index_folder_goes_exits(
+    tmp_path: Path, workspace: Path, resident: dict
+) -> None:
+    # An index kept elsewhere (--index): the socket stays, only the index folder's
+    # identity tells the engine that the files it holds open were deleted.
+    index = tmp_path / "elsewhere" / "index.sqlite"
+    assert _search(workspace, "billing", "--index", str(index)).returncode == 0
+    assert _status(workspace)["requests"] == 1
+    shutil.rmtree(index.parent)
+    _wait_gone(resident["pid"])

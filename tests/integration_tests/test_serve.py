@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
+import socket
+import struct
 import subprocess
+import threading
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -32,17 +36,42 @@ class Server:
     def __init__(self, proc: subprocess.Popen, port: int) -> None:
         self.proc = proc
         self.port = port
+        self.stderr = ""  # what it printed, once stopped
 
     def request(
         self, method: str, path: str, body: bytes | None = None, headers: dict | None = None
     ) -> tuple[int, Any]:
+        status, _, doc = self.exchange(method, path, body, headers)
+        return status, doc
+
+    def exchange(
+        self, method: str, path: str, body: bytes | None = None, headers: dict | None = None
+    ) -> tuple[int, http.client.HTTPResponse, Any]:
+        """Status, response (for its headers) and JSON body (None when there is none)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            headers = headers or {}
+            conn.putrequest(method, path, skip_host="Host" in headers)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            if body is not None:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
             resp = conn.getresponse()
-            return resp.status, json.loads(resp.read().decode("utf-8"))
+            raw = resp.read()
+            return resp.status, resp, json.loads(raw.decode("utf-8")) if raw else None
         finally:
             conn.close()
+
+    def raw(self, data: bytes) -> bytes:
+        """Send ``data`` as it is on a new connection; everything the server answers."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as s:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            chunks = []
+            while chunk := s.recv(1 << 16):
+                chunks.append(chunk)
+        return b"".join(chunks)
 
     def search(self, **body: Any) -> tuple[int, Any]:
         return self.request(
@@ -53,24 +82,39 @@ class Server:
         )
 
 
-@pytest.fixture
-def server(workspace: Path) -> Iterator[Server]:
+def _serve_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
     env.update(NO_DAEMON)
     env.pop("OPENCLAW_WORKSPACE_DIR", None)
+    return env
+
+
+@contextlib.contextmanager
+def serving(workspace: Path, *args: str) -> Iterator[Server]:
+    """``serve`` on a free port of 127.0.0.1; stopped (and its stderr kept) on exit."""
     proc = subprocess.Popen(
         [*CLI, "serve", "--workspace", str(workspace), "--port", "0", "--embedder", "none",
-         "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+         "--json", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_serve_env(),
     )  # fmt: skip
+    server = None
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line, proc.stderr.read() if proc.stderr else ""
         info = json.loads(line)
         assert info["url"].startswith("http://127.0.0.1:")
-        yield Server(proc, info["port"])
+        server = Server(proc, info["port"])
+        yield server
     finally:
         stop(proc, timeout=20)
+        if server is not None and proc.stderr:
+            server.stderr = proc.stderr.read()
+
+
+@pytest.fixture
+def server(workspace: Path) -> Iterator[Server]:
+    with serving(workspace) as s:
+        yield s
 
 
 def test_search_answers_memory_search_json(server: Server) -> None:
@@ -164,12 +208,10 @@ def test_concurrent_requests(server: Server) -> None:
 
 
 def test_port_in_use_is_one_line(server: Server, workspace: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENHANCED_MEMORY_")}
-    env.update(NO_DAEMON)
     r = subprocess.run(
         [*CLI, "serve", "--workspace", str(workspace), "--port", str(server.port),
          "--embedder", "none", "--json"],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True, text=True, env=_serve_env(), timeout=60,
     )  # fmt: skip
     assert r.returncode == 2
     assert "cannot listen" in r.stderr and "Traceback" not in r.stderr
@@ -212,3 +254,204 @@ def test_malformed_filters_get_a_400(server: Server, body: dict, fragment: str) 
     assert status == 400
     validate(doc, "failure")
     assert fragment in doc["error"] and "\n" not in doc["error"]
+
+
+# DNS rebinding: a web page whose name resolves to 127.0.0.1 must not read the notes.
+SEARCH = json.dumps({"query": "Postgres", "k": 1}).encode()
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "fragment"),
+    [
+        (
+            {
+                "Host": "attacker.example.com",
+                "Origin": "http://attacker.example.com",
+                "Content-Type": "text/plain",
+            },
+            421,
+            "Invalid Host header",
+        ),  # fmt: skip
+        ({"Host": "attacker.example.com:{port}", **JSON}, 421, "Invalid Host header"),
+        ({"Host": "localhost.attacker.example.com", **JSON}, 421, "Invalid Host header"),
+        ({"Host": "127.0.0.1.nip.io:{port}", **JSON}, 421, "Invalid Host header"),
+        ({"Host": "", **JSON}, 421, "Invalid Host header"),
+        (
+            {"Host": "127.0.0.1:{port}", "Origin": "http://attacker.example.com", **JSON},
+            403,
+            "Invalid Origin header",
+        ),  # fmt: skip
+        ({"Host": "127.0.0.1:{port}", "Origin": "null", **JSON}, 403, "Invalid Origin header"),
+        (
+            {"Host": "localhost:{port}", "Origin": "http://localhost:1", **JSON},
+            403,
+            "Invalid Origin header",
+        ),  # fmt: skip
+        ({"Host": "127.0.0.1:{port}", "Content-Type": "text/plain"}, 415, "application/json"),
+        (
+            {"Host": "127.0.0.1:{port}", "Content-Type": "application/x-www-form-urlencoded"},
+            415,
+            "application/json",
+        ),  # fmt: skip
+        ({"Host": "127.0.0.1:{port}"}, 415, "application/json"),
+        (
+            {"Host": "127.0.0.1:{port}", "Content-Type": "application/jsonx"},
+            415,
+            "application/json",
+        ),  # fmt: skip
+    ],
+)
+def test_foreign_hosts_origins_and_simple_requests_are_refused(
+    server: Server, headers: dict, status: int, fragment: str
+) -> None:
+    headers = {k: v.format(port=server.port) for k, v in headers.items()}
+    got, doc = server.request("POST", "/search", SEARCH, headers)
+    assert got == status
+    validate(doc, "failure")
+    assert fragment in doc["error"] and "\n" not in doc["error"]
+    assert "Postgres" not in json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "127.0.0.1:{port}", **JSON},
+        {"Host": "127.0.0.1", **JSON},
+        {"Host": "localhost:{port}", "Origin": "http://localhost:{port}", **JSON},
+        {"Host": "LOCALHOST", "Content-Type": "application/json; charset=utf-8"},
+        {"Host": "[::1]:{port}", "Origin": "http://[::1]:{port}", **JSON},
+        {"Host": "[::1]", **JSON},
+    ],
+)
+def test_the_servers_own_names_and_origin_are_answered(server: Server, headers: dict) -> None:
+    headers = {k: v.format(port=server.port) for k, v in headers.items()}
+    status, doc = server.request("POST", "/search", SEARCH, headers)
+    assert status == 200, doc
+    validate(doc, "success")
+
+
+def test_health_also_refuses_a_foreign_host(server: Server) -> None:
+    status, doc = server.request("GET", "/health", headers={"Host": "attacker.example.com"})
+    assert status == 421 and "workspace" not in doc
+    status, doc = server.request("GET", "/health", headers={"Origin": "http://evil.test"})
+    assert status == 403 and "workspace" not in doc
+
+
+def test_allow_host_adds_a_name(workspace: Path) -> None:
+    with serving(workspace, "--allow-host", "mybox.lan", "--allow-host", "10.0.0.7:9000") as s:
+        for host in ("mybox.lan:{port}", "MyBox.lan", "10.0.0.7", "127.0.0.1:{port}"):
+            headers = {"Host": host.format(port=s.port), **JSON}
+            assert s.request("POST", "/search", SEARCH, headers)[0] == 200, host
+        assert s.request("POST", "/search", SEARCH, {"Host": "other.lan", **JSON})[0] == 421
+
+
+def test_a_non_loopback_bind_is_warned_about(workspace: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails, after the warning.
+    r = subprocess.run(
+        [*CLI, "serve", "--workspace", str(workspace), "--port", "0", "--embedder", "none",
+         "--host", "192.0.2.1"],
+        capture_output=True, text=True, env=_serve_env(), timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    warning = next(line for line in r.stderr.splitlines() if "warning" in line)
+    assert "192.0.2.1" in warning and "not a loopback" in warning
+    with serving(workspace, "--host", "localhost") as s:
+        pass
+    assert "warning" not in s.stderr
+
+
+def test_fifty_concurrent_clients_are_all_answered(server: Server) -> None:
+    # Every client connects at once: a listen backlog of 5 reset some of them.
+    n = 50
+    barrier = threading.Barrier(n)
+
+    def client(i: int) -> int:
+        barrier.wait()
+        return server.search(query=["ramen", "Postgres", "vim"][i % 3], k=2)[0]
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(n) as pool:
+        statuses = list(pool.map(client, range(n)))
+    assert statuses == [200] * n
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "BREW"])
+def test_other_methods_get_a_json_405_with_allow(server: Server, method: str) -> None:
+    status, resp, doc = server.exchange(method, "/search", b'{"query": "x"}', JSON)
+    assert status == 405
+    assert resp.getheader("Allow") == "GET, POST"
+    validate(doc, "failure")
+    assert method in doc["error"] and "\n" not in doc["error"]
+
+
+def test_head_gets_a_405_without_a_body(server: Server) -> None:
+    status, resp, doc = server.exchange("HEAD", "/health")
+    assert status == 405 and resp.getheader("Allow") == "GET, POST" and doc is None
+
+
+@pytest.mark.parametrize(
+    ("length", "status", "fragment"),
+    [
+        ("-5", 400, "Content-Length"),
+        ("1_0", 400, "Content-Length"),
+        ("0x10", 400, "Content-Length"),
+        ("", 400, "Content-Length"),
+        (None, 411, "Content-Length is required"),
+        ("70000", 413, "over 65536 bytes"),
+    ],
+)
+def test_content_length_is_checked(
+    server: Server, length: str | None, status: int, fragment: str
+) -> None:
+    head = f"POST /search HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+    head += "Content-Type: application/json\r\n"
+    if length is not None:
+        head += f"Content-Length: {length}\r\n"
+    reply = server.raw(head.encode() + b"\r\n" + b'{"query": "x"}')
+    status_line, _, rest = reply.partition(b"\r\n")
+    assert status_line.split()[1] == str(status).encode()
+    doc = json.loads(rest.split(b"\r\n\r\n", 1)[1])
+    validate(doc, "failure")
+    assert fragment in doc["error"] and "\n" not in doc["error"]
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [b"NONSENSE\r\n\r\n", b"GET /health HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n"],
+)
+def test_a_malformed_request_gets_one_line_of_json(server: Server, request_bytes: bytes) -> None:
+    reply = server.raw(request_bytes)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert b"application/json" in head
+    validate(json.loads(body), "failure")
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset, as a client that crashed or was killed."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_clients_that_leave_mid_request_print_no_traceback(workspace: Path) -> None:
+    with serving(workspace) as s:
+        head = (
+            f"POST /search HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\n"
+            "Content-Type: application/json\r\n"
+        )
+        for _ in range(5):
+            # Mid-body: the body promised 1000 bytes, 10 came.
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            sock.sendall(f"{head}Content-Length: 1000\r\n\r\n".encode() + b'{"query":')
+            _reset(sock)
+            # A whole request, then gone before the answer.
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            sock.sendall(f"{head}Content-Length: {len(SEARCH)}\r\n\r\n".encode() + SEARCH)
+            _reset(sock)
+            # Mid-body, closed politely.
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            sock.sendall(f"{head}Content-Length: 1000\r\n\r\n".encode() + b'{"query":')
+            sock.close()
+        assert s.search(query="ramen")[0] == 200
+    assert "Traceback" not in s.stderr and "Error" not in s.stderr, s.stderr

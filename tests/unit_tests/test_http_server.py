@@ -11,15 +11,26 @@ from langchain_enhanced_memory.core.request import SearchRequest
 from langchain_enhanced_memory.servers.http import (
     MAX_BODY,
     BadRequest,
+    allowed_hosts,
     body_size,
     decode_body,
+    host_name,
+    is_loopback,
     request_error_text,
 )
 
 
 @pytest.mark.parametrize(
     ("length", "status"),
-    [(None, 411), ("many", 400), ("-1", 413), (str(MAX_BODY + 1), 413)],
+    [
+        (None, 411),
+        ("many", 400),
+        ("-1", 400),
+        ("+5", 400),
+        ("1_0", 400),
+        ("٣", 400),
+        (str(MAX_BODY + 1), 413),
+    ],  # fmt: skip
 )
 def test_body_size_refusals(length: str | None, status: int) -> None:
     with pytest.raises(BadRequest) as err:
@@ -61,3 +72,42 @@ def test_request_errors_name_the_json_field(body: dict, text: str) -> None:
     with pytest.raises(RequestError) as err:
         SearchRequest.parse(**body)
     assert request_error_text(err.value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        ("127.0.0.1:8765", "127.0.0.1"),
+        ("LocalHost", "localhost"),
+        ("[::1]:8765", "::1"),
+        ("[::1]", "::1"),
+        ("::1", "::1"),
+        ("mybox.lan:9000", "mybox.lan"),
+        ("", None),
+        ("[::1", None),
+        ("[::1]x", None),
+        ("localhost:80x", None),
+        ("user@localhost", None),
+        ("local host", None),
+    ],
+)
+def test_host_name(value: str, name: str | None) -> None:
+    assert host_name(value) == name
+
+
+def test_allowed_hosts_are_loopback_plus_what_was_bound_or_allowed() -> None:
+    assert allowed_hosts("0.0.0.0") == {"127.0.0.1", "localhost", "::1"}
+    assert allowed_hosts("10.0.0.5", ["MyBox.lan:80"]) == {
+        "127.0.0.1", "localhost", "::1", "10.0.0.5", "mybox.lan"
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="not a host name"):
+        allowed_hosts("127.0.0.1", ["a/b"])
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("::1", True),
+     ("0.0.0.0", False), ("::", False), ("192.168.1.4", False), ("mybox.lan", False)],
+)  # fmt: skip
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
