@@ -129,3 +129,13 @@ def test_keyword_only_common_word_scores_low(keyword_only: dict[str, list[dict[s
     assert best < 0.2
     assert best < min(keyword_only[n][0]["score"] for n in ("full", "lunch", "yesterday"))
 
+
+def test_human_output_says_results_were_filtered(demo: Path) -> None:
+    common = ("search", "--workspace", str(demo), "--embedder", "none", "--now", DEMO_NOW)
+    done = run_cli(*common, "--min-score", "0.5", "of")
+    assert done.returncode == 0, done.stderr
+    assert "no results above --min-score 0.5 (5 below)" in done.stdout
+    # Some kept, some dropped: the list says how many it left out.
+    done = run_cli(*common, "--min-score", "0.5", "PgBouncer pool mode")
+    kept = [line for line in done.stdout.splitlines() if line[:1].isdigit()]
+    assert kept and "below --min-score 0.5" in done.stdout.splitlines()[-1]
