@@ -51,7 +51,12 @@ def collect(root: Path, queries: list[dict[str, Any]], embedder: str) -> list[di
                     "id": q["id"],
                     "rank": rank,
                     "mode": response.mode,
-                    "x": calibration.features(h.signals["fused"], h.signals),
+                    "x": calibration.features(
+                        h.signals["fused"],
+                        h.signals,
+                        response.mode,
+                        response.hits[0].signals["fused"],
+                    ),
                     "y": first_hit(q["gold"], [row], depth=1) is not None,
                 }
             )

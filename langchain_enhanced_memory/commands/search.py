@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         dump(response_json(response, engine.settings.snippet_chars))
     else:
-        _print_text(engine, response)
+        _print_text(engine, response, args.min_score)
     sys.stdout.flush()  # the answer first; starting the resident engine comes after
     _start_resident_if_it_pays(args, engine, response)
     return 0
@@ -137,18 +137,23 @@ def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: 
     )
 
 
-def _print_text(engine: Any, response: Any) -> None:
+def _print_text(engine: Any, response: Any, min_score: float | None) -> None:
     report_embedder(engine)
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
+    # What --min-score dropped is said, so "no results" never hides matches.
+    dropped = response.filtered or 0  # set only with a min_score
     if not response.hits:
-        print(escape_controls(response.filter_note or "no results"))
+        above = f" above --min-score {min_score:g} ({dropped} below)" if dropped else ""
+        print(escape_controls(response.filter_note or f"no results{above}"))
     for n, h in enumerate(response.hits, 1):
         # A note's text or a file's name must not drive the terminal, nor split the line.
         title = f"{h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
         print(f"{n}. {escape_controls(title)}")
         body = " ".join(h.text.split())
         print(f"   {escape_controls(body[:240])}{'...' if len(body) > 240 else ''}")
+    if dropped and response.hits:
+        print(f"({dropped} more below --min-score {min_score:g})")
 
 
 def _read_batch(

@@ -21,7 +21,7 @@ from .recipe import recipe
 from .results import Ranking
 from .settings import MemorySettings
 from .snapshot import Snapshot
-from .text import STOPWORDS_EN
+from .text import STOPWORDS_EN, query_terms
 from .vectorset import THREADED_ROWS
 
 __all__ = ["rank"]
@@ -169,7 +169,9 @@ def rank(
                 wide_vec = embed_query(text + " " + " ".join(expansion))
             rescored, _ = score(terms + expansion, wide_vec)
             scores = np.maximum(scores, rescored)
-    return Ranking(scores, signals, dates, expansion)
+    # The index's own terms, whatever the recipe's lexical strategy reads: the calibrated
+    # score weighs them against the text postings.
+    return Ranking(scores, signals, dates, expansion, query_terms(text))
 
 
 def _vector_signal(

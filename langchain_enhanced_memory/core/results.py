@@ -61,3 +61,4 @@ class Ranking:
     signals: dict[str, np.ndarray]
     temporal_dates: list[str]
     prf_terms: list[str]
+    terms: list[str] = field(default_factory=list)  # the query's keyword terms, dates left out

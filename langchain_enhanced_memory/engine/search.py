@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import scoring
-from ..core.calibration import calibrate, features
+from ..core.calibration import calibrate, evidence, features
 from ..core.filters import filter_mask, why_empty
 from ..core.ranking import rank
 from ..core.request import SearchRequest
@@ -317,10 +317,20 @@ class MemorySearch:
                 ranking.scores[~mask] = 0.0
         order = scoring.top_k(ranking.scores, request.k)
         # A chunk that no signal matched is noise, not a result.
-        hits = [_hit(snap, int(i), ranking) for i in order if ranking.scores[i] > 0]
+        rows = order[ranking.scores[order] > 0]
+        hits = [_hit(snap, int(i), ranking) for i in rows]
         mode = "hybrid" if qvec is not None else "keyword"
+        if mode == "keyword":  # no cosine to vouch for a hit: weigh the words it holds
+            dated = ranking.signals["date_boost"][rows] > 1.0
+            held = evidence(
+                snap.text_post, ranking.terms, rows, dated, bool(ranking.temporal_dates)
+            )
+            for hit, e in zip(hits, held, strict=True):
+                hit.signals["evidence"] = round(float(e), 6)
         for hit, score in zip(
-            hits, calibrate([features(h.score, h.signals) for h in hits], mode), strict=True
+            hits,
+            calibrate([features(h.score, h.signals, mode, hits[0].score) for h in hits], mode),
+            strict=True,
         ):
             hit.signals["fused"], hit.score = hit.score, score
         if self.settings.related_per_hit and hits:

@@ -2,31 +2,63 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from langchain_enhanced_memory.core.calibration import calibrate, features
+import numpy as np
+import pytest
+
+from langchain_enhanced_memory.core.calibration import calibrate, evidence, features
+from langchain_enhanced_memory.core.scoring import Postings
 from langchain_enhanced_memory.engine import MemorySearch
+from tests.cli_run import run_cli
 
 NOW = datetime(2026, 2, 9, 9)
 
 
 def test_scores_are_probabilities_and_never_rise_down_the_list() -> None:
-    rows = [(1.2, 1.0, 0.0), (0.4, 0.2, 0.0), (0.9, 1.0, 1.0), (0.1, 0.0, 0.0)]
-    for mode in ("hybrid", "keyword"):
-        got = calibrate(rows, mode)
+    rows = {
+        "hybrid": [(1.2, 1.0, 0.0), (0.4, 0.2, 0.0), (0.9, 1.0, 1.0), (0.1, 0.0, 0.0)],
+        "keyword": [(1.0,), (0.2,), (0.9,), (0.0,)],
+    }
+    for mode, ranked in rows.items():
+        got = calibrate(ranked, mode)
         assert all(0.0 <= s <= 1.0 for s in got)
         assert got == sorted(got, reverse=True)
         assert got[2] <= got[1]  # clamped: the third is better evidence but ranked lower
 
 
 def test_more_evidence_scores_higher() -> None:
-    strong, weak = calibrate([(1.0, 1.0, 0.0)], "keyword"), calibrate([(1.0, 0.2, 0.0)], "keyword")
-    assert strong[0] > weak[0]
+    hybrid = calibrate([(1.0, 1.0, 0.0)], "hybrid"), calibrate([(1.0, 0.2, 0.0)], "hybrid")
+    keyword = calibrate([(1.0,)], "keyword"), calibrate([(0.3,)], "keyword")
+    assert hybrid[0][0] > hybrid[1][0] and keyword[0][0] > keyword[1][0]
 
 
 def test_features_read_the_signals() -> None:
-    assert features(0.7, {"coverage": 0.5, "date_boost": 1.4}) == (0.7, 0.5, 1.0)
-    assert features(0.7, {}) == (0.7, 0.0, 0.0)
+    assert features(0.7, {"coverage": 0.5, "date_boost": 1.4}, "hybrid") == (0.7, 0.5, 1.0)
+    assert features(0.7, {}, "hybrid") == (0.7, 0.0, 0.0)
+    # Keyword-only: the evidence, times the hit's fused score's share of the best hit's.
+    assert features(0.35, {"evidence": 0.8}, "keyword", 0.7) == (0.4,)
+    assert features(0.35, {}, "keyword") == (0.0,)
+
+
+def test_evidence_weighs_terms_by_idf_and_counts_a_named_date() -> None:
+    # "of" is in every chunk, "ramen" in one: holding "of" alone is little evidence.
+    post = Postings.build([["of", "ramen"], ["of"], ["of", "coffe"], ["of"]])
+    rows = np.arange(4)
+    undated = np.zeros(4, bool)
+    common = evidence(post, ["of"], rows, undated, asked=False)
+    rare = evidence(post, ["ramen"], rows, undated, asked=False)
+    assert common.max() < 0.2 and rare[0] == 1.0 and rare[1:].tolist() == [0.0, 0.0, 0.0]
+    # A query of a date only ("what did I do yesterday"): its note holds all of it.
+    dated = np.array([False, True, True, False])
+    assert evidence(post, [], rows, dated, asked=True).tolist() == [0.0, 1.0, 1.0, 0.0]
+    # The date and a word: the dated chunk without the word holds part of the query.
+    both = evidence(post, ["ramen"], rows, dated, asked=True)
+    assert 0.0 < both[1] < both[0] + both[1] and both[3] == 0.0
 
 
 def test_engine_keeps_ranking_order_and_scores_compare_across_queries(workspace) -> None:
@@ -39,3 +71,71 @@ def test_engine_keeps_ranking_order_and_scores_compare_across_queries(workspace)
     # the calibrated score tells the query whose words the note holds from the one it does not.
     partial = engine.search("billing quarterly forecast spreadsheet", k=5, now=NOW)
     assert full.hits[0].score > partial.hits[0].score
+
+
+# Keyword-only through the CLI on a copy of the demo workspace: without vectors (``--embedder
+# none``, or Ollama down) ``score`` must still tell a real match from a stop word.
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+DEMO_NOW = "2026-12-02T09:00:00"
+QUERIES = {
+    "full": "pg_upgrade downtime",
+    "lunch": "Hanoi Deli team lunch",
+    "yesterday": "what did I do yesterday",
+    "of": "of",
+}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("demo") / "workspace"
+    shutil.copytree(DEMO, ws)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def keyword_only(demo: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each query's results, keyword-only, from one ``search --batch`` process."""
+    batch = demo / "batch.jsonl"
+    batch.write_text(
+        "".join(
+            json.dumps({"id": i, "query": q, "now": DEMO_NOW}) + "\n" for i, q in QUERIES.items()
+        )
+    )
+    done = run_cli(
+        "search", "--workspace", str(demo), "--embedder", "none", "--json", "--batch", str(batch)
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    return {row["id"]: row["results"] for row in lines}
+
+
+def test_keyword_only_full_match_scores_high(keyword_only: dict[str, list[dict[str, Any]]]) -> None:
+    for name, path in (("full", "memory/2026-11-18.md"), ("lunch", "memory/2026-11-13.md")):
+        top = keyword_only[name][0]
+        assert top["path"] == path
+        assert top["score"] >= 0.7, (name, top["score"])
+
+
+def test_keyword_only_date_routed_note_scores_high(
+    keyword_only: dict[str, list[dict[str, Any]]],
+) -> None:
+    results = keyword_only["yesterday"]
+    assert {r["path"] for r in results} == {"memory/2026-12-01.md"}
+    assert results[0]["score"] >= 0.7
+
+
+def test_keyword_only_common_word_scores_low(keyword_only: dict[str, list[dict[str, Any]]]) -> None:
+    best = keyword_only["of"][0]["score"]
+    assert best < 0.2
+    assert best < min(keyword_only[n][0]["score"] for n in ("full", "lunch", "yesterday"))
+
+
+def test_human_output_says_results_were_filtered(demo: Path) -> None:
+    common = ("search", "--workspace", str(demo), "--embedder", "none", "--now", DEMO_NOW)
+    done = run_cli(*common, "--min-score", "0.5", "of")
+    assert done.returncode == 0, done.stderr
+    assert "no results above --min-score 0.5 (5 below)" in done.stdout
+    # Some kept, some dropped: the list says how many it left out.
+    done = run_cli(*common, "--min-score", "0.5", "PgBouncer pool mode")
+    kept = [line for line in done.stdout.splitlines() if line[:1].isdigit()]
+    assert kept and "below --min-score 0.5" in done.stdout.splitlines()[-1]
