@@ -120,7 +120,8 @@ def test_missing_workspace_says_what_to_do(tmp_path: Path) -> None:
 def test_a_bad_batch_line_is_answered_with_its_error(ws: Path, tmp_path: Path) -> None:
     batch = tmp_path / "q.jsonl"
     batch.write_text('{"id": 1, "query": "billing"}\n{"id": 2, "query": ""}\n')
-    rc, out, err = run("search", "--batch", str(batch), "--workspace", str(ws), "--json")
+    rc, out, err = run("search", "--batch", str(batch), "--workspace", str(ws), "--embedder",
+                       "none", "--json")  # fmt: skip
     assert rc == 1 and f"{batch}:2: query: must be a non-empty string" in err
     answered, failed = (json.loads(line) for line in out.strip().splitlines())
     assert answered["id"] == 1 and answered["results"]
