@@ -41,7 +41,8 @@ log = logging.getLogger("langchain_enhanced_memory")
 # 2: chunks.chunk_id dropped (written, never read)
 # 3: vectors stored once, as int8 + scale (NULL when in the generation's side
 #    file, see .matrices); chunks.line_hashes stored
-SCHEMA_VERSION = 3
+# 4: files.tail: where a note that only grew is chunked again from (.sync)
+SCHEMA_VERSION = 4
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -50,7 +51,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT
+    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT, tail TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
@@ -104,6 +105,7 @@ def _to_v3(conn: sqlite3.Connection) -> None:
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     1: lambda conn: conn.execute("ALTER TABLE chunks DROP COLUMN chunk_id"),
     2: _to_v3,
+    3: lambda conn: conn.execute("ALTER TABLE files ADD COLUMN tail TEXT"),
 }
 
 

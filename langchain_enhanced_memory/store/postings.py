@@ -22,7 +22,7 @@ import logging
 import mmap
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,28 +221,35 @@ def open_segments(folder: Path, names: list[str], searcher: bool = False) -> lis
 def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
     """The four posting lists of the chunks ``where`` selects, from their stored terms."""
     query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
-    rows = conn.execute(query, args).fetchall()
-    return _postings_of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    return _postings_of(conn.execute(query, args))
 
 
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
     """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
-    query = (
-        "SELECT path, start_line, end_line, header, headers, text, terms"
-        f" FROM chunks {where} ORDER BY id"
-    )
-    rows = conn.execute(query, args).fetchall()
-    posts = _postings_of([r[6] for r in rows], [r[4] for r in rows], [r[0] for r in rows])
-    return posts, SegmentRows.build(rows)
+    query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
+    rows = SegmentRows.build(conn.execute(query + " ORDER BY id", args).fetchall())
+    posts = build_postings(conn, where, args)
+    return posts, rows
 
 
-def _postings_of(terms: list[str], headers: list[str], paths: list[str]) -> dict[str, Postings]:
-    """The four posting lists of chunks with these stored terms, header chains and paths."""
+def _postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
+    """The four posting lists of chunks from their stored terms, header chains and paths."""
+    headers: list[str] = []
+    paths: list[str] = []
+
+    def text_terms() -> Iterator[list[str]]:
+        # One chunk's terms at a time (a long note's terms as lists of strings
+        # would take ten times its size); the header chains and paths on the way.
+        for terms, header, path in rows:
+            headers.append(header)
+            paths.append(path)
+            yield terms.split()
+
+    # The phrase pairs come from the text's term ids: each terms string split once.
+    text, phrase = Postings.build_with_pairs(text_terms(), PHRASE_SEP)
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in set(headers)}
     path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
-    # The phrase pairs come from the text's term ids: each terms string split once.
-    text, phrase = Postings.build_with_pairs([t.split() for t in terms], PHRASE_SEP)
     return {
         "text": text,
         "phrase": phrase,

@@ -145,6 +145,7 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
             for line in line_texts(text, settings.embed_max_chars):
                 texts[sha(line)] = line
         conn.execute("ALTER TABLE chunks DROP COLUMN line_hashes")
+        conn.execute("ALTER TABLE files DROP COLUMN tail")
         conn.execute("DROP TABLE embed_cache")
         conn.execute(
             "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER"
@@ -162,7 +163,7 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
     snap = migrated.snapshot(MODEL)
     assert snap.has_vector is not None and snap.has_vector.all()
     with sqlite3.connect(idx.path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert not conn.execute("SELECT 1 FROM derived WHERE name LIKE 'matrix:%'").fetchall()
         hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks ORDER BY id")]
     dense = snap.dense_vectors()
