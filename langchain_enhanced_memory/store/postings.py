@@ -22,7 +22,7 @@ import logging
 import mmap
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +62,8 @@ MERGE_SHARE = 0.125
 # from a map than with four preads a term (10k chunks, about 9 MB: 0.2-0.3 ms a
 # keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
+# Terms whose text and phrase lists are built at once; more are built in parts and merged.
+BUILD_TERMS = 1 << 21
 
 
 class SegmentsMoved(Exception):
@@ -233,20 +235,32 @@ def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, Seg
 
 
 def _postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
-    """The four posting lists of chunks from their stored terms, header chains and paths."""
+    """The four posting lists of chunks from their stored terms, header chains and paths.
+
+    The text and phrase lists are built a part of about :data:`BUILD_TERMS`
+    terms at a time and merged (parts of equal size first, so each entry is
+    merged a logarithmic number of times): a long note's terms as strings and
+    the sorts of their ids would take many times the size of the lists.
+    """
     headers: list[str] = []
     paths: list[str] = []
-
-    def text_terms() -> Iterator[list[str]]:
-        # One chunk's terms at a time (a long note's terms as lists of strings
-        # would take ten times its size); the header chains and paths on the way.
-        for terms, header, path in rows:
-            headers.append(header)
-            paths.append(path)
-            yield terms.split()
-
-    # The phrase pairs come from the text's term ids: each terms string split once.
-    text, phrase = Postings.build_with_pairs(text_terms(), PHRASE_SEP)
+    parts: list[tuple[int, Postings, Postings]] = []  # (level, text, phrase), levels descending
+    batch: list[list[str]] = []
+    size = 0
+    for terms, header, path in rows:
+        headers.append(header)
+        paths.append(path)
+        batch.append(terms.split())
+        size += len(batch[-1])
+        if size >= BUILD_TERMS:
+            _add_part(parts, batch)
+            batch, size = [], 0
+    if batch or not parts:
+        _add_part(parts, batch)
+    _, text, phrase = parts.pop()
+    while parts:
+        _, older_text, older_phrase = parts.pop()
+        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in set(headers)}
     path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
@@ -256,6 +270,23 @@ def _postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
         "header": Postings.build(header_terms[h] for h in headers),
         "path": Postings.build(path_terms[p] for p in paths),
     }
+
+
+def _add_part(parts: list[tuple[int, Postings, Postings]], batch: list[list[str]]) -> None:
+    """Build the text and phrase lists of ``batch`` and merge equal levels (a binary counter)."""
+    # The phrase pairs come from the text's term ids: each terms string split once.
+    text, phrase = Postings.build_with_pairs(batch, PHRASE_SEP)
+    level = 0
+    while parts and parts[-1][0] == level:
+        _, older_text, older_phrase = parts.pop()
+        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
+        level += 1
+    parts.append((level, text, phrase))
+
+
+def _then(first: Postings, then: Postings) -> Postings:
+    """The lists of ``first``'s documents, then ``then``'s (as one build of both)."""
+    return first.merged(np.ones(first.n_docs, dtype=bool), then)
 
 
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:

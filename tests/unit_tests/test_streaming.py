@@ -7,8 +7,10 @@ from scratch.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from langchain_enhanced_memory.core import chunking
 from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream, chunk_lines
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.store import workspace
+from langchain_enhanced_memory.store import postings, workspace
 from langchain_enhanced_memory.store.workspace import read_blocks, read_lines
 from tests.unit_tests.test_fuzz import LINE, SETTINGS
 
@@ -113,3 +115,20 @@ def test_utf16_note_is_one_block(tmp_path: Path) -> None:
     path = tmp_path / "n.md"
     path.write_bytes("\ufeffone\ntwo\n".encode("utf-16-le"))
     assert list(read_blocks(path)) == [(0, -1, ["one", "two"])]
+
+
+@pytest.mark.parametrize("part_terms", [1, 7, 50])
+def test_postings_built_in_parts_equal_one_build(part_terms: int, monkeypatch) -> None:
+    rng = random.Random(part_terms)
+    words = [f"w{i}" for i in range(40)]
+    rows = [
+        (" ".join(rng.choices(words, k=rng.randint(0, 12))), f"H{i % 3}", f"memory/{i % 5}.md")
+        for i in range(120)
+    ]
+    whole = postings._postings_of(rows)
+    monkeypatch.setattr(postings, "BUILD_TERMS", part_terms)
+    parts = postings._postings_of(rows)
+    for field, post in whole.items():
+        for name in ("keys", "indptr", "docs", "tf", "doc_len"):
+            want, got = getattr(post, name), getattr(parts[field], name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (field, name)
