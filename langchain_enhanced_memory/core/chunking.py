@@ -285,6 +285,7 @@ class SectionStream:
         self.pending_head: tuple[str, tuple[str, ...]] = ("", ())
         self.last: _Open | None = None  # the last piece, for a file of tiny pieces only
         self.out: list[Chunk] = []
+        # The latest point a run may start again at: piece, open chunk, section (see resume).
         self.mark: tuple[int, _Open | None, tuple] | None = None
 
     # -- feeding ---------------------------------------------------------------
