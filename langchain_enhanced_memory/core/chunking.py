@@ -6,22 +6,38 @@ tiny sections merge into a neighbour instead of being lost, and long sections
 are split near ``max_chunk_chars``. The chunks cover every non-blank line of
 the file exactly once, in order, and start and end on non-blank lines, and
 ``Chunk.text`` is exactly ``"\n".join(lines[start_line - 1 : end_line])``.
-The original skill's chunker (every header, no fences) is in :mod:`.original`.
+:class:`SectionStream` takes the lines in blocks as a file is read and keeps
+only the lines of the chunks not yet final, so a long note never sits in
+memory whole; it also names where a note that only grew can be chunked again
+from (:class:`Resume`). The original skill's chunker (every header, no fences)
+is in :mod:`.original`.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import add
+from typing import Protocol
 
 from .settings import MemorySettings
 
-__all__ = ["Chunk", "chunk_lines", "is_blank", "line_starts", "line_texts", "outline"]
+__all__ = [
+    "Chunk",
+    "ChunkStream",
+    "Resume",
+    "SectionStream",
+    "WholeStream",
+    "chunk_lines",
+    "is_blank",
+    "line_starts",
+    "line_texts",
+    "outline",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +75,15 @@ def chunk_lines(
     Returns:
         The chunks in file order.
     """
-    return _Chunker(lines, default_header, settings or MemorySettings()).run()
+    stream = SectionStream(default_header, settings)
+    return [*stream.feed(lines, 0), *stream.close()]
+
+
+# --------------------------------------------------------------------------- shared
+
+
+_HEADER_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_WORD = re.compile(r"\w")
 
 
 def outline(lines: list[str]) -> tuple[list[tuple[int, int, str]], str]:
@@ -73,17 +97,10 @@ def outline(lines: list[str]) -> tuple[list[tuple[int, int, str]], str]:
         index, level, text)``, and the fence run (```` ``` ````, ``~~~~``) of a
         fence the file leaves open at its end, ``""`` when none is open.
     """
-    scanner = _Chunker(lines, "", MemorySettings(max_header_level=6))
-    scanner.scan()
-    headers = list(zip(scanner.h_line, scanner.h_level, scanner.h_text, strict=True))
-    return headers, scanner.open_fence
-
-
-# --------------------------------------------------------------------------- shared
-
-
-_HEADER_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_WORD = re.compile(r"\w")
+    scanner = _Outline()
+    scanner.feed(lines, 0)
+    scanner.close()
+    return scanner.headers, scanner.run
 
 
 def line_texts(text: str, max_chars: int) -> list[str]:
@@ -135,75 +152,283 @@ _ATX_CLOSE = re.compile(r"(?:^|[ \t]+)#+$")
 _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[^\S\n]*$", re.MULTILINE)
 
 
-class _Chunker:
-    """Default-mode chunker; linear in the size of the file.
+# A section whose unsplit lines pass this many characters is cut as it streams in
+# (only the pieces a longer section would cut the same way): a note with no
+# headers is not held whole.
+_SPLIT_AHEAD = 1 << 20
+# Kept lines are dropped in steps of at least this many (a drop moves the rest).
+_TRIM_LINES = 4096
 
-    Files can hold hundreds of thousands of small sections, so the hot loops keep
-    plain ints in parallel lists rather than allocating an object per section.
+# An open chunk: first and last line (0-based), header, header chain.
+_Open = tuple[int, int, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where a file that only grew past its old end can be chunked again from.
+
+    Everything before line ``piece`` was decided for good when the old file was
+    chunked: text added at the end can only change the chunk that was open
+    then (``chunk``, which a later tiny piece may still extend) and what
+    follows. A resumed :class:`SectionStream` reads the file from :attr:`line`
+    and yields that chunk again and every chunk after it, exactly as chunking
+    the whole file would.
+
+    Attributes:
+        piece: First line (0-based) of the next piece to cut.
+        scan: First line the header and fence scan has not read.
+        chunk: The chunk open then (first and last line, header, chain), None before the first.
+        header: The header of the section being cut.
+        levels: The header levels of the section's chain.
+        texts: The section's header chain (empty for the text before any header).
+        body: The section's first body line (no cut before it).
+        section: The section's header line, -1 for the text before any header.
     """
 
-    def __init__(self, lines: list[str], default_header: str, settings: MemorySettings) -> None:
-        self.lines = lines
+    piece: int
+    scan: int
+    chunk: _Open | None
+    header: str
+    levels: tuple[int, ...]
+    texts: tuple[str, ...]
+    body: int
+    section: int
+
+    @property
+    def line(self) -> int:
+        """The first line a resumed run needs: the open chunk's, else the piece's."""
+        return self.chunk[0] if self.chunk else self.piece
+
+    def dumps(self) -> str:
+        """The resume point as JSON (stored with the file's row)."""
+        return json.dumps(
+            [self.piece, self.scan, self.chunk, self.header]
+            + [self.levels, self.texts, self.body, self.section]
+        )
+
+    @classmethod
+    def loads(cls, text: str | None) -> Resume | None:
+        """A resume point :meth:`dumps` wrote; None for anything else."""
+        try:
+            piece, scan, chunk, header, levels, texts, body, section = json.loads(text or "")
+            if chunk is not None:
+                a, b, h, chain = chunk
+                chunk = (int(a), int(b), str(h), tuple(map(str, chain)))
+            return cls(
+                int(piece),
+                int(scan),
+                chunk,
+                str(header),
+                tuple(map(int, levels)),
+                tuple(map(str, texts)),
+                int(body),
+                int(section),
+            )
+        except (TypeError, ValueError):
+            return None
+
+
+class ChunkStream(Protocol):
+    """A chunker fed a file's lines a block at a time (:class:`SectionStream`)."""
+
+    @property
+    def resume(self) -> Resume | None:
+        """After :meth:`close`: where the file can be chunked again from if it grows."""
+        ...
+
+    def feed(self, lines: list[str], first: int) -> list[Chunk]:
+        """Add the lines from line ``first`` on; returns the chunks now final."""
+        ...
+
+    def close(self) -> list[Chunk]:
+        """End of file: the remaining chunks."""
+        ...
+
+
+class SectionStream:
+    """The default chunker, fed a file's lines in blocks; linear in the size of the file.
+
+    :meth:`feed` each block of lines in order, then :meth:`close`; both return
+    the chunks that became final. Only the lines of the chunk still open, the
+    section being cut and a few header-only lines before it are kept, so a
+    note's chunks cost their own memory, not the file's. The chunks are those
+    of the whole file at once (:func:`chunk_lines` is this with one block).
+
+    Args:
+        default_header: Header of text that has no header (callers pass the file name).
+        settings: Uses ``max_header_level``, ``min_chunk_chars`` and ``max_chunk_chars``.
+        resume: Continue a file that only grew from this point of its old
+            chunking; lines are then fed from :attr:`Resume.line` on.
+    """
+
+    def __init__(
+        self,
+        default_header: str,
+        settings: MemorySettings | None = None,
+        resume: Resume | None = None,
+    ) -> None:
+        s = settings or MemorySettings()
         self.default_header = default_header
-        self.max_level = settings.max_header_level
-        self.min_chars = settings.min_chunk_chars
-        self.max_chars = settings.max_chunk_chars
-        # cum[k] = characters in lines[:k] without line endings (a compact int array).
-        self.cum = array("q", accumulate(map(len, lines), initial=0))
-        # in_fence[i] == 1: line i is inside a fence and a cut right after it would split
-        # the fence (the opening line and the body, not the closing line).
-        self.in_fence = bytearray(len(lines))
-        # Headers found by scan(): line index, level and text, in parallel lists.
-        self.h_line: list[int] = []
-        self.h_level: list[int] = []
-        self.h_text: list[str] = []
-        # The opening run of a fence still open at the end of the file ("" when none).
-        self.open_fence = ""
+        self.max_level, self.min_chars, self.max_chars = (
+            s.max_header_level,
+            s.min_chunk_chars,
+            s.max_chunk_chars,
+        )
+        r = resume
+        # Kept lines: buf[i] is line base + i, cum[i] the characters of the lines
+        # before it (any origin: only differences are used), fence[i] == 1 when a
+        # cut right after it would split a fenced block (opening line and body).
+        self.base = self.n = r.line if r else 0
+        self.buf: list[str] = []
+        self.cum: list[int] = [0]
+        self.fence = bytearray()
+        # The scan: front matter (None: not known yet), first unscanned line, open fence run.
+        self.front: bool | None = False if r else None
+        self.scan_from = r.scan if r else 0
+        self.scan_start = 0  # the first line a run may start again at (after front matter)
+        self.run = ""
+        # The section being cut: header line (-1: text before any header), header,
+        # chain stack, first body line, first line of its next piece (-1: none cut yet).
+        self.sec_line = r.section if r else -1
+        self.sec_header = r.header if r else default_header
+        self.levels = list(r.levels) if r else []
+        self.texts = list(r.texts) if r else []
+        self.body = r.body if r else -1
+        self.piece = r.piece if r else -1
+        self.chain: tuple[str, ...] | None = None
+        # Chunks: the open one (final once another opens), header-only sections
+        # waiting for a body, tiny leading pieces waiting for a successor.
+        self.open: _Open | None = r.chunk if r else None
+        self.pending = self.pending_last = self.carry = -1
+        self.pending_head: tuple[str, tuple[str, ...]] = ("", ())
+        self.last: _Open | None = None  # the last piece, for a file of tiny pieces only
+        self.out: list[Chunk] = []
+        # The latest point a run may start again at: piece, open chunk, section (see resume).
+        self.mark: tuple[int, _Open | None, tuple] | None = None
+
+    # -- feeding ---------------------------------------------------------------
+
+    def feed(self, lines: list[str], first: int) -> list[Chunk]:
+        """Add the lines from line ``first`` (0-based) on; returns the chunks now final."""
+        if first < self.n:  # a resumed run starts mid-block
+            lines = lines[self.n - first :]
+        self.buf += lines
+        self.cum += accumulate(map(len, lines), initial=self.cum.pop())
+        self.fence += bytes(len(lines))
+        self.n += len(lines)
+        if self.front is None and not self._front_matter(final=False):
+            return self._take()
+        self._scan(self.n)
+        self._advance()
+        self._trim()
+        return self._take()
+
+    def close(self) -> list[Chunk]:
+        """End of file: the remaining chunks."""
+        if self.front is None:
+            self._front_matter(final=True)
+        self._scan(self.n)
+        self._finish(self.n)
+        if self.carry >= 0 and self.last is not None:  # everything was tiny: one chunk
+            self.open = (self.carry, self.last[1], self.last[2], self.last[3])
+        if self.pending >= 0:  # trailing header-only sections join the last chunk
+            if self.open:
+                self.open = (self.open[0], self.pending_last, self.open[2], self.open[3])
+            else:
+                self.open = (self.pending, self.pending_last, *self.pending_head)
+        if self.open:
+            self._emit(self.open)
+            self.open = None
+        return self._take()
+
+    @property
+    def resume(self) -> Resume | None:
+        """After :meth:`close`: where the file can be chunked again from if it grows."""
+        if self.mark is None:
+            return None
+        piece, chunk, (line, header, levels, texts, body) = self.mark
+        scan = max(piece, line + 1)
+        return Resume(piece, scan, chunk, header, levels, texts, body, line)
 
     # -- helpers ---------------------------------------------------------------
 
-    def span_chars(self, first: int, last: int) -> int:
-        r"""Length of ``"\n".join(lines[first:last + 1])``."""
-        return self.cum[last + 1] - self.cum[first] + last - first
+    def _take(self) -> list[Chunk]:
+        out, self.out = self.out, []
+        return out
 
-    def chain_at(self, k: int) -> tuple[str, ...]:
-        """Header chain of header ``k`` (-1: the preamble), rebuilt from the start."""
-        if k < 0:
-            return (self.default_header,)
-        levels: list[int] = []
-        texts: list[str] = []
-        for level, text in zip(self.h_level[: k + 1], self.h_text[: k + 1], strict=True):
-            while levels and levels[-1] >= level:
-                levels.pop()
-                texts.pop()
-            levels.append(level)
-            texts.append(text)
-        return tuple(texts)
+    def _blank(self, i: int) -> bool:
+        return not self.buf[i - self.base].strip()
+
+    def _span(self, first: int, last: int) -> int:
+        r"""Length of ``"\n".join(lines[first:last + 1])``."""
+        base = self.base
+        return self.cum[last + 1 - base] - self.cum[first - base] + last - first
+
+    def _emit(self, c: _Open) -> None:
+        a, b, header, chain = c
+        base = self.base
+        text = "\n".join(self.buf[a - base : b + 1 - base])
+        self.out.append(Chunk(a + 1, b + 1, header, chain, text))
+
+    def _trim(self) -> None:
+        """Drop the lines no chunk can still need (in large steps: a drop moves the rest)."""
+        keep = [p for p in (self.carry, self.pending) if p >= 0]
+        keep.append(self.open[0] if self.open else self.n)
+        if self.piece >= 0:
+            keep.append(self.piece)
+        else:  # not cut yet: the whole section
+            keep.append(self.sec_line if self.sec_line >= 0 else self.base)
+        drop = min(keep) - 1 - self.base  # the line before a piece tells a closing fence
+        if drop > _TRIM_LINES and 2 * drop > len(self.buf):
+            del self.buf[:drop], self.cum[:drop], self.fence[:drop]
+            self.base += drop
 
     # -- scanning --------------------------------------------------------------
 
-    def scan(self) -> None:
-        """Find the real headers (outside fences and front matter) and mark fences."""
-        lines = self.lines
-        text = "\n".join(lines)  # one regex pass over the file beats a loop over lines
-        pos = 0
-        if lines and lines[0].rstrip() == "---":
-            # YAML front matter, only when closed; its lines stay plain preamble text.
-            end = _FRONT_MATTER_END.search(text, len(lines[0]) + 1)
-            if end is not None:
-                pos = end.end()
-        h_line, h_level, h_text = self.h_line, self.h_level, self.h_text
-        max_level = self.max_level
-        in_fence = self.in_fence
-        fence = ""  # the opening fence run while inside a fence
-        fence_start = 0
-        for i, m in line_starts(text, _BLOCK, pos):
-            hashes, title, run, info = m.groups()
-            if fence:
+    def _front_matter(self, final: bool) -> bool:
+        """Find where YAML front matter (only when closed) ends; False while not known yet."""
+        if self.n == 0:
+            return False
+        if self.buf[0].rstrip() != "---":
+            self.front = False
+            return True
+        for i in range(max(self.scan_from, 1), self.n):
+            if _FRONT_MATTER_END.match(self.buf[i]):
+                # Its lines stay plain preamble text; the scan starts after it.
+                self.front = True
+                self.scan_from = self.scan_start = i + 1
+                return True
+        self.scan_from = self.n  # not closed yet: only the new lines are searched next time
+        if final:  # never closed: no front matter, scan it all
+            self.front = False
+            self.scan_from = 0
+            return True
+        return False
+
+    def _scan(self, end: int) -> None:
+        """Scan lines up to ``end`` for headers (cutting sections there) and fences."""
+        start = self.scan_from
+        if start >= end:
+            return
+        base = self.base
+        # One regex pass over the block beats a loop over lines.
+        text = "\n".join(self.buf[start - base : end - base])
+        fence, max_level = self.fence, self.max_level
+        run = self.run
+        fence_from = start
+        for i, m in line_starts(text, _BLOCK):
+            line = start + i
+            hashes, title, opener, info = m.groups()
+            if run:
                 # Closing fence: same character, at least as long, nothing after it.
-                if run and run[0] == fence[0] and len(run) >= len(fence) and not info.strip(" \t"):
-                    in_fence[fence_start:i] = b"\x01" * (i - fence_start)
-                    fence = ""
+                if (
+                    opener
+                    and opener[0] == run[0]
+                    and len(opener) >= len(run)
+                    and not info.strip(" \t")
+                ):
+                    fence[fence_from - base : line - base] = b"\x01" * (line - fence_from)
+                    run = ""
                 continue
             if hashes:
                 if len(hashes) > max_level:
@@ -212,122 +437,140 @@ class _Chunker:
                 if title.endswith("#"):
                     title = _ATX_CLOSE.sub("", title).strip()
                 if title:  # an empty heading has no name to search by: plain text
-                    h_line.append(i)
-                    h_level.append(len(hashes))
-                    h_text.append(title)
-            elif not (run[0] == "`" and "`" in info):  # backtick info may not hold '`'
-                fence, fence_start = run, i
-        if fence:  # an unclosed fence runs to the end of the file
-            in_fence[fence_start:] = b"\x01" * (len(lines) - fence_start)
-        self.open_fence = fence
+                    self._header(line, len(hashes), title)
+            elif not (opener[0] == "`" and "`" in info):  # backtick info may not hold '`'
+                run, fence_from = opener, line
+        if run:  # an open fence runs on into the next block (or to the end of the file)
+            fence[fence_from - base : end - base] = b"\x01" * (end - fence_from)
+        self.run = run
+        self.scan_from = end
 
-    # -- chunking --------------------------------------------------------------
+    def _header(self, line: int, level: int, title: str) -> None:
+        """A header at ``line``: the section before it is complete; a new one starts."""
+        self._finish(line)
+        levels, texts = self.levels, self.texts
+        while levels and levels[-1] >= level:
+            levels.pop()
+            texts.pop()
+        levels.append(level)
+        texts.append(title)
+        self.sec_line, self.sec_header, self.body = line, title, line + 1
+        self.piece, self.chain = -1, None
 
-    def run(self) -> list[Chunk]:
-        lines = self.lines
-        n = len(lines)
-        self.scan()
-        h_line, h_level, h_text = self.h_line, self.h_level, self.h_text
-        nh = len(h_line)
-        cap, min_chars, default_header = self.max_chars, self.min_chars, self.default_header
-        span_chars = self.span_chars
+    # -- cutting ---------------------------------------------------------------
 
-        # Output chunks as parallel lists.
-        o_first: list[int] = []
-        o_last: list[int] = []
-        o_header: list[str] = []
-        o_chain: list[tuple[str, ...]] = []
-        pending = -1  # first line of header-only sections waiting for a body
-        pending_last = pending_k = -1
-        carry = -1  # start of tiny leading pieces waiting for a successor
-        last_b = last_k = -1
-        levels: list[int] = []
-        texts: list[str] = []
+    def _start(self, end: int) -> int:
+        """Begin cutting the section (its first piece's line), or -1 while it has no body.
 
-        # Section k is the text under header k; k == -1 is the preamble.
-        for k in range(-1, nh):
-            end = h_line[k + 1] if k + 1 < nh else n
-            if k < 0:
-                first = 0
-                while first < end and not lines[first].strip():
-                    first += 1
-                if first == end:
-                    continue  # no preamble
-                header, body = default_header, first
-            else:
-                first, header, level = h_line[k], h_text[k], h_level[k]
-                while levels and levels[-1] >= level:
-                    levels.pop()
-                    texts.pop()
-                levels.append(level)
-                texts.append(header)
-                body = first + 1
-            last = end - 1
-            while not lines[last].strip():
-                last -= 1
-            if last < body:
+        A section with no body yet is header-only so far; with one, the
+        header-only sections waiting before it fold into it.
+        """
+        if self.sec_line < 0:
+            first = self.base  # kept from line 0 until the text before any header is cut
+            while first < end and self._blank(first):
+                first += 1
+            if first == end:
+                return -1
+            self.body = first
+        else:
+            first = self.sec_line
+        last = end - 1
+        while last >= self.body and self._blank(last):
+            last -= 1
+        if last < self.body:
+            return -1
+        if self.pending >= 0:
+            first, self.pending = self.pending, -1
+        self.piece = first
+        return first
+
+    def _advance(self) -> None:
+        """Cut a long section's leading pieces now (those its full length cuts the same)."""
+        if self.piece < 0 and self._start(self.n) < 0:
+            return
+        last = self.n - 1
+        if last < self.piece:  # a resumed run not yet fed up to its piece
+            return
+        while self._blank(last):
+            last -= 1
+        if self._span(self.piece, last) <= _SPLIT_AHEAD:
+            return
+        pieces = self._split(self.piece, last, self.body)
+        for a, b in pieces[:-1]:
+            self._piece(a, b)
+        self.piece = pieces[-1][0]
+
+    def _finish(self, end: int) -> None:
+        """The section ends before line ``end``: cut the rest of it."""
+        if self.piece < 0:
+            if self.sec_line < 0:
+                if self._start(end) < 0:
+                    return  # no text before the first header
+            elif self._start(end) < 0:
                 # Header-only: folds into the next section that has a body.
-                if pending < 0:
-                    pending = first
-                pending_last, pending_k = last, k
-                continue
-            if pending >= 0:
-                first, pending = pending, -1
+                if self.pending < 0:
+                    self.pending = self.sec_line
+                self.pending_last = self.sec_line
+                self.pending_head = (self.sec_header, self._chain())
+                return
+        start = self.piece
+        last = end - 1
+        while self._blank(last):
+            last -= 1
+        cap = self.max_chars
+        pieces = self._split(start, last, self.body) if self._span(start, last) > cap else None
+        for a, b in pieces or ((start, last),):
+            self._piece(a, b)
+        self.piece = -1
 
-            size = span_chars(first, last)
-            pieces = self.split(first, last, body) if size > cap else ((first, last),)
-            chain: tuple[str, ...] | None = None
-            for a, b in pieces:
-                if carry >= 0:
-                    a, carry = carry, -1
-                lead = len(lines[a]) - len(lines[a].lstrip())
-                trail = len(lines[b]) - len(lines[b].rstrip())
-                if span_chars(a, b) - lead - trail > min_chars:
-                    if chain is None:
-                        chain = tuple(texts) if k >= 0 else (default_header,)
-                    o_first.append(a)
-                    o_last.append(b)
-                    o_header.append(header)
-                    o_chain.append(chain)
-                elif o_first:  # tiny: joins the previous chunk
-                    o_last[-1] = b
-                else:  # tiny and first: joins the next one
-                    carry = a
-                last_b, last_k = b, k
+    def _chain(self) -> tuple[str, ...]:
+        if self.chain is None:
+            self.chain = tuple(self.texts) if self.sec_line >= 0 else (self.default_header,)
+        return self.chain
 
-        if carry >= 0:  # everything was tiny: keep it as one chunk
-            o_first.append(carry)
-            o_last.append(last_b)
-            o_header.append(h_text[last_k] if last_k >= 0 else default_header)
-            o_chain.append(self.chain_at(last_k))
-        if pending >= 0:  # trailing header-only sections join the last chunk
-            if o_first:
-                o_last[-1] = pending_last
-            else:
-                o_first.append(pending)
-                o_last.append(pending_last)
-                o_header.append(h_text[pending_k])
-                o_chain.append(self.chain_at(pending_k))
+    def _piece(self, a: int, b: int) -> None:
+        """Place one piece: a chunk of its own, or joined to a neighbour when tiny."""
+        base = self.base
+        if self.carry >= 0:
+            a, self.carry = self.carry, -1
+        elif (
+            a >= self.scan_start
+            and not self.fence[a - base]
+            and (a - 1 < base or not self.fence[a - 1 - base])
+        ):
+            # Nothing before `a` can change if the file grows: a run may start again here.
+            section = (self.sec_line, self.sec_header, tuple(self.levels), tuple(self.texts))
+            self.mark = (a, self.open, (*section, self.body))
+        line_a, line_b = self.buf[a - base], self.buf[b - base]
+        lead = len(line_a) - len(line_a.lstrip())
+        trail = len(line_b) - len(line_b.rstrip())
+        chain = self._chain()
+        if self._span(a, b) - lead - trail > self.min_chars:
+            if self.open:
+                self._emit(self.open)
+            self.open = (a, b, self.sec_header, chain)
+        elif self.open:  # tiny: joins the previous chunk
+            self.open = (self.open[0], b, self.open[2], self.open[3])
+        else:  # tiny and first: joins the next one
+            self.carry = a
+        self.last = (a, b, self.sec_header, chain)
 
-        return [
-            Chunk(a + 1, b + 1, header, chain, "\n".join(lines[a : b + 1]))
-            for a, b, header, chain in zip(o_first, o_last, o_header, o_chain, strict=True)
-        ]
-
-    def split(self, first: int, last: int, min_cut: int) -> list[tuple[int, int]]:
+    def _split(self, first: int, last: int, min_cut: int) -> list[tuple[int, int]]:
         """Cut the span ``first..last`` (longer than ``max_chars``) into pieces.
 
         Cuts prefer blank lines (when the piece stays at least half full), then any
         line end outside a fenced block, and cut inside a fence only when no
         fence-respecting cut fits. A line longer than the cap is never cut, and no
         cut falls before ``min_cut`` (the first body line), so no piece is only
-        headers.
+        headers. Each cut depends only on the lines up to the one after it, so
+        every piece but the last is the same whatever follows ``last``.
 
         Returns:
             ``(first, last)`` line indices of the pieces, in order.
         """
         cap = self.max_chars
-        seg = self.lines[first : last + 1]
+        base = self.base
+        seg = self.buf[first - base : last + 1 - base]
         size = len(seg)
         # prefix[r] = characters in seg[:r], each line counted with its "\n".
         prefix = list(map(add, accumulate(map(len, seg), initial=0), range(size + 1)))
@@ -338,7 +581,7 @@ class _Chunker:
         # Last cut point at or before each relative line, -1 when none. A cut "after
         # r" needs line r non-blank and not the last line.
         blank = [not line.strip() for line in seg]
-        fence = self.in_fence[first : last + 1]
+        fence = self.fence[first - base : last + 1 - base]
         blank_cut = [-1] * size  # r followed by a blank line, not inside a fence
         line_cut = [-1] * size  # any r not inside a fence
         any_cut = [-1] * size  # any non-blank r, fences ignored
@@ -381,3 +624,37 @@ class _Chunker:
                 start += 1
         pieces.append((first + start, last))
         return pieces
+
+
+class WholeStream:
+    """A list chunker (the original's) behind :class:`SectionStream`'s face: lines kept whole.
+
+    Args:
+        chunker: Turns all the lines into chunks at :meth:`close`.
+    """
+
+    resume: Resume | None = None  # no resume point: a grown file is read again whole
+
+    def __init__(self, chunker: Callable[[list[str]], list[Chunk]]) -> None:
+        self.chunker = chunker
+        self.lines: list[str] = []
+
+    def feed(self, lines: list[str], first: int) -> list[Chunk]:
+        """Keep the lines (``first`` is where they start; they come in order)."""
+        self.lines += lines
+        return []
+
+    def close(self) -> list[Chunk]:
+        """All the chunks."""
+        return self.chunker(self.lines)
+
+
+class _Outline(SectionStream):
+    """:class:`SectionStream`'s scan, keeping every header instead of cutting sections."""
+
+    def __init__(self) -> None:
+        super().__init__("", MemorySettings(max_header_level=6))
+        self.headers: list[tuple[int, int, str]] = []
+
+    def _header(self, line: int, level: int, title: str) -> None:
+        self.headers.append((line, level, title))

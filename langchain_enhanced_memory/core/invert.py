@@ -11,6 +11,7 @@ quarters of a cold index's postings build at 100k chunks).
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -76,12 +77,13 @@ class TermIds:
 def term_ids(documents: Iterable[Sequence[str]]) -> TermIds:
     """Each document's terms (repeats kept) as ids."""
     vocab = _Vocab()
-    ids: list[int] = []
-    lengths: list[int] = []
+    # Machine ints, not a list of Python ones: a long note has millions of terms.
+    ids = array("q")
+    lengths = array("q")
     for terms in documents:
         lengths.append(len(terms))
         ids.extend(map(vocab.__getitem__, terms))
-    return TermIds(np.asarray(ids, dtype=np.int64), np.asarray(lengths, dtype=np.int64), [*vocab])
+    return TermIds(np.frombuffer(ids, np.int64), np.frombuffer(lengths, np.int64), [*vocab])
 
 
 def term_arrays(t: TermIds) -> Arrays:

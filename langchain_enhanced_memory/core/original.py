@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .chunking import Chunk, is_blank, line_starts
+from .chunking import Chunk, Resume, WholeStream, is_blank, line_starts
 from .dates import MONTH_PREFIXES, MONTHS, WEEKDAYS, DateQuery, day_of
 from .scoring import substring_fraction
 from .settings import MemorySettings
@@ -52,6 +52,10 @@ class OriginalChunker:
 
     def __init__(self, settings: MemorySettings) -> None:
         self.settings = settings
+
+    def stream(self, default_header: str, resume: Resume | None = None) -> WholeStream:
+        """The lines kept whole, then chunked (never resumed: ``resume`` is None here)."""
+        return WholeStream(lambda lines: self(lines, default_header))
 
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """Chunk a file's lines; spans are exact (blank lines at both ends skipped)."""

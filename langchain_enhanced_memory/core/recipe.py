@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from . import scoring
-from .chunking import Chunk, chunk_lines
+from .chunking import Chunk, ChunkStream, Resume, SectionStream, chunk_lines
 from .dates import DateQuery, parse_dates
 from .segments import ReadOnce
 from .settings import MemorySettings
@@ -43,6 +43,10 @@ class Chunker(Protocol):
 
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """The chunks of a file's lines; text before any header is headed ``default_header``."""
+        ...
+
+    def stream(self, default_header: str, resume: Resume | None = None) -> ChunkStream:
+        """The same chunks, fed a block of lines at a time (``resume``: a grown file's tail)."""
         ...
 
 
@@ -92,6 +96,10 @@ class SectionChunker:
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """Chunk a file's lines."""
         return chunk_lines(lines, default_header=default_header, settings=self.settings)
+
+    def stream(self, default_header: str, resume: Resume | None = None) -> ChunkStream:
+        """Chunk a file as it is read (from ``resume`` when it only grew)."""
+        return SectionStream(default_header, self.settings, resume)
 
 
 class SectionDates:

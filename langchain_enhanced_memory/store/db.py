@@ -47,7 +47,8 @@ log = logging.getLogger("langchain_enhanced_memory")
 # 2: chunks.chunk_id dropped (written, never read)
 # 3: vectors stored once, as int8 + scale (NULL when in the generation's side
 #    file, see .matrices); chunks.line_hashes stored
-# 4: files.ctime_ns (an edit that keeps size and mtime still changes it)
+# 4: files.ctime_ns (an edit that keeps size and mtime still changes it) and
+#    files.tail: where a note that only grew is chunked again from (.sync)
 SCHEMA_VERSION = 4
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
@@ -57,7 +58,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT, ctime_ns INTEGER
+    hash TEXT NOT NULL, kind TEXT NOT NULL, date TEXT, ctime_ns INTEGER, tail TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
@@ -107,12 +108,17 @@ def _to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('line-hashes', 'missing')")
 
 
+def _to_v4(conn: sqlite3.Connection) -> None:
+    # NULL until the next sync reads each file once (its hash spares the re-chunk).
+    conn.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER")
+    conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
+
+
 # version -> the step that brings an index of that version to the next one.
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
     1: lambda conn: conn.execute("ALTER TABLE chunks DROP COLUMN chunk_id"),
     2: _to_v3,
-    # NULL until the next sync reads each file once (its hash spares the re-chunk).
-    3: lambda conn: conn.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER"),
+    3: _to_v4,
 }
 
 

@@ -22,7 +22,7 @@ import logging
 import mmap
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +63,8 @@ MERGE_SHARE = 0.125
 # from a map than with four preads a term (10k chunks, about 9 MB: 0.2-0.3 ms a
 # keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
+# Terms whose text and phrase lists are built at once; more are built in parts and merged.
+BUILD_TERMS = 1 << 21
 
 
 class SegmentsMoved(Exception):
@@ -222,34 +224,70 @@ def open_segments(folder: Path, names: list[str], searcher: bool = False) -> lis
 def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
     """The four posting lists of the chunks ``where`` selects, from their stored terms."""
     query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
-    rows = conn.execute(query, args).fetchall()
-    return _postings_of([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    return _postings_of(conn.execute(query, args))
 
 
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
     """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
-    query = (
-        "SELECT path, start_line, end_line, header, headers, text, terms"
-        f" FROM chunks {where} ORDER BY id"
-    )
-    rows = conn.execute(query, args).fetchall()
-    posts = _postings_of([r[6] for r in rows], [r[4] for r in rows], [r[0] for r in rows])
-    return posts, SegmentRows.build(rows)
+    query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
+    rows = SegmentRows.build(conn.execute(query + " ORDER BY id", args).fetchall())
+    posts = build_postings(conn, where, args)
+    return posts, rows
 
 
-def _postings_of(terms: list[str], headers: list[str], paths: list[str]) -> dict[str, Postings]:
-    """The four posting lists of chunks with these stored terms, header chains and paths."""
+def _postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
+    """The four posting lists of chunks from their stored terms, header chains and paths.
+
+    The text and phrase lists are built a part of about :data:`BUILD_TERMS`
+    terms at a time and merged (parts of equal size first, so each entry is
+    merged a logarithmic number of times): a long note's terms as strings and
+    the sorts of their ids would take many times the size of the lists.
+    """
+    headers: list[str] = []
+    paths: list[str] = []
+    parts: list[tuple[int, Postings, Postings]] = []  # (level, text, phrase), levels descending
+    batch: list[list[str]] = []
+    size = 0
+    for terms, header, path in rows:
+        headers.append(header)
+        paths.append(path)
+        batch.append(terms.split())
+        size += len(batch[-1])
+        if size >= BUILD_TERMS:
+            _add_part(parts, batch)
+            batch, size = [], 0
+    if batch or not parts:
+        _add_part(parts, batch)
+    _, text, phrase = parts.pop()
+    while parts:
+        _, older_text, older_phrase = parts.pop()
+        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
     # Header chains and paths repeat across chunks: tokenize each distinct one once.
     header_terms = {h: tokenize(h) for h in set(headers)}
     path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
-    # The phrase pairs come from the text's term ids: each terms string split once.
-    text, phrase = Postings.build_with_pairs([t.split() for t in terms], PHRASE_SEP)
     return {
         "text": text,
         "phrase": phrase,
         "header": Postings.build(header_terms[h] for h in headers),
         "path": Postings.build(path_terms[p] for p in paths),
     }
+
+
+def _add_part(parts: list[tuple[int, Postings, Postings]], batch: list[list[str]]) -> None:
+    """Build the text and phrase lists of ``batch`` and merge equal levels (a binary counter)."""
+    # The phrase pairs come from the text's term ids: each terms string split once.
+    text, phrase = Postings.build_with_pairs(batch, PHRASE_SEP)
+    level = 0
+    while parts and parts[-1][0] == level:
+        _, older_text, older_phrase = parts.pop()
+        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
+        level += 1
+    parts.append((level, text, phrase))
+
+
+def _then(first: Postings, then: Postings) -> Postings:
+    """The lists of ``first``'s documents, then ``then``'s (as one build of both)."""
+    return first.merged(np.ones(first.n_docs, dtype=bool), then)
 
 
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:

@@ -1,10 +1,14 @@
 """The text sync: files to chunks to postings, in one transaction per run.
 
 Files are re-read only when their size, mtime or ctime changed and re-chunked
-only when their hash changed. The ctime catches an edit that kept the size and
-had its mtime set back (``touch -r``): no one can set a ctime. A run commits
-everything (files, chunks, postings, the new generation) in one transaction,
-so a crash leaves the previous state. The caller holds the writer lock.
+only when their hash (of their bytes) changed. The ctime catches an edit that
+kept the size and had its mtime set back (``touch -r``): no one can set a ctime. A file is read and chunked a block
+at a time, so a long note is never held whole. A file that only grew (its old
+bytes hash the same, and they ended a line) is chunked again only from where
+its old chunking left a chunk open (``files.tail``); the chunks before it keep
+their ids, postings and vectors. A run commits everything (files, chunks,
+postings, the new generation) in one transaction, so a crash leaves the
+previous state. The caller holds the writer lock.
 """
 
 from __future__ import annotations
@@ -16,17 +20,19 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.chunking import Chunk, line_texts
-from ..core.recipe import recipe
+from ..core.chunking import Chunk, Resume, line_texts
+from ..core.recipe import Chunker, recipe
 from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, tokenize
 from .db import generation_of, get_meta
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
 from .workspace import (
+    BLOCK_BYTES,
+    Digest,
     MemoryFile,
     UnreadableFileError,
     memory_files,
-    read_lines,
+    read_blocks,
     scan,
     stamp,
     warn_once,
@@ -40,12 +46,34 @@ __all__ = [
     "keyword_text",
     "line_digests",
     "mean_line_hashes",
+    "read_chunks",
     "sha",
     "sync_text",
     "vector_hash",
 ]
 
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
+
+
+@dataclass
+class FileRead:
+    """A moved file as read and chunked.
+
+    Attributes:
+        file: The file.
+        st: Its stat after the read.
+        digest: SHA-256 of its bytes.
+        chunks: Its chunks from line ``since`` on (1-based; 1: all of them).
+        since: Stored chunks starting at this line or later are replaced; earlier ones kept.
+        tail: Where it can be chunked again from if it only grows (JSON), or None.
+    """
+
+    file: MemoryFile
+    st: os.stat_result
+    digest: str
+    chunks: list[Chunk]
+    since: int = 1
+    tail: str | None = None
 
 
 @dataclass
@@ -162,19 +190,19 @@ def sync_text(
     rechunk_all = get_meta(conn, "chunker") != signature
     known = {
         row[0]: row[1:]
-        for row in conn.execute("SELECT path, size, mtime_ns, ctime_ns, hash FROM files")
+        for row in conn.execute("SELECT path, size, mtime_ns, ctime_ns, hash, tail FROM files")
     }
     # One scandir pass with the stat it needs; only the files that moved are read.
     stats = scan(workspace, settings)
     report.files = len(stats)
     moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:3]) != st)
     chunker = recipe(settings).chunker
-    fresh: list[tuple[MemoryFile, os.stat_result, str, list[Chunk]]] = []
+    fresh: list[FileRead] = []
     touched: list[tuple[str, os.stat_result]] = []
     for f in memory_files(workspace, moved):
-        old = known.get(f.path)
+        old = None if rechunk_all else known.get(f.path)
         try:
-            lines, st = read_stable(f)
+            read = read_chunks(f, chunker, old and (old[0], old[3], old[4]))
         except OSError:  # gone since the scan
             report.skipped.append(f.path)
             continue
@@ -182,14 +210,13 @@ def sync_text(
             warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
-        digest = sha("\n".join(lines))
-        if old and not rechunk_all and old[3] == digest:
-            touched.append((f.path, st))
+        if old and old[3] == read.digest:
+            touched.append((f.path, read.st))
             continue
-        fresh.append((f, st, digest, chunker(lines, f.abs_path.name)))
+        fresh.append(read)
     present = set(stats) - set(report.skipped)
     deleted = list(known) if rechunk_all else [p for p in known if p not in present]
-    report.changed = [f.path for f, *_ in fresh]
+    report.changed = [r.file.path for r in fresh]
     report.deleted = [p for p in deleted if p not in report.changed]
 
     conn.execute("BEGIN IMMEDIATE")
@@ -201,13 +228,14 @@ def sync_text(
             [(st.st_size, st.st_mtime_ns, st.st_ctime_ns, path) for path, st in touched],
         )
         if report.changed_anything or rechunk_all:
-            gone = set(deleted) | set(report.changed)
             first_new = _next_chunk_id(conn)
-            conn.executemany("DELETE FROM chunks WHERE path=?", [(p,) for p in gone])
-            conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+            # A grown file keeps its chunks before the line it was chunked again from.
+            gone = [(p, 1) for p in deleted] + [(r.file.path, r.since) for r in fresh]
+            conn.executemany("DELETE FROM chunks WHERE path=? AND start_line>=?", gone)
+            conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p, _ in gone])
             next_id = first_new
-            for f, st, digest, chunks in fresh:
-                next_id = _insert_file(conn, f, st, digest, chunks, settings, next_id)
+            for read in fresh:
+                next_id = _insert_file(conn, read, settings, next_id)
             generation = generation_of(conn) + 1
             write_postings(conn, folder, generation, None if rechunk_all else first_new)
             conn.execute(
@@ -225,34 +253,23 @@ def sync_text(
 
 
 def _insert_file(
-    conn: sqlite3.Connection,
-    f: MemoryFile,
-    st: os.stat_result,
-    digest: str,
-    chunks: list[Chunk],
-    settings: MemorySettings,
-    next_id: int,
+    conn: sqlite3.Connection, read: FileRead, settings: MemorySettings, next_id: int
 ) -> int:
-    """Insert a file and its chunks, ids from ``next_id``; returns the next free id."""
+    """Insert a file and its (new) chunks, ids from ``next_id``; returns the next free id."""
+    f, st = read.file, read.st
     conn.execute(
-        "INSERT INTO files(path, size, mtime_ns, ctime_ns, hash, kind, date)"
-        " VALUES (?,?,?,?,?,?,?)",
-        (
-            f.path,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-            digest,
-            f.kind,
-            f.date and f.date.isoformat(),
-        ),
+        "INSERT INTO files(path, size, mtime_ns, ctime_ns, hash, kind, date, tail)"
+        " VALUES (?,?,?,?,?,?,?,?)",
+        (f.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, read.digest, f.kind)
+        + (f.date and f.date.isoformat(), read.tail),
     )
+    # Row by row (a generator): a long note's rows and terms are never all in memory at once.
     conn.executemany(
         "INSERT INTO chunks(id, path, start_line, end_line, header, headers, text, embed_hash,"
         " terms, line_hashes) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        [(next_id + i, *_chunk_row(f.path, c, settings)) for i, c in enumerate(chunks)],
+        ((next_id + i, *_chunk_row(f.path, c, settings)) for i, c in enumerate(read.chunks)),
     )
-    return next_id + len(chunks)
+    return next_id + len(read.chunks)
 
 
 def _chunk_row(path: str, c: Chunk, settings: MemorySettings) -> tuple:
@@ -304,12 +321,87 @@ def _fill_line_digests(conn: sqlite3.Connection, settings: MemorySettings) -> No
     conn.execute("DELETE FROM meta WHERE key='line-hashes'")
 
 
-def read_stable(f: MemoryFile) -> tuple[list[str], os.stat_result]:
-    """Read a file, re-reading when it changed under us (an agent appending to it)."""
+def read_chunks(
+    f: MemoryFile, chunker: Chunker, stored: tuple[int, str, str | None] | None = None
+) -> FileRead:
+    """Read and chunk a file, again when it changed under us (an agent appending to it).
+
+    Args:
+        f: The file.
+        chunker: The recipe's chunker.
+        stored: The file's stored size, hash and tail, when its chunks may be kept:
+            a file that only grew is chunked again from its tail.
+
+    Raises:
+        UnreadableFileError: As :func:`.workspace.read_blocks`.
+        OSError: The file is gone.
+    """
     for _ in range(3):
         before = f.abs_path.stat()
-        lines = read_lines(f.abs_path)
+        read = _grown(f, chunker, stored, before) or _chunked(f, chunker, before)
         after = f.abs_path.stat()
         if stamp(before) == stamp(after):
-            return lines, after
-    return lines, after
+            break
+    read.st = after
+    return read
+
+
+def _grown(
+    f: MemoryFile,
+    chunker: Chunker,
+    stored: tuple[int, str, str | None] | None,
+    st: os.stat_result,
+) -> FileRead | None:
+    """The chunks from a grown file's tail on; None unless it only grew past a line end."""
+    if stored is None:
+        return None
+    old_size, old_digest, tail = stored
+    if tail is None or st.st_size <= old_size:
+        return None
+    try:
+        offset, line, point = json.loads(tail)
+        resume = Resume.loads(point)
+        digest = hashlib.sha256()
+        with open(f.abs_path, "rb") as fh:
+            if os.pread(fh.fileno(), 1, old_size - 1) != b"\n":
+                return None  # the old last line may go on: it is not a line of its own yet
+            left = old_size
+            while left and (data := fh.read(min(left, BLOCK_BYTES))):
+                digest.update(data)
+                left -= len(data)
+    except (OSError, TypeError, ValueError):
+        return None
+    if resume is None or left or digest.hexdigest() != old_digest:
+        return None  # not the bytes chunked before: read it all again
+    return _chunked(f, chunker, st, resume, int(offset), int(line), digest, old_size)
+
+
+def _chunked(
+    f: MemoryFile,
+    chunker: Chunker,
+    st: os.stat_result,
+    resume: Resume | None = None,
+    offset: int = 0,
+    line: int = 0,
+    digest: Digest | None = None,
+    hashed: int = 0,
+) -> FileRead:
+    """Chunk a file as it is read, whole or (``resume``) from a block at ``offset``."""
+    if digest is None:
+        digest = hashlib.sha256()
+    stream = chunker.stream(f.abs_path.name, resume)
+    chunks: list[Chunk] = []
+    blocks: list[tuple[int, int]] = []  # (first line, byte offset) of each block
+    for first, at, lines in read_blocks(f.abs_path, offset, line, digest, hashed):
+        blocks.append((first, at))
+        chunks += stream.feed(lines, first)
+    chunks += stream.close()
+    tail = None
+    point = stream.resume
+    if point is not None:
+        # The block holding the line a resumed run starts at (a UTF-16 file's has no offset).
+        first, at = max((b for b in blocks if b[0] <= point.line), default=(0, -1))
+        if at >= 0:
+            tail = json.dumps([at, first, point.dumps()])
+    since = resume.line + 1 if resume else 1
+    return FileRead(f, st, digest.hexdigest(), chunks, since, tail)

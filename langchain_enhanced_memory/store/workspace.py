@@ -13,12 +13,15 @@ the home folder is not followed either. Hidden paths (any component starting wit
 Each warning is logged once per process (a search scans twice).
 
 :func:`read_lines` turns a file into the exact lines an editor shows, so that
-1-based line numbers reported by search point at the right place.
+1-based line numbers reported by search point at the right place;
+:func:`read_blocks` yields the same lines a block at a time, so a long note
+is never held whole.
 """
 
 from __future__ import annotations
 
 import datetime
+import io
 import logging
 import os
 import re
@@ -27,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..core.globs import Globs
 from ..core.settings import CORE_FILES, MemorySettings
@@ -35,6 +38,7 @@ from ..core.text import escape_controls as _one_line  # paths in messages: kept 
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
+    "BLOCK_BYTES",
     "MAX_FILE_BYTES",
     "FileKind",
     "MemoryFile",
@@ -44,6 +48,7 @@ __all__ = [
     "discover",
     "memory_files",
     "places",
+    "read_blocks",
     "read_lines",
     "scan",
     "stamp",
@@ -58,6 +63,9 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 #: How many leading bytes are checked for NUL bytes to spot binary files.
 BINARY_SNIFF_BYTES = 8192
+
+#: Bytes :func:`read_blocks` reads at a time (a block is then cut after its last newline).
+BLOCK_BYTES = 1 << 20
 
 FileKind = Literal["core", "daily", "topic"]
 
@@ -379,6 +387,18 @@ def _walk(
 # --------------------------------------------------------------------------- reading
 
 
+class Digest(Protocol):
+    """A running hash (``hashlib``'s objects)."""
+
+    def update(self, data: bytes, /) -> None:
+        """Add bytes."""
+        ...
+
+    def hexdigest(self) -> str:
+        """The hash of the bytes so far."""
+        ...
+
+
 def read_lines(path: Path | str) -> list[str]:
     r"""Read a text file as the lines an editor shows.
 
@@ -399,18 +419,86 @@ def read_lines(path: Path | str) -> list[str]:
             :data:`MAX_FILE_BYTES`, or looks binary (NUL bytes in its first
             :data:`BINARY_SNIFF_BYTES` bytes).
     """
+    return [line for _, _, block in read_blocks(path) for line in block]
+
+
+def read_blocks(
+    path: Path | str,
+    offset: int = 0,
+    line: int = 0,
+    digest: Digest | None = None,
+    hashed: int = 0,
+) -> Iterator[tuple[int, int, list[str]]]:
+    r"""Read a file from ``offset`` as :func:`read_lines` does, a block of whole lines at a time.
+
+    Each block is about :data:`BLOCK_BYTES` and ends after a newline (the
+    last one where the file ends), so UTF-8 decodes the same as the whole
+    file's. A UTF-16 file is read whole, as one block at offset -1 (its
+    newlines are not the byte ``\n``).
+
+    Args:
+        path: The file.
+        offset: Where to start: 0, or the byte offset of a block's first line.
+        line: That line's index (0-based).
+        digest: Fed the bytes read from ``hashed`` on (the caller fed it the ones before).
+        hashed: Bytes ``digest`` has already seen.
+
+    Yields:
+        ``(first line index, byte offset of the block, lines)``.
+
+    Raises:
+        UnreadableFileError: As :func:`read_lines`.
+    """
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > MAX_FILE_BYTES:
-                raise UnreadableFileError(path, _too_large(size))
-            # Read one byte past the cap in case the file grew since fstat.
-            data = fh.read(MAX_FILE_BYTES + 1)
+        fh = open(path, "rb")  # noqa: SIM115 (a generator: closed in finally)
     except OSError as exc:
         raise UnreadableFileError(path, exc.strerror or type(exc).__name__) from exc
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise UnreadableFileError(path, _too_large(size))
+        head = os.pread(fh.fileno(), BINARY_SNIFF_BYTES, 0)
+        if any(head.startswith(bom) for bom in _UTF16_BOMS):
+            yield line, -1, _split(_decode(_read_all(path, fh, digest, hashed)))
+            return
+        if b"\x00" in head:
+            raise UnreadableFileError(path, "looks binary (NUL bytes near the start)")
+        fh.seek(offset)
+        at, rest = offset, b""
+        while raw := fh.read(BLOCK_BYTES):
+            if digest is not None and at + len(raw) > hashed:
+                digest.update(raw[max(hashed - at, 0) :])
+            at += len(raw)
+            if at > MAX_FILE_BYTES:
+                raise UnreadableFileError(path, _too_large(at))
+            data = rest + raw
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                lines = _split(_decode(data[:cut], offset == 0))
+                yield line, offset, lines
+                line, offset, rest = line + len(lines), offset + cut, data[cut:]
+            else:
+                rest = data
+        if rest:
+            yield line, offset, _split(_decode(rest, offset == 0))
+    except OSError as exc:
+        raise UnreadableFileError(path, exc.strerror or type(exc).__name__) from exc
+    finally:
+        fh.close()
+
+
+def _read_all(path: Path | str, fh: io.BufferedReader, digest: Digest | None, hashed: int) -> bytes:
+    # Read one byte past the cap in case the file grew since fstat.
+    data = fh.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise UnreadableFileError(path, _too_large(len(data)))
-    text = _decode(path, data)
+    if digest is not None:
+        digest.update(data[hashed:])
+    return data
+
+
+def _split(text: str) -> list[str]:
+    r"""Lines of decoded text: ``\r\n`` and ``\n`` end a line, a final one adds none."""
     if not text:
         return []
     lines = text.replace("\r\n", "\n").split("\n")
@@ -419,14 +507,14 @@ def read_lines(path: Path | str) -> list[str]:
     return lines
 
 
-def _decode(path: Path | str, data: bytes) -> str:
-    for bom, codec in _UTF16_BOMS.items():
-        if data.startswith(bom):
-            return data[len(bom) :].decode(codec, errors="replace")
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-        raise UnreadableFileError(path, "looks binary (NUL bytes near the start)")
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
+def _decode(data: bytes, at_start: bool = True) -> str:
+    """Text of the file's bytes (``at_start``: from its first byte, where a BOM may be)."""
+    if at_start:
+        for bom, codec in _UTF16_BOMS.items():
+            if data.startswith(bom):
+                return data[len(bom) :].decode(codec, errors="replace")
+        if data.startswith(_UTF8_BOM):
+            data = data[len(_UTF8_BOM) :]
     return data.decode("utf-8", errors="replace")
 
 

@@ -156,12 +156,13 @@ def test_an_index_of_schema_3_opens_and_reads_each_file_once_again(
 ) -> None:
     MemoryIndex(workspace).sync()
     path = default_index_path(workspace)
-    with sqlite3.connect(path) as conn:  # as the previous version left it: no ctime
+    with sqlite3.connect(path) as conn:  # as the previous version left it: no ctime, no tail
         conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
+        conn.execute("ALTER TABLE files DROP COLUMN tail")
         conn.execute("PRAGMA user_version=3")
     reads: list[Path] = []
-    real = sync.read_lines
-    monkeypatch.setattr(sync, "read_lines", lambda p: reads.append(p) or real(p))
+    real = sync.read_blocks
+    monkeypatch.setattr(sync, "read_blocks", lambda p, *a: reads.append(p) or real(p, *a))
     idx = MemoryIndex(workspace)
     assert idx.is_stale()
     report = idx.sync()

@@ -145,6 +145,8 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
             for line in line_texts(text, settings.embed_max_chars):
                 texts[sha(line)] = line
         conn.execute("ALTER TABLE chunks DROP COLUMN line_hashes")
+        conn.execute("ALTER TABLE files DROP COLUMN tail")  # tail and ctime_ns: schema 4
+        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
         conn.execute("DROP TABLE embed_cache")
         conn.execute(
             "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER"
@@ -156,7 +158,6 @@ def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Pat
             [(MODEL, h, v.size, v.tobytes()) for h, v in want.items()],
         )
         conn.execute("INSERT INTO derived VALUES ('matrix:fake/m', 1, x'00')")
-        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")  # added by schema 4
         conn.execute("PRAGMA user_version=2")
     migrated = MemoryIndex(ws, settings)
     assert not migrated.missing_embeddings(MODEL)  # the keys were kept: nothing re-embedded

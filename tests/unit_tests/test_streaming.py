@@ -1,0 +1,134 @@
+"""A note read and chunked a block at a time, and chunked again from its tail when it grows.
+
+The chunks must be exactly those of the whole text at once, wherever the
+blocks are cut, and a grown note's resumed chunks exactly those of chunking it
+from scratch.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from langchain_enhanced_memory.core import chunking
+from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream, chunk_lines
+from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.store import postings, workspace
+from langchain_enhanced_memory.store.workspace import read_blocks, read_lines
+from tests.unit_tests.test_fuzz import LINE, SETTINGS
+
+LINES = st.lists(LINE, max_size=150)
+CUTS = st.lists(st.integers(0, 150), max_size=6)
+# The lines a stream keeps and the length at which it cuts a long section early
+# only change when work is done; small values exercise both on small inputs.
+SMALL = st.sampled_from([(1 << 20, 4096), (0, 0), (300, 2)])
+HYPOTHESIS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def streamed(
+    lines: list[str], cfg: MemorySettings, cuts: list[int], resume: Resume | None = None
+) -> tuple[list[Chunk], SectionStream]:
+    """Feed ``lines`` in blocks cut at ``cuts`` (from ``resume.line`` less a few when resuming)."""
+    stream = SectionStream("f.md", cfg, resume)
+    pos = max(resume.line - 3, 0) if resume else 0
+    out: list[Chunk] = []
+    for cut in [*sorted(cuts), len(lines)]:
+        if cut > pos:
+            out += stream.feed(lines[pos:cut], pos)
+            pos = cut
+    return out + stream.close(), stream
+
+
+@HYPOTHESIS
+@given(lines=LINES, cfg=SETTINGS, cuts=CUTS, small=SMALL)
+def test_streamed_chunks_equal_whole_text_chunks(
+    lines: list[str], cfg: MemorySettings, cuts: list[int], small: tuple[int, int], monkeypatch
+) -> None:
+    monkeypatch.setattr(chunking, "_SPLIT_AHEAD", small[0])
+    monkeypatch.setattr(chunking, "_TRIM_LINES", small[1])
+    whole = chunk_lines(lines, default_header="f.md", settings=cfg)
+    assert streamed(lines, cfg, cuts)[0] == whole
+
+
+@HYPOTHESIS
+@given(lines=LINES, cfg=SETTINGS, cuts=CUTS, small=SMALL, old=st.integers(0, 150))
+def test_resumed_chunks_equal_chunks_from_scratch(
+    lines: list[str],
+    cfg: MemorySettings,
+    cuts: list[int],
+    small: tuple[int, int],
+    old: int,
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(chunking, "_SPLIT_AHEAD", small[0])
+    monkeypatch.setattr(chunking, "_TRIM_LINES", small[1])
+    before, stream = streamed(lines[:old], cfg, cuts)
+    point = stream.resume
+    if point is None:  # no piece was cut (no text, or headers only): read again whole
+        return
+    point = Resume.loads(point.dumps())  # as stored
+    assert point is not None
+    kept = [c for c in before if c.start_line <= point.line]
+    resumed, _ = streamed(lines, cfg, cuts, point)
+    assert kept + resumed == chunk_lines(lines, default_header="f.md", settings=cfg)
+
+
+def test_a_long_section_is_cut_as_it_streams() -> None:
+    # No header at all: the stream still emits chunks long before the end.
+    stream = SectionStream("f.md")
+    block = [f"- line {i} of a transcript with no headers at all" for i in range(30_000)]
+    early = stream.feed(block, 0) + stream.feed(block, len(block))
+    assert len(early) > 100
+    assert len(stream.buf) < 2 * len(block)
+    rest = stream.close()
+    assert early + rest == chunk_lines(block + block, default_header="f.md")
+
+
+BYTES = st.lists(
+    st.sampled_from([b"a", b"\n", b"\r\n", b"\r", b"\xc3\xa9", b"\xc3", b"\xef\xbb\xbf", b"# h"]),
+    max_size=60,
+).map(b"".join)
+
+
+@HYPOTHESIS
+@given(data=BYTES, block=st.integers(1, 16))
+def test_blocks_hold_the_lines_read_lines_returns(
+    data: bytes, block: int, tmp_path_factory: pytest.TempPathFactory, monkeypatch
+) -> None:
+    path = tmp_path_factory.mktemp("blocks") / "n.md"
+    path.write_bytes(data)
+    whole = read_lines(path)
+    monkeypatch.setattr(workspace, "BLOCK_BYTES", block)
+    blocks = list(read_blocks(path))
+    assert [line for _, _, b in blocks for line in b] == whole
+    for first, offset, lines in blocks:  # a block read from its offset starts the same
+        again = next(read_blocks(path, offset, first), (first, offset, []))
+        assert again[0] == first and again[2][: len(lines)] == lines[: len(again[2])]
+
+
+def test_utf16_note_is_one_block(tmp_path: Path) -> None:
+    path = tmp_path / "n.md"
+    path.write_bytes("\ufeffone\ntwo\n".encode("utf-16-le"))
+    assert list(read_blocks(path)) == [(0, -1, ["one", "two"])]
+
+
+@pytest.mark.parametrize("part_terms", [1, 7, 50])
+def test_postings_built_in_parts_equal_one_build(part_terms: int, monkeypatch) -> None:
+    rng = random.Random(part_terms)
+    words = [f"w{i}" for i in range(40)]
+    rows = [
+        (" ".join(rng.choices(words, k=rng.randint(0, 12))), f"H{i % 3}", f"memory/{i % 5}.md")
+        for i in range(120)
+    ]
+    whole = postings._postings_of(rows)
+    monkeypatch.setattr(postings, "BUILD_TERMS", part_terms)
+    parts = postings._postings_of(rows)
+    for field, post in whole.items():
+        for name in ("keys", "indptr", "docs", "tf", "doc_len"):
+            want, got = getattr(post, name), getattr(parts[field], name)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (field, name)
