@@ -21,7 +21,6 @@ from ..core.errors import (
     MissingNoteError,
     NoteError,
     one_line,
-    shown,
 )
 from ..core.request import SearchRequest
 from ..graph import queries, storage
@@ -54,10 +53,7 @@ def read(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None 
         NoteError: A refused path or range, or an unreadable file.
     """
     ws = engine.index.workspace
-    try:
-        got = notes.get_lines(ws, path, from_line, lines, engine.settings)
-    except OSError as exc:  # a name the file system refuses (too long): no raw path back
-        raise NoteError(f"refused: {shown(path)} cannot be read ({exc.strerror})") from None
+    got = notes.get_lines(ws, path, from_line, lines, engine.settings)
     logs.record_access(ws, engine.settings, [got.path])
     return get_json(got)
 

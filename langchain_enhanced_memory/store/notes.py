@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..core.errors import MissingNoteError, NoteError
+from ..core.errors import MissingNoteError, NoteError, shown
 from ..core.settings import MemorySettings
 from .workspace import UnreadableFileError, discover, places, read_lines
 
@@ -104,7 +104,7 @@ def get_lines(
             raise NoteError(f"refused: {rel} is a symlink leading outside the workspace")
         exists = candidate.exists()
     except OSError as exc:
-        raise NoteError(f"cannot read {rel[:200]}: {exc.strerror or exc}") from None
+        raise NoteError(f"refused: {shown(rel)} cannot be read ({exc.strerror})") from None
     files = {f.path: f for f in discover(where.root, settings, warn=False)}
     found = files.get(rel)
     if found is None:

@@ -124,7 +124,7 @@ def test_get_cli(ws):
         ("../x.md", "'..' is not allowed"),
         ("/etc/passwd", "absolute"),
         ("memory/query_log.json", "not a markdown"),
-        ("memory/" + "n" * 300 + ".md", "File name too long"),
+        ("memory/" + "n" * 300 + ".md", "cannot be read (File name too long)"),
     ]:
         r = run(ws, "get", bad)
         assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1
