@@ -37,6 +37,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -334,6 +335,7 @@ class FtsStore:
         rows, texts, lines = self._chunks_of(files)
         self.conn.executemany("INSERT INTO files VALUES (?,?,?,?,?)", map(self._files_row, files))
         self._insert(rows)
+        t1 = time.perf_counter()
         ids = np.array([r[0] for r in self.conn.execute("SELECT id FROM chunks ORDER BY id")])
         # The matrices again, whole: the kept rows (in id order), then the new chunks'.
         keep = np.isin(old_ids, ids)
@@ -353,7 +355,8 @@ class FtsStore:
         self.conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (generation + 1,))
         self.conn.execute("COMMIT")
         shutil.rmtree(self.folder / f"vec-{generation}", ignore_errors=True)
-        return {"s": time.perf_counter() - t0, "changed": len(changed) + len(gone)}
+        t2 = time.perf_counter()
+        return {"s": t2 - t0, "text_s": t1 - t0, "vectors_s": t2 - t1, "changed": len(changed)}
 
     # ----------------------------------------------------------------- reads
     def _load_vectors(self, generation: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -450,8 +453,8 @@ def _store(a: argparse.Namespace) -> tuple[Any, Any]:
     return b.snapshot(), b.settings
 
 
-def _bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+def _bytes(folder: Path, pattern: str = "**/*") -> int:
+    return sum(p.stat().st_size for p in folder.glob(pattern) if p.is_file())
 
 
 def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
@@ -462,13 +465,17 @@ def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
             "text_s": out["sync_s"],
             "vectors_s": out["embed_s"] + out["first_load_s"],
             "index_bytes": out["index_bytes"],
+            "vector_bytes": _bytes(
+                Path(a.workspace) / ".enhanced-memory" / "index.vectors", "*.vec"
+            ),
         }
     shutil.rmtree(Path(a.workspace) / ".storage-bench", ignore_errors=True)
     out = FtsStore(a.workspace).build()
     sqlite3.connect(Path(a.workspace) / ".storage-bench" / "b.sqlite").execute(
         "PRAGMA wal_checkpoint(TRUNCATE)"
     )
-    return {**out, "index_bytes": _bytes(Path(a.workspace) / ".storage-bench")}
+    folder = Path(a.workspace) / ".storage-bench"
+    return {**out, "index_bytes": _bytes(folder), "vector_bytes": _bytes(folder, "vec-*/*")}
 
 
 def phase_onechange(a: argparse.Namespace) -> dict[str, Any]:
@@ -528,6 +535,29 @@ def phase_search(a: argparse.Namespace) -> dict[str, Any]:
         ("hybrid", lambda i: _query(snap, settings, qs[i], qvecs[i], 10)),
     ):
         out[f"top_{name}"] = [[key(j) for j in top(i)] for i in idx]
+    # The store and its queries alone: before the retrievers below add their own engines.
+    out["store_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.update(_invokes(a, snap, qs))
+    return out
+
+
+def _invokes(a: argparse.Namespace, snap: Any, qs: list[str]) -> dict[str, list[float]]:
+    """``retriever.invoke`` timings, keyword-only and hybrid (B: its snapshot in the engine).
+
+    B's engines keep A's freshness check (a watcher or a stat per file: the
+    same for any store); everything from the snapshot on reads B.
+    """
+    from langchain_enhanced_memory import EnhancedMemoryRetriever
+
+    out = {}
+    for name, kw in (
+        ("invoke_keyword_s", {"embedder": "none"}),
+        ("invoke_hybrid_s", {"embeddings": synthetic.ProjectionEmbeddings()}),
+    ):
+        retriever = EnhancedMemoryRetriever(workspace=a.workspace, k=5, **kw)
+        if a.store == "B":
+            retriever.engine.index.snapshot = lambda model_id=None: snap
+        out[name] = speed._timed(lambda q, r=retriever: r.invoke(q, now=synthetic.NOW), qs)
     return out
 
 
@@ -609,6 +639,13 @@ def table(results: list[dict[str, Any]]) -> str:
     def p50(phase: str, key: str) -> Any:
         return lambda x: f"{speed._pct(x[phase][key], 50):.2f}"
 
+    def split(x: dict[str, Any]) -> str:
+        one = x["onechange"]
+        return f"{one['text_s']:.3f} / {one['vectors_s']:.3f}" if "text_s" in one else "-"
+
+    def rss(x: dict[str, Any]) -> str:
+        return f"{x['search']['store_rss_mb']:.0f} / {x['search']['rss_mb']:.0f}"
+
     rows = [
         ("chunks", lambda x: f"{x['cold']['chunks']:,}"),
         ("cold build: text, s", lambda x: f"{x['cold']['text_s']:.1f}"),
@@ -619,11 +656,15 @@ def table(results: list[dict[str, Any]]) -> str:
         ("query p50, keyword-only, ms", p50("search", "keyword_s")),
         ("query p50, vector scan + top-10, ms", p50("search", "vector_s")),
         ("query p50, hybrid, ms", p50("search", "hybrid_s")),
+        ("retriever.invoke p50, keyword-only, ms", p50("search", "invoke_keyword_s")),
+        ("retriever.invoke p50, hybrid, ms", p50("search", "invoke_hybrid_s")),
         ("one-file re-index, s", lambda x: f"{x['onechange']['s']:.3f}"),
+        ("  of which text / vector rewrite, s", split),
         ("fresh process: load, s", lambda x: f"{x['load']['load_s']:.3f}"),
         ("fresh process: first hybrid query, s", lambda x: f"{x['load']['first_s']:.3f}"),
-        ("search RSS (60 queries, all three kinds), MB", lambda x: f"{x['search']['rss_mb']:.0f}"),
+        ("search RSS: store + ranking / + two retrievers, MB", rss),
         ("index size on disk, MB", lambda x: f"{x['cold']['index_bytes'] / 2**20:.1f}"),
+        ("  of which vector files, MB", lambda x: f"{x['cold']['vector_bytes'] / 2**20:.1f}"),
     ]
     head = "| | " + " | ".join(c[0] for c in cols) + " |"
     body = [
@@ -666,7 +707,8 @@ def main() -> int:
          if s.startswith("model name")),
         platform.processor(),
     )  # fmt: skip
-    print(f"date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} cores,")
+    now = dt.datetime.now(dt.timezone.utc)
+    print(f"date: {now:%Y-%m-%d %H:%M} UTC; machine: {os.cpu_count()} cores,")
     print(f"{cpu}, load average {os.getloadavg()[0]:.1f}; Python {sys.version.split()[0]},")
     print(f"SQLite {sqlite3.sqlite_version}; total {time.perf_counter() - t0:.0f}s")
     print("command: python benchmarks/storage.py " + " ".join(sys.argv[1:]) + "\n")
