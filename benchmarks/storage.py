@@ -74,10 +74,11 @@ class FtsTerms:
     """One FTS5 table's term occurrences, read per term through its ``fts5vocab`` 'instance' table.
 
     The last :attr:`KEEP` terms' occurrences are kept: a query reads each of its
-    terms for BM25, for the coverage and again for its phrase pairs.
+    terms for BM25, for the coverage and again for its phrase pairs (few
+    enough that another query's terms are seldom still there).
     """
 
-    KEEP = 32
+    KEEP = 8
 
     def __init__(self, conn: sqlite3.Connection, vocab: str) -> None:
         self.conn, self.vocab = conn, vocab
