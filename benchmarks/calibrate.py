@@ -2,12 +2,13 @@
 
 For every query the default recipe returns its top 10; each result is labelled
 by whether it answers (its span covers a gold line, as in ``eval``). A logistic
-regression over the features of ``core/calibration.py`` (ranking's fused score,
-keyword coverage, a matched date) is fitted per mode (with the
-embedder: ``hybrid``; without: ``keyword``) and its coefficients printed, ready
-for ``COEFFICIENTS``. The threshold table is computed out of sample: each
-conversation is scored with coefficients fitted on the others, then the
-product's rule is applied (scores non-increasing down the list).
+regression over the features of ``core/calibration.py`` (``FEATURES``: the
+hit's support, the evidence its words hold; with the embedder also ranking's
+fused score and a matched date) is fitted per mode (with the embedder:
+``hybrid``; without: ``keyword``) and its coefficients printed, ready for
+``COEFFICIENTS``. The log loss and the threshold table are computed out of
+sample: each conversation is scored with coefficients fitted on the others,
+then the product's rule is applied (scores non-increasing down the list).
 
 Usage:
     python benchmarks/calibrate.py --root ../shared/bench/locomo-dev \
@@ -33,7 +34,7 @@ THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 def collect(root: Path, queries: list[dict[str, Any]], embedder: str) -> list[dict[str, Any]]:
-    """One row per result: workspace, query id, rank, features, label."""
+    """One row per result: workspace, query id, rank, mode, fused score, features, label."""
     settings = MemorySettings(log_queries=False)
     engines: dict[str, MemorySearch] = {}
     rows = []
@@ -51,6 +52,7 @@ def collect(root: Path, queries: list[dict[str, Any]], embedder: str) -> list[di
                     "id": q["id"],
                     "rank": rank,
                     "mode": response.mode,
+                    "fused": h.signals["fused"],
                     "x": calibration.features(
                         h.signals["fused"],
                         h.signals,
@@ -101,6 +103,27 @@ def scored(rows: list[dict[str, Any]], coef: np.ndarray) -> list[float]:
         calibration.COEFFICIENTS[mode] = saved
 
 
+def log_loss(y: np.ndarray, scores: np.ndarray) -> float:
+    """Mean log loss of the product's scores (clipped at their rounding, 1e-4)."""
+    p = np.clip(scores, 1e-4, 1 - 1e-4)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def held_out(rows: list[dict[str, Any]], x: np.ndarray, y: np.ndarray) -> list[float]:
+    """Each conversation's scores under a fit on the others; prints each fold's log loss."""
+    held = [0.0] * len(rows)
+    for ws in sorted({r["ws"] for r in rows}):
+        train = [i for i, r in enumerate(rows) if r["ws"] != ws]
+        test = [i for i, r in enumerate(rows) if r["ws"] == ws]
+        c = fit(x[train], y[train])
+        for i, s in zip(test, scored([rows[i] for i in test], c), strict=True):
+            held[i] = s
+        loss = log_loss(y[test], np.array([held[i] for i in test]))
+        print(f"fold {ws}: held-out log loss {loss:.4f} ({len(test)} results)")
+    print(f"all folds: held-out log loss {log_loss(y, np.array(held)):.4f}")
+    return held
+
+
 def table(rows: list[dict[str, Any]], scores: list[float]) -> list[str]:
     y = np.array([r["y"] for r in rows])
     s = np.array(scores)
@@ -136,16 +159,10 @@ def main() -> None:
         coef = fit(x, y)
         print(f"\n## {mode} ({embedder}): {len(rows)} results, {int(y.sum())} answer")
         print(f'"{mode}": ({", ".join(f"{c:.3f}" for c in coef)}),')
-        held: list[float] = [0.0] * len(rows)
-        for ws in sorted({r["ws"] for r in rows}):
-            train = [i for i, r in enumerate(rows) if r["ws"] != ws]
-            test = [i for i, r in enumerate(rows) if r["ws"] == ws]
-            c = fit(x[train], y[train])
-            for i, s in zip(test, scored([rows[i] for i in test], c), strict=True):
-                held[i] = s
         print("out of sample (each conversation scored by a fit on the others):")
+        held = held_out(rows, x, y)
         print("\n".join(table(rows, held)))
-        raw_top = [r["x"][0] for r in rows if r["rank"] == 1]
+        raw_top = [r["fused"] for r in rows if r["rank"] == 1]
         cal_top = [s for s, r in zip(held, rows, strict=True) if r["rank"] == 1]
         print(
             f"top result per query: fused score p10..p90 {np.percentile(raw_top, 10):.3f}.."

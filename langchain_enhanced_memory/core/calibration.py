@@ -2,19 +2,23 @@
 
 Ranking fuses signals rescaled per query (the best BM25 of a query is 1 however
 weak it is), so the fused score of the top result is about the same for every
-query and a ``minScore`` threshold keeps or drops all results alike. The
-calibrated score adds what rescaling hides, the absolute evidence of a hit, and
-maps it through a logistic fitted on locomo-dev (``benchmarks/calibrate.py``
+query, a stop word's ("of") as much as a full match's, and a ``minScore``
+threshold keeps or drops all results alike. The calibrated score adds what
+rescaling hides, the absolute evidence of a hit: its ``support``, the chunk's
+:func:`evidence` (the share of the query's IDF mass it holds, a date the query
+names counting as a word) times its fused score's share of the best hit's. One
+logistic per mode maps it, fitted on locomo-dev (``benchmarks/calibrate.py``
 fits and prints the coefficients below, and the precision and recall of
 thresholds):
 
-- with a query vector, ranking's fused score, the share of query terms the
-  chunk holds (``coverage``) and whether a date of the query matched its note;
-- keyword-only (no embedder, or it failed), the chunk's :func:`evidence`, the
-  share of the query's IDF mass it holds (a date the query names counts as a
-  word), times its fused score's share of the best hit's. The fused score alone
-  would say little here: without the cosine every query's best hit fuses to
-  about the same, a stop word's ("of") as much as a full match's.
+- with a query vector, ``support``, ranking's fused score (which holds the
+  cosine) and whether a date of the query matched the note;
+- keyword-only (no embedder, or it failed), ``support`` alone: without the
+  cosine the fused score says little more.
+
+Both weigh the same evidence, so a score means the same with and without
+vectors: a full keyword match or a note the query's date routes to scores high,
+a stop word low.
 
 The ranking is not changed: scores are made non-increasing down the ranked
 list (each is at most the one above it), so ``minScore`` cuts the list at one
@@ -33,15 +37,16 @@ from .scoring import PostingLists
 __all__ = ["COEFFICIENTS", "FEATURES", "calibrate", "evidence", "features"]
 
 #: The inputs of each mode's logistic, in order (``fused`` is ranking's score;
-#: ``support`` is :func:`evidence` times ``fused`` over the best hit's). The raw
+#: ``support`` is :func:`evidence` times ``fused`` over the best hit's; ``dated``
+#: whether a date of the query matched the note). The raw
 #: cosine is left out on purpose: its scale is the embedder's (e5's cosines sit
 #: near 0.8, nomic's near 0.5), so weights fitted on one model would mislead on another.
-FEATURES = {"hybrid": ("fused", "coverage", "dated"), "keyword": ("support",)}
+FEATURES = {"hybrid": ("support", "fused", "dated"), "keyword": ("support",)}
 
 #: Intercept then one weight per feature, for searches with and without a query vector.
 #: Fitted by ``benchmarks/calibrate.py`` on locomo-dev (default recipe, local embedder).
 COEFFICIENTS: dict[str, tuple[float, ...]] = {
-    "hybrid": (-6.218, 5.865, 3.357, -2.012),
+    "hybrid": (-4.554, 4.935, 3.336, -1.492),
     "keyword": (-3.67, 6.407),
 }
 
@@ -53,18 +58,14 @@ def features(
 
     Args:
         fused: Ranking's score of the hit.
-        signals: The hit's signals (``evidence`` is set for keyword-only searches).
+        signals: The hit's signals (``evidence``, ``date_boost``).
         mode: ``hybrid`` or ``keyword``.
         best: Ranking's score of the query's first hit (None: this hit's).
     """
+    support = signals.get("evidence", 0.0) * (fused / best if best else 1.0)
     if mode == "keyword":
-        share = fused / best if best else 1.0
-        return (signals.get("evidence", 0.0) * share,)
-    return (
-        fused,
-        signals.get("coverage", 0.0),
-        1.0 if signals.get("date_boost", 1.0) > 1.0 else 0.0,
-    )
+        return (support,)
+    return (support, fused, 1.0 if signals.get("date_boost", 1.0) > 1.0 else 0.0)
 
 
 def calibrate(rows: Sequence[tuple[float, ...]], mode: str) -> list[float]:

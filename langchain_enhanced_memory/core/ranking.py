@@ -139,7 +139,7 @@ def rank(
                 sig["vector"] = again
                 # The first pass's scores are spent once its candidates are chosen.
                 out = fused(sig["vector"], out if mask is None else None)
-        # Absolute evidence for the calibrated score (per-query rescaling hides it).
+        # Shown with each hit, unrescaled: the share of query terms it holds, its raw cosine.
         sig["coverage"], sig["cosine"] = coverage, cos
         return out, sig
 

@@ -320,13 +320,12 @@ class MemorySearch:
         rows = order[ranking.scores[order] > 0]
         hits = [_hit(snap, int(i), ranking) for i in rows]
         mode = "hybrid" if qvec is not None else "keyword"
-        if mode == "keyword":  # no cosine to vouch for a hit: weigh the words it holds
-            dated = ranking.signals["date_boost"][rows] > 1.0
-            held = evidence(
-                snap.text_post, ranking.terms, rows, dated, bool(ranking.temporal_dates)
-            )
-            for hit, e in zip(hits, held, strict=True):
-                hit.signals["evidence"] = round(float(e), 6)
+        # How much of the query each hit holds, in both modes: the fused score is rescaled
+        # per query, so a stop word's best hit fuses about as high as a full match's.
+        dated = ranking.signals["date_boost"][rows] > 1.0
+        held = evidence(snap.text_post, ranking.terms, rows, dated, bool(ranking.temporal_dates))
+        for hit, e in zip(hits, held, strict=True):
+            hit.signals["evidence"] = round(float(e), 6)
         for hit, score in zip(
             hits,
             calibrate([features(h.score, h.signals, mode, hits[0].score) for h in hits], mode),

@@ -21,7 +21,7 @@ NOW = datetime(2026, 2, 9, 9)
 
 def test_scores_are_probabilities_and_never_rise_down_the_list() -> None:
     rows = {
-        "hybrid": [(1.2, 1.0, 0.0), (0.4, 0.2, 0.0), (0.9, 1.0, 1.0), (0.1, 0.0, 0.0)],
+        "hybrid": [(1.0, 1.2, 0.0), (0.2, 0.4, 0.0), (1.0, 0.9, 0.0), (0.0, 0.1, 0.0)],
         "keyword": [(1.0,), (0.2,), (0.9,), (0.0,)],
     }
     for mode, ranked in rows.items():
@@ -32,15 +32,17 @@ def test_scores_are_probabilities_and_never_rise_down_the_list() -> None:
 
 
 def test_more_evidence_scores_higher() -> None:
-    hybrid = calibrate([(1.0, 1.0, 0.0)], "hybrid"), calibrate([(1.0, 0.2, 0.0)], "hybrid")
+    hybrid = calibrate([(1.0, 1.0, 0.0)], "hybrid"), calibrate([(0.2, 1.0, 0.0)], "hybrid")
     keyword = calibrate([(1.0,)], "keyword"), calibrate([(0.3,)], "keyword")
     assert hybrid[0][0] > hybrid[1][0] and keyword[0][0] > keyword[1][0]
 
 
 def test_features_read_the_signals() -> None:
-    assert features(0.7, {"coverage": 0.5, "date_boost": 1.4}, "hybrid") == (0.7, 0.5, 1.0)
-    assert features(0.7, {}, "hybrid") == (0.7, 0.0, 0.0)
-    # Keyword-only: the evidence, times the hit's fused score's share of the best hit's.
+    # The evidence, times the hit's fused score's share of the best hit's; with a query
+    # vector the fused score and a matched date too.
+    hit = {"evidence": 0.8, "date_boost": 1.4}
+    assert features(0.35, hit, "hybrid", 0.7) == (0.4, 0.35, 1.0)
+    assert features(0.7, {}, "hybrid") == (0.0, 0.7, 0.0)
     assert features(0.35, {"evidence": 0.8}, "keyword", 0.7) == (0.4,)
     assert features(0.35, {}, "keyword") == (0.0,)
 
@@ -92,21 +94,37 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-@pytest.fixture(scope="module")
-def keyword_only(demo: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each query's results, keyword-only, from one ``search --batch`` process."""
-    batch = demo / "batch.jsonl"
+def _batch(ws: Path, embedder: str, mode: str) -> dict[str, list[dict[str, Any]]]:
+    """Each query's results from one ``search --batch`` process, all answered in ``mode``."""
+    batch = ws / "batch.jsonl"
     batch.write_text(
         "".join(
             json.dumps({"id": i, "query": q, "now": DEMO_NOW}) + "\n" for i, q in QUERIES.items()
         )
     )
     done = run_cli(
-        "search", "--workspace", str(demo), "--embedder", "none", "--json", "--batch", str(batch)
+        "search", "--workspace", str(ws), "--embedder", embedder, "--json", "--batch", str(batch)
     )
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {row["mode"] for row in lines} == {mode}
     return {row["id"]: row["results"] for row in lines}
+
+
+@pytest.fixture(scope="module")
+def keyword_only(demo: Path) -> dict[str, list[dict[str, Any]]]:
+    return _batch(demo, "none", "keyword")
+
+
+@pytest.fixture(scope="module")
+def hybrid(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """The same queries with the offline model's vectors (indexed first: a search answers
+    keyword-only while they are still coming)."""
+    ws = tmp_path_factory.mktemp("demo-local") / "workspace"
+    shutil.copytree(DEMO, ws)
+    done = run_cli("index", "--workspace", str(ws), "--embedder", "local")
+    assert done.returncode == 0, done.stderr
+    return _batch(ws, "local", "hybrid")
 
 
 def test_keyword_only_full_match_scores_high(keyword_only: dict[str, list[dict[str, Any]]]) -> None:
@@ -128,6 +146,18 @@ def test_keyword_only_common_word_scores_low(keyword_only: dict[str, list[dict[s
     best = keyword_only["of"][0]["score"]
     assert best < 0.2
     assert best < min(keyword_only[n][0]["score"] for n in ("full", "lunch", "yesterday"))
+
+
+def test_hybrid_scores_mean_what_keyword_only_scores_mean(
+    hybrid: dict[str, list[dict[str, Any]]],
+) -> None:
+    # With vectors as without: a full keyword match scores high, a stop word low.
+    full = hybrid["full"][0]
+    assert full["path"] == "memory/2026-11-18.md"
+    assert full["score"] >= 0.7, full["score"]
+    best_of = hybrid["of"][0]["score"]
+    assert best_of < 0.3
+    assert best_of < min(hybrid[n][0]["score"] for n in ("full", "lunch", "yesterday"))
 
 
 def test_human_output_says_results_were_filtered(demo: Path) -> None:
