@@ -59,7 +59,8 @@ class SnapshotCache:
         self.db = db
         self.settings = settings
         self.folder = side_folder(db.path)
-        self._snapshot: Snapshot | None = None
+        self._text: Snapshot | None = None  # the generation, without vectors
+        self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
         self._vector_cache: dict[str, tuple[int, Vectors]] = {}
         self.folded_bytes = 0  # cache blobs this process moved into side files
 
@@ -72,21 +73,21 @@ class SnapshotCache:
             conn.execute("BEGIN")
             try:
                 generation = generation_of(conn)
-                snap = self._snapshot
-                if snap is None or snap.generation != generation:
+                text = self._text
+                if text is None or text.generation != generation:
                     try:
-                        snap = _load_text(conn, generation, self.folder, self._segments_moved)
+                        text = _load_text(conn, generation, self.folder, self._segments_moved)
                     except SegmentsMoved:
                         raise _Moved from None
-                    self._snapshot = snap
-                    if len(snap) >= heap.LARGE_ROWS:
+                    self._text, self._views = text, {}
+                    if len(text) >= heap.LARGE_ROWS:
                         heap.keep_freed_memory()  # each query's arrays are megabytes from here
-                if model is not None and snap.model != model:
-                    vec = self._vectors(conn, model, generation, snap.ids)
-                    snap.vectors, snap.has_vector = vec.vectors, vec.vectors.has_vector
-                    snap.model = model
-                elif model is None:
-                    snap.vectors = snap.has_vector = snap.model = None
+                if model is None:
+                    return text
+                snap = self._views.get(model)
+                if snap is None:
+                    vec = self._vectors(conn, model, generation, text.ids)
+                    snap = self._views[model] = text.with_vectors(vec.vectors, model)
             finally:
                 conn.execute("COMMIT")
         return snap
@@ -116,13 +117,12 @@ class SnapshotCache:
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
-        self._snapshot = None
+        self._text, self._views = None, {}
 
     def forget_vectors(self, model: str) -> None:
         """Drop ``model``'s matrices: new vectors were stored."""
         self._vector_cache.pop(model, None)
-        if self._snapshot is not None and self._snapshot.model == model:
-            self._snapshot.model = None
+        self._views.pop(model, None)
 
     def _vectors(
         self,
