@@ -8,6 +8,11 @@ re-assembling anything and holds no private copy of them (texts and headers
 decoded when shown; chunk vectors mapped read-only; posting columns of a large
 segment and line rows read with ``pread`` as a query needs them). A loaded snapshot is
 kept until the generation changes.
+
+Loading writes nothing and takes no lock: rows no vector segment covers yet
+(an embedding run not yet folded, or killed before its fold) are read from the
+spool's committed records and the cache. Only :meth:`SnapshotCache.seal`,
+under the writer lock, folds them into a segment.
 """
 
 from __future__ import annotations
@@ -95,9 +100,11 @@ class SnapshotCache:
     def seal(self, model: str, full: bool = False) -> int:
         """Write the current generation's side file for ``model`` when complete (lock held).
 
-        An index run calls it last, so the run ends with the vectors in their
-        one place and the rows no generation uses collected; ``full`` merges
-        every segment into one (``index --compact``).
+        The one place vectors are folded: the embedding run calls it last, after
+        its vectors are committed, and ``index --compact`` with ``full`` (every
+        segment merged into one), so the run ends with the vectors in their one
+        place and the rows no generation uses collected. A named file that is
+        lost is forgotten here, and its vectors embedded by the next run.
 
         Returns:
             Bytes of cache blobs moved into the file (their space is now free).
@@ -110,10 +117,21 @@ class SnapshotCache:
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
-                ids = chunk_ids(conn)
-                self._vectors(conn, model, generation_of(conn), ids, locked=True, full=full)
+                generation = generation_of(conn)
+                cov = coverage(conn, self.folder, model, self.settings, chunk_ids(conn))
+                if cov.lost:
+                    for lost in cov.lost:
+                        drop_lost(self.db, model, lost)
+                    raise _Moved
+                vec = mapped(cov) if cov.uncovered.size == 0 else None
+                if vec is None or (full and not vec.merged):
+                    vec = assemble(conn, model, self.settings, cov, full)
+                    wants_lines = bool(self.settings.line_vector_share)
+                    if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
+                        vec = self._fold(model, generation, vec, cov)
             finally:
                 conn.execute("COMMIT")
+        self._vector_cache[model] = (generation, vec)
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
@@ -125,45 +143,29 @@ class SnapshotCache:
         self._views.pop(model, None)
 
     def _vectors(
-        self,
-        conn: sqlite3.Connection,
-        model: str,
-        generation: int,
-        live_ids: np.ndarray,
-        locked: bool = False,
-        full: bool = False,
+        self, conn: sqlite3.Connection, model: str, generation: int, live_ids: np.ndarray
     ) -> Vectors:
+        """What the generation names, read: the segments, and the rows they leave gathered.
+
+        The read path: it writes nothing. Rows no segment covers (a run not yet
+        folded, or killed before its fold) come from the spool's committed
+        records and the cache; a lost file's rows are read as lacking a vector.
+        """
         cached = self._vector_cache.get(model)
-        if cached and cached[0] == generation and not full:
+        if cached and cached[0] == generation:
             return cached[1]
         cov = coverage(conn, self.folder, model, self.settings, live_ids)
-        if not isinstance(cov, Coverage):
-            self._lost(model, cov, locked)
-        assert isinstance(cov, Coverage)
-        vec = mapped(cov) if cov.uncovered.size == 0 else None
-        if vec is None or (full and not vec.merged):
-            vec = assemble(conn, model, self.settings, cov, full)
-            wants_lines = bool(self.settings.line_vector_share)
-            if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
-                vec = self._fold(model, generation, vec, cov, locked)
+        if cov.lost:
+            self._moved_on(model, cov.lost)
+        vec = mapped(cov) if cov.uncovered.size == 0 else assemble(conn, model, self.settings, cov)
         self._vector_cache[model] = (generation, vec)
         return vec
 
-    def _fold(
-        self, model: str, generation: int, vec: Vectors, cov: Coverage, locked: bool
-    ) -> Vectors:
-        """Write the generation's delta segment when no other writer runs, and map it."""
+    def _fold(self, model: str, generation: int, vec: Vectors, cov: Coverage) -> Vectors:
+        """Write the generation's delta segment (writer lock held), and map it."""
         try:
-            if locked:
-                layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
-            else:
-                with self.db.writer_lock(wait=False) as got:
-                    layouts = (
-                        fold(self.db, self.folder, model, generation, vec, cov.files)
-                        if got
-                        else None
-                    )
-        except (OSError, sqlite3.Error) as exc:  # read-only index: gather again next time
+            layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
+        except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
             log.debug("could not write the vector file: %s", exc)
             return vec
         if not layouts:
@@ -171,7 +173,7 @@ class SnapshotCache:
         self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
         with self.db.open() as conn:
             again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
-        if isinstance(again, Coverage) and again.uncovered.size == 0:
+        if not again.lost and again.uncovered.size == 0:
             return mapped(again)
         return vec
 
@@ -181,27 +183,18 @@ class SnapshotCache:
             now = named_segments(fresh)
         return now is None or now[0] != seen
 
-    def _lost(self, model: str, lost: Layout | SpoolState, locked: bool) -> None:
-        """A named side file cannot be read: moved on (read again) or lost (forget it).
+    def _moved_on(self, model: str, lost: list[Layout | SpoolState]) -> None:
+        """Raise :class:`_Moved` when the files a read named are no longer the named ones.
 
-        ``locked``: this process holds the writer lock (an index run sealing), so
-        it forgets the file itself; a reader forgets it only when no writer runs.
+        Else they are lost (deleted by hand, damaged): read without them until a
+        writer forgets them (:meth:`seal`).
         """
         with self.db.open() as fresh:
             now = current_layouts(fresh, model)
             spool = spool_state(fresh, model)
-        if isinstance(lost, SpoolState):
-            if spool != lost:
+        for gone in lost:
+            if gone != spool and (now is None or gone not in now[1]):
                 raise _Moved
-        elif now is None or lost not in now[1]:
-            raise _Moved
-        if locked:
-            drop_lost(self.db, model, lost)
-        else:
-            with self.db.writer_lock(wait=False) as got:
-                if got:
-                    drop_lost(self.db, model, lost)
-        raise _Moved
 
 
 def _load_text(
