@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -58,7 +59,11 @@ def _again(read: Callable[[], T]) -> T:
 
 
 class SnapshotCache:
-    """This process's copy of the current generation (and its matrices, per model)."""
+    """This process's copy of the current generation (and its matrices, per model).
+
+    Safe to share between threads: loads and the cache's updates hold one lock,
+    so a generation is loaded once, and what :meth:`get` hands out is immutable.
+    """
 
     def __init__(self, db: IndexDB, settings: MemorySettings) -> None:
         self.db = db
@@ -68,10 +73,12 @@ class SnapshotCache:
         self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
         self._vector_cache: dict[str, tuple[int, Vectors]] = {}
         self.folded_bytes = 0  # cache blobs this process moved into side files
+        self._lock = threading.Lock()
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
-        return _again(lambda: self._get(model))
+        with self._lock:
+            return _again(lambda: self._get(model))
 
     def _get(self, model: str | None) -> Snapshot:
         with self.db.reader() as conn:
@@ -131,16 +138,19 @@ class SnapshotCache:
                         vec = self._fold(model, generation, vec, cov)
             finally:
                 conn.execute("COMMIT")
-        self._vector_cache[model] = (generation, vec)
+        with self._lock:
+            self._vector_cache[model] = (generation, vec)
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
-        self._text, self._views = None, {}
+        with self._lock:
+            self._text, self._views = None, {}
 
     def forget_vectors(self, model: str) -> None:
         """Drop ``model``'s matrices: new vectors were stored."""
-        self._vector_cache.pop(model, None)
-        self._views.pop(model, None)
+        with self._lock:
+            self._vector_cache.pop(model, None)
+            self._views.pop(model, None)
 
     def _vectors(
         self, conn: sqlite3.Connection, model: str, generation: int, live_ids: np.ndarray
@@ -170,7 +180,8 @@ class SnapshotCache:
             return vec
         if not layouts:
             return vec
-        self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
+        with self._lock:
+            self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
         with self.db.open() as conn:
             again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
         if not again.lost and again.uncovered.size == 0:
