@@ -9,6 +9,7 @@ from typing import Any
 
 from ..servers import client
 from ..servers.http import SearchServer
+from ..store import heap
 from ..store.locations import resolve_workspace
 from .common import CliError, add_common_arguments, dump, engine_from_args
 
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0..65535, got {args.port}")
+    heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
     engine = engine_from_args(args, watch=True, background_embedding=True)
     engine.index.sync()

@@ -92,7 +92,7 @@ class SnapshotCache:
                     except SegmentsMoved:
                         raise _Moved from None
                     self._text, self._views = text, {}
-                    if len(text) >= heap.LARGE_ROWS:
+                    if len(text) >= heap.LARGE_ROWS and heap.wanted():
                         heap.keep_freed_memory()  # each query's arrays are megabytes from here
                 if model is None:
                     return text
