@@ -6,7 +6,7 @@ import asyncio
 import threading
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -21,7 +21,7 @@ from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
 from .core.settings import MemorySettings
-from .engine import EngineConfig, MemorySearch
+from .engine import Embedder, EngineConfig, MemorySearch
 
 
 def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
@@ -120,8 +120,21 @@ class EnhancedMemoryRetriever(BaseRetriever):
         """The underlying search engine (created on first use)."""
         with self._engine_lock:  # batch's threads: one engine, not one each
             if self._engine is None:
-                # The retriever's fields are the engine's (workspace, settings, embedder, ...).
-                self._engine = MemorySearch.from_config(EngineConfig.of(self))
+                # Field by field: a renamed one fails to type-check instead of being dropped.
+                config = EngineConfig(
+                    workspace=Path(self.workspace),
+                    settings=self.settings,
+                    embedder=cast(Embedder, self.embedder),  # checked by EngineConfig
+                    model=self.model,
+                    ollama_url=self.ollama_url,
+                    embeddings=self.embeddings,
+                    index_path=Path(self.index_path) if self.index_path else None,
+                    auto_index=self.auto_index,
+                    watch=self.watch,
+                    check_interval_s=self.check_interval_s,
+                    background_embedding=self.background_embedding,
+                )
+                self._engine = MemorySearch.from_config(config)
             return self._engine
 
     def _request(

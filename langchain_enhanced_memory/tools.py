@@ -100,8 +100,20 @@ class _MemoryTool(BaseTool):
             if self.engine is None:
                 if self.workspace is None:
                     raise ValueError("give the tool a workspace or an engine")
-                # The tool's fields are the engine's (workspace, settings, embedder, ...).
-                self.engine = MemorySearch.from_config(EngineConfig.of(self))
+                # Field by field: a renamed one fails to type-check instead of being dropped.
+                self.engine = MemorySearch.from_config(
+                    EngineConfig(
+                        workspace=Path(self.workspace),
+                        settings=self.settings,
+                        embedder=self.embedder,
+                        model=self.model,
+                        ollama_url=self.ollama_url,
+                        embeddings=self.embeddings,
+                        index_path=Path(self.index_path) if self.index_path else None,
+                        watch=self.watch,
+                        background_embedding=self.background_embedding,
+                    )
+                )
             return self.engine
 
     @staticmethod
