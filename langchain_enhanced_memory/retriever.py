@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -20,7 +21,7 @@ from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
 from .core.settings import MemorySettings
-from .engine import EngineConfig, MemorySearch
+from .engine import Embedder, EngineConfig, MemorySearch
 
 
 def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
@@ -85,6 +86,11 @@ class EnhancedMemoryRetriever(BaseRetriever):
         filter: Default filter of every search (``since``, ``until``, ``path``,
             ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
             ``invoke`` replaces it.
+
+    Threads: safe to call from many threads and tasks at once (``batch``,
+    ``abatch``, ``ainvoke``): one engine is built on first use and is itself
+    thread-safe (:class:`~.engine.MemorySearch`); ``ainvoke`` runs it off the
+    event loop.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -107,14 +113,29 @@ class EnhancedMemoryRetriever(BaseRetriever):
     filter: Annotated[InstanceOf[SearchFilter], BeforeValidator(SearchFilter.of)] | None = None
 
     _engine: MemorySearch | None = PrivateAttr(default=None)
+    _engine_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def engine(self) -> MemorySearch:
         """The underlying search engine (created on first use)."""
-        if self._engine is None:
-            # The retriever's fields are the engine's (workspace, settings, embedder, ...).
-            self._engine = MemorySearch.from_config(EngineConfig.of(self))
-        return self._engine
+        with self._engine_lock:  # batch's threads: one engine, not one each
+            if self._engine is None:
+                # Field by field: a renamed one fails to type-check instead of being dropped.
+                config = EngineConfig(
+                    workspace=Path(self.workspace),
+                    settings=self.settings,
+                    embedder=cast(Embedder, self.embedder),  # checked by EngineConfig
+                    model=self.model,
+                    ollama_url=self.ollama_url,
+                    embeddings=self.embeddings,
+                    index_path=Path(self.index_path) if self.index_path else None,
+                    auto_index=self.auto_index,
+                    watch=self.watch,
+                    check_interval_s=self.check_interval_s,
+                    background_embedding=self.background_embedding,
+                )
+                self._engine = MemorySearch.from_config(config)
+            return self._engine
 
     def _request(
         self,

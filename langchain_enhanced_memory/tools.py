@@ -12,11 +12,17 @@ server use, never an exception, quoting at most a short prefix of what was given
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
 unless asked). The JSON each tool returns comes from :mod:`.analysis.answers`,
 the builder the MCP server uses too.
+
+Threads: every tool is safe to call from many threads at once (an agent's
+parallel tool calls): a tool builds its engine once, the engine is thread-safe
+(:class:`~.engine.MemorySearch`), and ``memory_append`` holds a file lock on the
+notes while it writes.
 """
 
 # No ``from __future__ import annotations``: LangChain resolves ``_run``'s type
 # hints on every call, and string annotations were compiled again each time
 # (0.2 ms of a 2 ms search).
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -30,6 +36,7 @@ from pydantic import (
     ConfigDict,
     Field,
     InstanceOf,
+    PrivateAttr,
     ValidationError,
     WithJsonSchema,
 )
@@ -85,15 +92,29 @@ class _MemoryTool(BaseTool):
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_validation_error: Any = _refused
     """Arguments the schema refuses: one line each, for the model to act on (not raised)."""
+    _engine_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def get_engine(self) -> MemorySearch:
-        """The engine, created on first use."""
-        if self.engine is None:
-            if self.workspace is None:
-                raise ValueError("give the tool a workspace or an engine")
-            # The tool's fields are the engine's (workspace, settings, embedder, ...).
-            self.engine = MemorySearch.from_config(EngineConfig.of(self))
-        return self.engine
+        """The engine, created on first use (once, when threads call at once)."""
+        with self._engine_lock:
+            if self.engine is None:
+                if self.workspace is None:
+                    raise ValueError("give the tool a workspace or an engine")
+                # Field by field: a renamed one fails to type-check instead of being dropped.
+                self.engine = MemorySearch.from_config(
+                    EngineConfig(
+                        workspace=Path(self.workspace),
+                        settings=self.settings,
+                        embedder=self.embedder,
+                        model=self.model,
+                        ollama_url=self.ollama_url,
+                        embeddings=self.embeddings,
+                        index_path=Path(self.index_path) if self.index_path else None,
+                        watch=self.watch,
+                        background_embedding=self.background_embedding,
+                    )
+                )
+            return self.engine
 
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:

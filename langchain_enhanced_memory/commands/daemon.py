@@ -20,6 +20,7 @@ from typing import Any
 
 from ..servers import client
 from ..servers.resident import ResidentServer
+from ..store import heap
 from ..store.locations import resolve_workspace
 from . import common
 from .common import CliError, dump
@@ -85,6 +86,7 @@ def serve_here(workspace: Path, idle_timeout_s: float | None) -> int:
     """Serve ``workspace`` from this process until stopped or idle."""
     from ..engine import EnginePool
 
+    heap.opt_in()  # the resident engine's own process: it may tune its allocator
     pool = EnginePool(watch=True, background_embedding=True)
     common.POOL = pool
     server = ResidentServer(

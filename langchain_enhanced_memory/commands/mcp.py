@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..core.errors import EmbeddingError
+from ..store import heap
 from .common import CliError, add_common_arguments, engine_from_args, parse_now
 
 
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
             "the MCP server needs the official MCP SDK",
             "pip install 'langchain-enhanced-memory[mcp]'",
         ) from None
+    heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived, like serve: follow file events, embed off the answering path.
     engine = engine_from_args(args, watch=True, background_embedding=True)
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
+from ..store import heap
 from ..store.locations import resolve_workspace
 from .common import CliError, add_common_arguments, dump, engine_from_args
 
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
             f" Host names {', '.join(sorted(allowed))} (add one with --allow-host)",
             file=sys.stderr,
         )
+    heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
     engine = engine_from_args(args, watch=True, background_embedding=True)
     engine.index.sync()

@@ -9,7 +9,7 @@ the environment, then the default.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -80,16 +80,6 @@ class EngineConfig:
         object.__setattr__(self, "workspace", Path(self.workspace))
         if self.index_path is not None:
             object.__setattr__(self, "index_path", Path(self.index_path))
-
-    @classmethod
-    def of(cls, holder: Any) -> EngineConfig:
-        """The config of an object that carries its fields (the retriever, a tool).
-
-        Raises:
-            SettingsError: A field that is not valid.
-        """
-        given = {f.name: getattr(holder, f.name) for f in fields(cls) if hasattr(holder, f.name)}
-        return cls(**given)
 
     @classmethod
     def from_env(

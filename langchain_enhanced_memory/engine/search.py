@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -79,6 +80,15 @@ class MemorySearch:
 
     An engine that watches holds a watcher thread: :meth:`close` (or ``with``)
     stops it, as does garbage collection.
+
+    Threads: one engine is safe to call from many threads at once (:meth:`search`,
+    :meth:`run`; the retriever's ``batch`` and ``ainvoke`` do). What it keeps
+    between calls is serialised inside: the embedder is resolved once, one
+    thread at a time checks the notes for edits and syncs them, and a loaded
+    generation is an immutable snapshot shared by the searches that read it,
+    which then rank in parallel. A search sees the notes as of some moment
+    during the call; an edit made meanwhile is in the next one. Several
+    processes may search and index one workspace at once (the index's locks).
     """
 
     def __init__(
@@ -115,16 +125,19 @@ class MemorySearch:
         self._choice: EmbedderChoice | None = None
         self._freshness: Freshness | None = None
         self._job: EmbedJob | None = None
+        # Serialises the state kept between calls (embedder, freshness, the embedding job).
+        self._lock = threading.RLock()
 
     @property
     def freshness(self) -> Freshness:
         """How this engine learns of edits (the watcher starts on first use)."""
-        if self._freshness is None:
-            c = self.config
-            fresh = Freshness(self.index, watch=c.watch, interval_s=c.check_interval_s)
-            weakref.finalize(self, fresh.close)
-            self._freshness = fresh
-        return self._freshness
+        with self._lock:
+            if self._freshness is None:
+                c = self.config
+                fresh = Freshness(self.index, watch=c.watch, interval_s=c.check_interval_s)
+                weakref.finalize(self, fresh.close)
+                self._freshness = fresh
+            return self._freshness
 
     @property
     def embedding_job(self) -> EmbedJob | None:
@@ -153,27 +166,28 @@ class MemorySearch:
     @property
     def choice(self) -> EmbedderChoice:
         """The resolved :class:`~.embeddings.resolve.EmbedderChoice` (resolved once, lazily)."""
-        if self._choice is None:
-            from ..embeddings.choice import EmbedderChoice
+        with self._lock:
+            if self._choice is None:
+                from ..embeddings.choice import EmbedderChoice
 
-            c = self.config
-            if c.embedder == "none" and c.embeddings is None:
-                # Keyword-only must start fast: no embedder module (nor LangChain) is loaded.
-                self._choice = EmbedderChoice(None, "none", None)
-            else:
-                from ..embeddings.resolve import resolve_embedder
+                c = self.config
+                if c.embedder == "none" and c.embeddings is None:
+                    # Keyword-only must start fast: no embedder module (nor LangChain) is loaded.
+                    self._choice = EmbedderChoice(None, "none", None)
+                else:
+                    from ..embeddings.resolve import resolve_embedder
 
-                self._choice = resolve_embedder(
-                    c.embedder,
-                    model=c.model,
-                    ollama_url=c.ollama_url,
-                    timeout_s=self.settings.embed_timeout_s,
-                    embeddings=c.embeddings,
-                    local_threads=self.settings.local_threads,
-                )
-                if self._choice.reason:
-                    log.warning("%s", self._choice.reason)
-        return self._choice
+                    self._choice = resolve_embedder(
+                        c.embedder,
+                        model=c.model,
+                        ollama_url=c.ollama_url,
+                        timeout_s=self.settings.embed_timeout_s,
+                        embeddings=c.embeddings,
+                        local_threads=self.settings.local_threads,
+                    )
+                    if self._choice.reason:
+                        log.warning("%s", self._choice.reason)
+            return self._choice
 
     @property
     def model_id(self) -> str | None:
@@ -288,7 +302,8 @@ class MemorySearch:
         fallback = choice.fallback
         model_id = self.model_id
         if self.auto_index:
-            self.freshness.refresh()
+            with self._lock:  # one thread checks for edits; the others then see its sync
+                self.freshness.refresh()
         timings["syncMs"] = _ms_since(started)
         qvec, embedded = None, None
         if model_id is not None:
@@ -382,12 +397,14 @@ class MemorySearch:
                 if has is None or has.all():
                     return None
             elif self.config.background_embedding:
-                if job is None:
-                    from ..store.upkeep import EmbedJob
+                with self._lock:
+                    job = self._job
+                    if job is None:
+                        from ..store.upkeep import EmbedJob
 
-                    job = self._job = EmbedJob(self.index, model_id, self.embed_documents)
-                if job.due():
-                    job.start()
+                        job = self._job = EmbedJob(self.index, model_id, self.embed_documents)
+                    if job.due():
+                        job.start()
         return float(has.mean())
 
 

@@ -11,7 +11,10 @@ holds and deletes the cache rows no generation uses (garbage collection after
 a run, never during); then the files no row names go. When there are too many
 segments, or the deltas and masked rows pass a share of the base, everything
 is gathered into one new segment instead (the postings' policy,
-:mod:`.postings`). Writes run under the writer lock.
+:mod:`.postings`). Writes run under the writer lock, in the embedding run (its
+last step) and ``index --compact``; a search only reads (:func:`coverage`,
+:func:`assemble`), and reads past a named file that is lost until the next
+embedding run forgets it (:func:`forget_lost`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ __all__ = [
     "coverage",
     "drop_lost",
     "fold",
+    "forget_lost",
     "kept_files",
     "mapped",
     "missing_embeddings",
@@ -61,13 +65,15 @@ class Coverage:
     """Which live chunks ``model``'s named segment files cover, and which they leave.
 
     Attributes:
-        layouts: The named files' layouts, oldest first.
+        layouts: The named files' layouts that opened, oldest first.
         files: The same files, mapped.
         used: The files (indices) whose rows are mapped onto live rows, with those rows.
         uncovered: Live rows no used file covers, ascending.
         live_ids: The generation's chunk ids (row ``i`` is ``live_ids[i]``).
         folder: The side folder the files are in.
-        spool: The model's spool, when it has one.
+        spool: The model's spool, when it has one that opened.
+        lost: Named files that would not open (a writer moved on, or one was deleted):
+            read as if not named; a writer forgets them (:func:`drop_lost`).
     """
 
     layouts: list[Layout]
@@ -77,6 +83,7 @@ class Coverage:
     live_ids: np.ndarray
     folder: Path
     spool: Spool | None = None
+    lost: list[Layout | SpoolState] = field(default_factory=list)
 
     def parts(self) -> list[VectorPart]:
         """The used files as parts of a :class:`..core.vectorset.VectorSet`."""
@@ -105,23 +112,10 @@ def coverage(
     model: str,
     settings: MemorySettings,
     live_ids: np.ndarray,
-) -> Coverage | Layout | SpoolState:
-    """Map ``model``'s named files onto the live chunks.
-
-    Returns the layout of a segment file, or the state of a spool, that will not open.
-    """
+) -> Coverage:
+    """Map ``model``'s named files onto the live chunks (those that will not open: ``lost``)."""
     current = current_layouts(conn, model)
-    layouts = current[1] if current else []
-    files = []
-    for layout in layouts:
-        vf = VectorFile.open(folder, layout)
-        if vf is None:
-            return layout
-        files.append(vf)
-    state = spool_state(conn, model)
-    spool = Spool.open(folder, state) if state else None
-    if state and spool is None:
-        return state
+    layouts, files, spool, lost = _open_named(conn, folder, model)
     same_generation = current is not None and current[0] == generation_of(conn)
     wants_lines = bool(settings.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
@@ -138,7 +132,29 @@ def coverage(
         rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
         covered[rows[rows >= 0]] = True
         used.append((i, rows))
-    return Coverage(layouts, files, used, np.flatnonzero(~covered), live_ids, folder, spool)
+    uncovered = np.flatnonzero(~covered)
+    return Coverage(layouts, files, used, uncovered, live_ids, folder, spool, lost)
+
+
+def _open_named(
+    conn: sqlite3.Connection, folder: Path, model: str
+) -> tuple[list[Layout], list[VectorFile], Spool | None, list[Layout | SpoolState]]:
+    """``model``'s named segment files and spool, opened, and those that will not open."""
+    current = current_layouts(conn, model)
+    lost: list[Layout | SpoolState] = []
+    layouts, files = [], []
+    for layout in current[1] if current else []:
+        vf = VectorFile.open(folder, layout)
+        if vf is None:
+            lost.append(layout)
+        else:
+            layouts.append(layout)
+            files.append(vf)
+    state = spool_state(conn, model)
+    spool = Spool.open(folder, state) if state else None
+    if state and spool is None:
+        lost.append(state)
+    return layouts, files, spool, lost
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -286,7 +302,7 @@ def missing_embeddings(
         return vectors.Missing()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
-    if not isinstance(cov, Coverage):  # a named file is lost: the next search forgets it
+    if cov.lost:  # the embedding run forgets it first (forget_lost), then embeds its vectors
         return vectors.Missing()
     keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
@@ -367,6 +383,20 @@ def _gone_keys(folder: Path, files: list[VectorFile], layouts: list[Layout]) -> 
         if vf is not None:
             keep |= vf.lookup(keys) >= 0
     return keys[~keep]
+
+
+def forget_lost(db: IndexDB, model: str) -> None:
+    """Forget ``model``'s named side files that are lost (takes the writer lock when any is).
+
+    An embedding run calls it first, so the vectors they held are embedded again
+    in that run; a search reads without them and writes nothing.
+    """
+    with db.open() as conn:
+        lost = _open_named(conn, side_folder(db.path), model)[3]
+    if lost:
+        with db.writer_lock():
+            for gone in lost:
+                drop_lost(db, model, gone)
 
 
 def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:

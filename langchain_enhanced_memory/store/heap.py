@@ -12,9 +12,12 @@ a fault costs more; README, "One million chunks"). Raising the trim threshold
 set) keeps those pages in the process; its peak RSS is about the same (852 ->
 878 MB there), since a search holds them at its peak anyway.
 
-It is a setting of the whole process, so it is made only once a process holds
-a large index (:data:`LARGE_ROWS`); ``ENHANCED_MEMORY_KEEP_HEAP=0`` leaves the
-allocator alone. Other C libraries (musl, macOS) are left as they are.
+It is a setting of the whole process, so a library never makes it on its own:
+only a process that asked (:func:`opt_in`: ``serve``, ``mcp`` and the resident
+engine do, for their own process; or ``ENHANCED_MEMORY_MALLOC_TUNE=1``), and
+then once it holds a large index (:data:`LARGE_ROWS`).
+``ENHANCED_MEMORY_MALLOC_TUNE=0`` leaves the allocator alone even there. Other
+C libraries (musl, macOS) are left as they are.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["LARGE_ROWS", "keep_freed_memory"]
+__all__ = ["ENV", "LARGE_ROWS", "keep_freed_memory", "opt_in", "wanted"]
+
+ENV = "ENHANCED_MEMORY_MALLOC_TUNE"  # 1: tune in any process; 0: never, not even a server's
 
 LARGE_ROWS = 100_000  # a snapshot this large makes arrays of 400 KB and more per query
 _M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
@@ -31,6 +36,19 @@ TRIM_BYTES = 256 << 20  # free memory kept at the heap's top before any goes bac
 MMAP_BYTES = 32 << 20  # blocks below this come from the heap (glibc's own ceiling)
 
 _asked: bool | None = None  # the answer of the first call: one try per process
+_opted_in = False
+
+
+def opt_in() -> None:
+    """Let this process tune the allocator once it loads a large index (a server command's)."""
+    global _opted_in
+    _opted_in = True
+
+
+def wanted() -> bool:
+    """Whether this process asked for the tuning (:func:`opt_in` or :data:`ENV`)."""
+    setting = os.environ.get(ENV)
+    return setting == "1" or (_opted_in and setting != "0")
 
 
 def keep_freed_memory() -> bool:
@@ -42,7 +60,7 @@ def keep_freed_memory() -> bool:
 
 
 def _ask() -> bool:
-    if not sys.platform.startswith("linux") or os.environ.get("ENHANCED_MEMORY_KEEP_HEAP") == "0":
+    if not sys.platform.startswith("linux"):
         return False
     import ctypes  # only here: a one-shot search of a small workspace never needs it
 

@@ -39,7 +39,7 @@ from .db import (
     generation_of,
     get_meta,
 )
-from .folding import kept_files, missing_embeddings
+from .folding import forget_lost, kept_files, missing_embeddings
 from .matrices import side_folder, sweep
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
@@ -144,6 +144,11 @@ class MemoryIndex:
         """The texts to embed for ``model``, and the chunks whose vector is their lines' mean."""
         with self.db.open() as conn:
             return missing_embeddings(conn, side_folder(self.path), model, self.settings)
+
+    def forget_lost(self, model: str) -> None:
+        """Forget ``model``'s side files that are gone or damaged: their vectors get embedded."""
+        forget_lost(self.db, model)
+        self.forget_vectors(model)
 
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Hash -> float32 vector of those of ``hashes`` with a vector for ``model``."""

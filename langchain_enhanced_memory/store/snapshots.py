@@ -8,12 +8,18 @@ re-assembling anything and holds no private copy of them (texts and headers
 decoded when shown; chunk vectors mapped read-only; posting columns of a large
 segment and line rows read with ``pread`` as a query needs them). A loaded snapshot is
 kept until the generation changes.
+
+Loading writes nothing and takes no lock: rows no vector segment covers yet
+(an embedding run not yet folded, or killed before its fold) are read from the
+spool's committed records and the cache. Only :meth:`SnapshotCache.seal`,
+under the writer lock, folds them into a segment.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -53,40 +59,47 @@ def _again(read: Callable[[], T]) -> T:
 
 
 class SnapshotCache:
-    """This process's copy of the current generation (and its matrices, per model)."""
+    """This process's copy of the current generation (and its matrices, per model).
+
+    Safe to share between threads: loads and the cache's updates hold one lock,
+    so a generation is loaded once, and what :meth:`get` hands out is immutable.
+    """
 
     def __init__(self, db: IndexDB, settings: MemorySettings) -> None:
         self.db = db
         self.settings = settings
         self.folder = side_folder(db.path)
-        self._snapshot: Snapshot | None = None
+        self._text: Snapshot | None = None  # the generation, without vectors
+        self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
         self._vector_cache: dict[str, tuple[int, Vectors]] = {}
         self.folded_bytes = 0  # cache blobs this process moved into side files
+        self._lock = threading.Lock()
 
     def get(self, model: str | None) -> Snapshot:
         """The current generation, with ``model``'s vectors (none when ``model`` is None)."""
-        return _again(lambda: self._get(model))
+        with self._lock:
+            return _again(lambda: self._get(model))
 
     def _get(self, model: str | None) -> Snapshot:
         with self.db.reader() as conn:
             conn.execute("BEGIN")
             try:
                 generation = generation_of(conn)
-                snap = self._snapshot
-                if snap is None or snap.generation != generation:
+                text = self._text
+                if text is None or text.generation != generation:
                     try:
-                        snap = _load_text(conn, generation, self.folder, self._segments_moved)
+                        text = _load_text(conn, generation, self.folder, self._segments_moved)
                     except SegmentsMoved:
                         raise _Moved from None
-                    self._snapshot = snap
-                    if len(snap) >= heap.LARGE_ROWS:
+                    self._text, self._views = text, {}
+                    if len(text) >= heap.LARGE_ROWS and heap.wanted():
                         heap.keep_freed_memory()  # each query's arrays are megabytes from here
-                if model is not None and snap.model != model:
-                    vec = self._vectors(conn, model, generation, snap.ids)
-                    snap.vectors, snap.has_vector = vec.vectors, vec.vectors.has_vector
-                    snap.model = model
-                elif model is None:
-                    snap.vectors = snap.has_vector = snap.model = None
+                if model is None:
+                    return text
+                snap = self._views.get(model)
+                if snap is None:
+                    vec = self._vectors(conn, model, generation, text.ids)
+                    snap = self._views[model] = text.with_vectors(vec.vectors, model)
             finally:
                 conn.execute("COMMIT")
         return snap
@@ -94,9 +107,11 @@ class SnapshotCache:
     def seal(self, model: str, full: bool = False) -> int:
         """Write the current generation's side file for ``model`` when complete (lock held).
 
-        An index run calls it last, so the run ends with the vectors in their
-        one place and the rows no generation uses collected; ``full`` merges
-        every segment into one (``index --compact``).
+        The one place vectors are folded: the embedding run calls it last, after
+        its vectors are committed, and ``index --compact`` with ``full`` (every
+        segment merged into one), so the run ends with the vectors in their one
+        place and the rows no generation uses collected. A named file that is
+        lost is forgotten here, and its vectors embedded by the next run.
 
         Returns:
             Bytes of cache blobs moved into the file (their space is now free).
@@ -109,69 +124,67 @@ class SnapshotCache:
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
-                ids = chunk_ids(conn)
-                self._vectors(conn, model, generation_of(conn), ids, locked=True, full=full)
+                generation = generation_of(conn)
+                cov = coverage(conn, self.folder, model, self.settings, chunk_ids(conn))
+                if cov.lost:
+                    for lost in cov.lost:
+                        drop_lost(self.db, model, lost)
+                    raise _Moved
+                vec = mapped(cov) if cov.uncovered.size == 0 else None
+                if vec is None or (full and not vec.merged):
+                    vec = assemble(conn, model, self.settings, cov, full)
+                    wants_lines = bool(self.settings.line_vector_share)
+                    if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
+                        vec = self._fold(model, generation, vec, cov)
             finally:
                 conn.execute("COMMIT")
+        with self._lock:
+            self._vector_cache[model] = (generation, vec)
 
     def forget_text(self) -> None:
         """Drop the text snapshot: a sync wrote a new generation."""
-        self._snapshot = None
+        with self._lock:
+            self._text, self._views = None, {}
 
     def forget_vectors(self, model: str) -> None:
         """Drop ``model``'s matrices: new vectors were stored."""
-        self._vector_cache.pop(model, None)
-        if self._snapshot is not None and self._snapshot.model == model:
-            self._snapshot.model = None
+        with self._lock:
+            self._vector_cache.pop(model, None)
+            self._views.pop(model, None)
 
     def _vectors(
-        self,
-        conn: sqlite3.Connection,
-        model: str,
-        generation: int,
-        live_ids: np.ndarray,
-        locked: bool = False,
-        full: bool = False,
+        self, conn: sqlite3.Connection, model: str, generation: int, live_ids: np.ndarray
     ) -> Vectors:
+        """What the generation names, read: the segments, and the rows they leave gathered.
+
+        The read path: it writes nothing. Rows no segment covers (a run not yet
+        folded, or killed before its fold) come from the spool's committed
+        records and the cache; a lost file's rows are read as lacking a vector.
+        """
         cached = self._vector_cache.get(model)
-        if cached and cached[0] == generation and not full:
+        if cached and cached[0] == generation:
             return cached[1]
         cov = coverage(conn, self.folder, model, self.settings, live_ids)
-        if not isinstance(cov, Coverage):
-            self._lost(model, cov, locked)
-        assert isinstance(cov, Coverage)
-        vec = mapped(cov) if cov.uncovered.size == 0 else None
-        if vec is None or (full and not vec.merged):
-            vec = assemble(conn, model, self.settings, cov, full)
-            wants_lines = bool(self.settings.line_vector_share)
-            if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
-                vec = self._fold(model, generation, vec, cov, locked)
+        if cov.lost:
+            self._moved_on(model, cov.lost)
+        vec = mapped(cov) if cov.uncovered.size == 0 else assemble(conn, model, self.settings, cov)
         self._vector_cache[model] = (generation, vec)
         return vec
 
-    def _fold(
-        self, model: str, generation: int, vec: Vectors, cov: Coverage, locked: bool
-    ) -> Vectors:
-        """Write the generation's delta segment when no other writer runs, and map it."""
+    def _fold(self, model: str, generation: int, vec: Vectors, cov: Coverage) -> Vectors:
+        """Write the generation's delta segment (writer lock held), and map it."""
         try:
-            if locked:
-                layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
-            else:
-                with self.db.writer_lock(wait=False) as got:
-                    layouts = (
-                        fold(self.db, self.folder, model, generation, vec, cov.files)
-                        if got
-                        else None
-                    )
-        except (OSError, sqlite3.Error) as exc:  # read-only index: gather again next time
+            layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
+        except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
             log.debug("could not write the vector file: %s", exc)
             return vec
         if not layouts:
             return vec
-        self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
+        with self._lock:
+            self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
         with self.db.open() as conn:
             again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
-        if isinstance(again, Coverage) and again.uncovered.size == 0:
+        if not again.lost and again.uncovered.size == 0:
             return mapped(again)
         return vec
 
@@ -181,27 +194,18 @@ class SnapshotCache:
             now = named_segments(fresh)
         return now is None or now[0] != seen
 
-    def _lost(self, model: str, lost: Layout | SpoolState, locked: bool) -> None:
-        """A named side file cannot be read: moved on (read again) or lost (forget it).
+    def _moved_on(self, model: str, lost: list[Layout | SpoolState]) -> None:
+        """Raise :class:`_Moved` when the files a read named are no longer the named ones.
 
-        ``locked``: this process holds the writer lock (an index run sealing), so
-        it forgets the file itself; a reader forgets it only when no writer runs.
+        Else they are lost (deleted by hand, damaged): read without them until a
+        writer forgets them (:meth:`seal`).
         """
         with self.db.open() as fresh:
             now = current_layouts(fresh, model)
             spool = spool_state(fresh, model)
-        if isinstance(lost, SpoolState):
-            if spool != lost:
+        for gone in lost:
+            if gone != spool and (now is None or gone not in now[1]):
                 raise _Moved
-        elif now is None or lost not in now[1]:
-            raise _Moved
-        if locked:
-            drop_lost(self.db, model, lost)
-        else:
-            with self.db.writer_lock(wait=False) as got:
-                if got:
-                    drop_lost(self.db, model, lost)
-        raise _Moved
 
 
 def _load_text(

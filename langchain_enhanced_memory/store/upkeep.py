@@ -62,6 +62,7 @@ def _embed_locked(
     embed: Callable[[list[str]], np.ndarray],
     progress: ProgressFactory | None,
 ) -> int:
+    index.forget_lost(model)  # a search reads past a lost side file; the run forgets it
     todo = index.missing_embeddings(model)
     # Reuse the original skill's memory/vectors.json (read once per version).
     from .migrate import seed_from_vectors_json  # here: a search that embeds nothing skips it

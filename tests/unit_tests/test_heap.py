@@ -52,14 +52,13 @@ def test_kept_heap_memory_is_not_faulted_in_again_by_each_query() -> None:
         assert faults * 4 < plain_faults, (faults, plain_faults)
 
 
-def test_the_environment_variable_leaves_the_allocator_alone() -> None:
-    kept, _ = _churn("keep", ENHANCED_MEMORY_KEEP_HEAP="0")
-    assert kept is False
-
-
-def test_only_a_large_snapshot_asks(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_snapshot_tunes_the_allocator_only_when_asked(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     asked: list[bool] = []
     monkeypatch.setattr(heap, "keep_freed_memory", lambda: asked.append(True) or True)
+    monkeypatch.setattr(heap, "_opted_in", False)
+    monkeypatch.delenv(heap.ENV, raising=False)
     idx = MemoryIndex(workspace)
     idx.sync()
     idx.snapshot()
@@ -68,4 +67,17 @@ def test_only_a_large_snapshot_asks(workspace: Path, monkeypatch: pytest.MonkeyP
     (workspace / "memory" / "2026-02-10.md").write_text("# Tuesday\n\nA new note.\n")
     idx.sync()  # a new generation: loaded again, and now counted as large
     idx.snapshot()
-    assert asked == [True]
+    assert not asked  # the library is used, not asked to change its caller's process
+    for opt_in, setting, tuned in [
+        (False, "1", True),
+        (True, None, True),  # a server command asked, for its own process
+        (True, "0", False),
+    ]:
+        asked.clear()
+        monkeypatch.setattr(heap, "_opted_in", opt_in)
+        if setting is None:
+            monkeypatch.delenv(heap.ENV, raising=False)
+        else:
+            monkeypatch.setenv(heap.ENV, setting)
+        MemoryIndex(workspace).snapshot()  # a new process's first load
+        assert asked == ([True] if tuned else []), (opt_in, setting)
