@@ -143,9 +143,9 @@ def test_keyword_only_date_routed_note_scores_high(
 
 
 def test_keyword_only_common_word_scores_low(keyword_only: dict[str, list[dict[str, Any]]]) -> None:
-    best = keyword_only["of"][0]["score"]
-    assert best < 0.2
-    assert best < min(keyword_only[n][0]["score"] for n in ("full", "lunch", "yesterday"))
+    top_of = keyword_only["of"][0]["score"]
+    assert top_of < 0.2
+    assert top_of < min(keyword_only[n][0]["score"] for n in ("full", "lunch", "yesterday"))
 
 
 def test_hybrid_scores_mean_what_keyword_only_scores_mean(
@@ -155,9 +155,9 @@ def test_hybrid_scores_mean_what_keyword_only_scores_mean(
     full = hybrid["full"][0]
     assert full["path"] == "memory/2026-11-18.md"
     assert full["score"] >= 0.7, full["score"]
-    best_of = hybrid["of"][0]["score"]
-    assert best_of < 0.3
-    assert best_of < min(hybrid[n][0]["score"] for n in ("full", "lunch", "yesterday"))
+    top_of = hybrid["of"][0]["score"]
+    assert top_of < 0.3
+    assert top_of < min(hybrid[n][0]["score"] for n in ("full", "lunch", "yesterday"))
 
 
 def test_human_output_says_results_were_filtered(demo: Path) -> None:
