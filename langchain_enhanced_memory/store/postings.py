@@ -203,7 +203,7 @@ def _write_segment(
 def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
     """The segment files the ``derived`` row names, and the highest chunk id they ever held.
 
-    None when the row is missing or of an older version (one blob).
+    None when the row is missing or not a list of segments (they are then built again).
     """
     row = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
     if row is None:

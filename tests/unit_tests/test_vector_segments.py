@@ -280,7 +280,7 @@ def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
         embed_missing(idx, MODEL, _embed(emb))
     monkeypatch.undo()
     assert _named_vec(idx) == named
-    snap = MemoryIndex(ws).snapshot(MODEL)  # searchable: the new chunk's vector is a blob
+    snap = MemoryIndex(ws).snapshot(MODEL)  # searchable: the new chunk's vector is in the spool
     assert snap.has_vector is not None and snap.has_vector.all()
     embed_missing(idx, MODEL, _embed(emb))
     on_disk = {p.name for p in side_folder(idx.path).glob("*.vec")}

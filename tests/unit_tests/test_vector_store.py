@@ -129,7 +129,7 @@ def test_compact_removes_orphans_and_reclaims_space(tmp_path: Path) -> None:
     assert idx.snapshot(MODEL).has_vector is not None
 
 
-def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
+def test_a_cold_index_leaves_little_space_to_reclaim(tmp_path: Path) -> None:
     files = {
         f"memory/2026-01-{d:02d}.md": f"# Day {d}\n\n"
         + "".join(f"## Part {i}\n\n- fact {d} {i} one\n- fact {d} {i} two\n\n" for i in range(20))
@@ -139,8 +139,8 @@ def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
     idx.sync()
     emb = WordEmbeddings(dim=256)
     embed_missing(idx, MODEL, _embed(emb))
-    # The blobs were over a third of the file once moved to the side file: vacuumed
-    # already, so compacting again finds little to reclaim.
+    # The vectors went through the spool to the side file, never into SQLite rows,
+    # so compacting finds little to reclaim.
     before, after = idx.compact()
     assert after > 0.9 * before
 
