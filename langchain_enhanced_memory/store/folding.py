@@ -92,8 +92,8 @@ def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
         lines=lines[0] if lines else vf.matrix[n:],
         line_scale=lines[1] if lines else vf.scale[n:],
         owner=vf.owner,
-        codes=vf.codes if vf.layout.codes else None,
-        center=vf.center if vf.layout.codes else None,
+        codes=vf.codes,
+        center=vf.center,
     )
 
 
@@ -105,21 +105,14 @@ def coverage(
     live_ids: np.ndarray,
 ) -> Coverage:
     """Map ``model``'s named files onto the live chunks (those that will not open: ``lost``)."""
-    current = current_layouts(conn, model)
     layouts, files, spool, lost = _open_named(conn, folder, model)
-    same_generation = current is not None and current[0] == generation_of(conn)
     wants_lines = bool(settings.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
     used = []
     for i, vf in enumerate(files):
         if wants_lines and not vf.layout.lines_complete:
             continue  # gathered again with its lines
-        if vf.layout.ids:
-            rows = locate(vf.ids, live_ids)
-        elif same_generation and vf.layout.chunks == live_ids.size:
-            rows = np.arange(live_ids.size, dtype=np.int64)  # one generation's file, in row order
-        else:
-            continue
+        rows = locate(vf.ids, live_ids)
         rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
         covered[rows[rows >= 0]] = True
         used.append((i, rows))

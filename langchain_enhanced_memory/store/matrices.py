@@ -55,15 +55,14 @@ class Layout:
     Attributes:
         file: Its name in the side folder.
         dim: Vector dimension.
-        chunks: Chunk rows (every chunk of the generation, in row order).
+        chunks: Chunk rows.
         lines: Line rows after them.
         keys: Distinct text-hash keys.
         lines_complete: Whether every line of its chunks has its row.
-        ids: Whether it holds its chunk rows' chunk ids (a segment); files
-            written before segments hold every chunk of one generation, in row order.
-        codes: Whether it holds its chunk rows' sign bits and their mean
-            (:func:`..core.vectorset.sign_codes`; files written before them are
-            always scanned exactly).
+        ids: It holds its chunk rows' chunk ids (always: a layout without them,
+            or the next field, is of a format no release wrote, and is not read).
+        codes: It holds its chunk rows' sign bits and their mean
+            (:func:`..core.vectorset.sign_codes`).
     """
 
     file: str
@@ -72,8 +71,8 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
-    ids: bool = False
-    codes: bool = False
+    ids: bool
+    codes: bool
 
     def to_json(self) -> str:
         """The ``derived`` row's data."""
@@ -81,11 +80,12 @@ class Layout:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Layout | None:
-        """Parse a ``derived`` row (None when it is not a layout, e.g. an older format)."""
+        """Parse a ``derived`` row (None when it is not a layout of this format)."""
         try:
-            return cls(**json.loads(data))
+            layout = cls(**json.loads(data))
         except (TypeError, ValueError):
             return None
+        return layout if layout.ids and layout.codes else None
 
     def sections(self) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
         """``(name, dtype, shape, offset)`` of each array, 8-byte aligned."""
@@ -96,9 +96,9 @@ class Layout:
             ("owner", np.dtype(np.int32), (self.lines,)),
             ("keys", np.dtype(np.uint64), (self.keys,)),
             ("rows", np.dtype(np.int32), (self.keys,)),
-            ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
-            ("codes", np.dtype(np.uint8), (self.chunks if self.codes else 0, -(-self.dim // 8))),
-            ("center", np.dtype(np.float32), (self.dim if self.codes else 0,)),
+            ("ids", np.dtype(np.int64), (self.chunks,)),
+            ("codes", np.dtype(np.uint8), (self.chunks, -(-self.dim // 8))),
+            ("center", np.dtype(np.float32), (self.dim,)),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -119,8 +119,8 @@ class VectorFile:
     owner: np.ndarray
     keys: np.ndarray
     rows: np.ndarray
-    ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
-    codes: np.ndarray  # sign bits of each chunk row (empty in a file written before them)
+    ids: np.ndarray  # chunk id of each chunk row
+    codes: np.ndarray  # sign bits of each chunk row
     center: np.ndarray  # the mean they are taken about
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:

@@ -183,7 +183,7 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
 def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
     """The generation ``model``'s side files were named in, and their layouts, oldest first.
 
-    None when it has none. A version before segments named one file.
+    None when it has none.
     """
     row = conn.execute(
         "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
@@ -198,11 +198,10 @@ def parse_layouts(data: bytes | str) -> list[Layout] | None:
         state = json.loads(data)
     except (TypeError, ValueError):
         return None
-    if isinstance(state, dict) and isinstance(state.get("segments"), list):
-        layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
-        return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
-    one = Layout.from_json(data)
-    return [one] if one else None
+    if not isinstance(state, dict) or not isinstance(state.get("segments"), list):
+        return None
+    layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
+    return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
 
 
 def layouts_json(layouts: list[Layout]) -> str:

@@ -233,12 +233,12 @@ def test_a_failed_sync_keeps_the_named_segments_and_its_orphan_goes_later(
     assert _docs(idx.snapshot(), "kestrel").size == 1
 
 
-def test_an_older_blob_or_a_lost_segment_still_searches_and_is_rebuilt(workspace: Path) -> None:
+def test_a_damaged_postings_row_or_a_lost_segment_still_searches_and_is_rebuilt(workspace: Path) -> None:
     idx = MemoryIndex(workspace)
     idx.sync()
     want = _docs(idx.snapshot(), "postgres")
     assert want.size == 2
-    with idx.connect() as conn:  # the one blob versions before segments wrote
+    with idx.connect() as conn:  # not a list of segments
         conn.execute("UPDATE derived SET data=? WHERE name='postings'", (b"EMP2\0\0\0\0",))
     assert np.array_equal(_docs(MemoryIndex(workspace).snapshot(), "postgres"), want)
     (workspace / "memory" / "2026-03-01.md").write_text("# New\n\nPostgres again.\n")
