@@ -215,7 +215,7 @@ def _load_text(
     posts, rows = load_postings(conn, folder, ids, moved)
     used = [] if rows is None else used_paths(rows.path, len(rows.names)).tolist()
     if rows is None or not all(rows.names[u] in files for u in used):
-        # Segments older than their rows (or a row of no file, never after a
+        # Segments missing or damaged (or a row of no file, never after a
         # committed sync): the rows from SQLite.
         selected, rows = _select_rows(conn, files)
         if not np.array_equal(selected, ids):
