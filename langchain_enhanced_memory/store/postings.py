@@ -107,7 +107,7 @@ class _Segment:
             # Small lists stay a map (the rows are mapped whatever the size).
             listed = sum(a.nbytes for k, a in arrays.items() if k.split(".")[0] in FIELDS)
             large = listed >= READ_ABOVE
-            if searcher and large and all(p.fence is not None for p in posts.values()):
+            if searcher and large:
                 fd = Fd.open(folder / name)
                 reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
             ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
@@ -124,11 +124,11 @@ class _Segment:
 
 
 def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
-    """One field's posting lists, with its fence when it is the right one."""
+    """One field's posting lists, with their fence (a file without the right one is damaged)."""
     post = Postings(**{p: arrays[f"{name}.{p}"] for p in _PARTS})
-    fence = arrays.get(f"{name}.fence")
-    if fence is None or fence.size != -(-post.keys.size // FENCE):
-        return post
+    fence = arrays[f"{name}.fence"]
+    if fence.size != -(-post.keys.size // FENCE):
+        raise ValueError(f"the {name} fence does not fit its keys")
     return dataclasses.replace(post, fence=fence)
 
 
