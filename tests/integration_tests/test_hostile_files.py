@@ -271,9 +271,7 @@ def _empty(p: Path) -> None:
     p.write_bytes(b"")
 
 
-@pytest.mark.parametrize(
-    "damage", [_truncate, _garbage, _empty], ids=lambda f: f.__name__[1:]
-)
+@pytest.mark.parametrize("damage", [_truncate, _garbage, _empty], ids=lambda f: f.__name__[1:])
 def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> None:
     from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
