@@ -5,8 +5,9 @@ a writer runs). An advisory ``fcntl`` lock on a side file serializes writers.
 A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
 aside (that would drop every cached vector). An index of another schema
-version is of a format no release wrote (0.1.0 wrote the first, version 4): it
-is set aside and rebuilt like a damaged one, its vectors embedded again.
+version is set aside and rebuilt like a damaged one, its vectors embedded
+again: an older one is of a format no release wrote (0.1.0 wrote the first,
+version 4), a newer one of a later release.
 
 The index holds the notes' text, so it is private to its owner wherever it
 lives: its folders are 0700 and its files 0600 (SQLite gives the WAL and
@@ -193,9 +194,10 @@ class IndexDB:
                 version = self._create(conn)
             if version != SCHEMA_VERSION:
                 conn.close()
+                kind = "an unreleased" if version < SCHEMA_VERSION else "a newer"
                 return self._rebuild(
-                    f"is of an unreleased format (schema {version}, not {SCHEMA_VERSION})",
-                    "unreleased",
+                    f"is of {kind} format (schema {version}, not {SCHEMA_VERSION})",
+                    f"schema{version}",
                 )
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn

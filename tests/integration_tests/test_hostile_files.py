@@ -296,9 +296,7 @@ def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> N
 
 
 @pytest.mark.parametrize("version", [3, 99])
-def test_an_index_of_an_unreleased_schema_is_set_aside_and_rebuilt(
-    tmp_path: Path, version: int
-) -> None:
+def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, version: int) -> None:
     import sqlite3
 
     from tests.workspaces import SMALL_WORKSPACE, write_workspace
@@ -315,8 +313,9 @@ def test_an_index_of_an_unreleased_schema_is_set_aside_and_rebuilt(
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     (line,) = r.stderr.strip().splitlines()
-    assert f"unreleased format (schema {version}" in line and "rebuilding" in line, line
-    assert len(list(db.parent.glob("index.sqlite.unreleased-*"))) == 1
+    kind = "an unreleased" if version == 3 else "a newer"
+    assert f"{kind} format (schema {version}, not 4)" in line and "rebuilding" in line, line
+    assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
