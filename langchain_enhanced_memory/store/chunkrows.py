@@ -76,7 +76,7 @@ class SegmentRows:
     def from_arrays(cls, arrays: dict[str, np.ndarray], n: int) -> SegmentRows | None:
         """The rows of a segment file's arrays (``n`` chunks).
 
-        None when it has none (a file older than the rows) or they do not fit.
+        None when it has none or they do not fit (a damaged file).
         """
         try:
             strings = {

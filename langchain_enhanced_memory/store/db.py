@@ -4,8 +4,10 @@ One SQLite file per workspace (WAL, so readers see a consistent snapshot while
 a writer runs). An advisory ``fcntl`` lock on a side file serializes writers.
 A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
-aside (that would drop every cached vector). Older schema versions are
-migrated in place, keeping the embedding cache.
+aside (that would drop every cached vector). An index of another schema
+version is set aside and rebuilt like a damaged one, its vectors embedded
+again: an older one is of a format no release wrote (0.1.0 wrote the first,
+version 4), a newer one of a later release.
 
 The index holds the notes' text, so it is private to its owner wherever it
 lives: its folders are 0700 and its files 0600 (SQLite gives the WAL and
@@ -23,14 +25,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import IndexUnavailableError
 from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
-from .matrices import encode
 
 __all__ = [
     "INDEX_DIRNAME",
@@ -44,16 +45,14 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-# 2: chunks.chunk_id dropped (written, never read)
-# 3: vectors stored once, as int8 + scale (NULL when in the generation's side
-#    file, see .matrices); chunks.line_hashes stored
-# 4: files.ctime_ns (an edit that keeps size and mtime still changes it) and
-#    files.tail: where a note that only grew is chunked again from (.sync)
+# The first released (0.1.0); an index of any other version is rebuilt.
 SCHEMA_VERSION = 4
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
+# embed_cache.vector is always NULL: a row says the model has the text's
+# vector, which is in the model's spool or a segment file (.spool, .matrices).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -74,52 +73,6 @@ CREATE TABLE IF NOT EXISTS derived (
     name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
 );
 """
-
-
-def _to_v3(conn: sqlite3.Connection) -> None:
-    """float32 cache rows to int8 + scale in place (same keys: nothing is re-embedded).
-
-    The float32 matrix copies in ``derived`` go; line hashes are filled in by
-    the next sync (which knows the settings that cut lines).
-    """
-    conn.execute("ALTER TABLE chunks ADD COLUMN line_hashes BLOB")
-    conn.execute(
-        "CREATE TABLE embed_cache_v3 (model TEXT NOT NULL, text_hash TEXT NOT NULL,"
-        " dim INTEGER NOT NULL, vector BLOB, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
-    )
-    rows = conn.execute("SELECT model, text_hash, dim, vector FROM embed_cache")
-    while batch := rows.fetchmany(4096):
-        by_dim: dict[int, list[tuple[str, str, bytes]]] = {}
-        for model, text_hash, dim, blob in batch:
-            if blob is not None and len(blob) == dim * 4:  # anything else is damage: re-embed
-                by_dim.setdefault(dim, []).append((model, text_hash, blob))
-        for dim, group in by_dim.items():
-            floats = np.frombuffer(b"".join(b for *_, b in group), np.float32).reshape(-1, dim)
-            conn.executemany(
-                "INSERT INTO embed_cache_v3 VALUES (?,?,?,?)",
-                [(m, h, dim, v) for (m, h, _), v in zip(group, encode(floats), strict=True)],
-            )
-    conn.execute("DROP TABLE embed_cache")
-    conn.execute("ALTER TABLE embed_cache_v3 RENAME TO embed_cache")
-    conn.execute(
-        "DELETE FROM derived WHERE name LIKE 'matrix:%' OR name LIKE 'lines:%'"
-        " OR name LIKE 'line-owner:%'"
-    )
-    conn.execute("INSERT OR REPLACE INTO meta VALUES ('line-hashes', 'missing')")
-
-
-def _to_v4(conn: sqlite3.Connection) -> None:
-    # NULL until the next sync reads each file once (its hash spares the re-chunk).
-    conn.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER")
-    conn.execute("ALTER TABLE files ADD COLUMN tail TEXT")
-
-
-# version -> the step that brings an index of that version to the next one.
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], object]] = {
-    1: lambda conn: conn.execute("ALTER TABLE chunks DROP COLUMN chunk_id"),
-    2: _to_v3,
-    3: _to_v4,
-}
 
 
 def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
@@ -154,7 +107,7 @@ def _named_folders(path: Path) -> list[Path]:
 
 
 class IndexDB:
-    """Opens the index file, creating, migrating or setting it aside as needed.
+    """Opens the index file, creating it or setting it aside and rebuilding it as needed.
 
     Args:
         path: The SQLite file.
@@ -231,25 +184,21 @@ class IndexDB:
             conn.execute("ROLLBACK")
 
     def open_checked(self) -> sqlite3.Connection:
-        """Open, creating or migrating the schema; set aside a file that is not an index."""
+        """Open, creating the schema; set aside a file that is not an index of this schema."""
         try:
             conn = self.connect()
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                log.warning(
-                    "index %s has schema %s, this version uses %s: rebuilding it",
-                    self.path,
-                    version,
-                    SCHEMA_VERSION,
-                )
-                conn.close()
-                self._set_aside("old-schema")
-                conn = self.connect()
-                version = 0
-            if version != SCHEMA_VERSION:
+            if version == 0:
                 # Only when needed: setting user_version is a write, and a write on
                 # every open makes each reader commit and checkpoint on close.
-                self._upgrade(conn, version)
+                version = self._create(conn)
+            if version != SCHEMA_VERSION:
+                conn.close()
+                kind = "an unreleased" if version < SCHEMA_VERSION else "a newer"
+                return self._rebuild(
+                    f"is of {kind} format (schema {version}, not {SCHEMA_VERSION})",
+                    f"schema{version}",
+                )
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
@@ -257,35 +206,37 @@ class IndexDB:
             # would throw away every cached vector.
             if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly")):
                 raise IndexUnavailableError(f"index {self.path} is unavailable: {exc}") from None
-            return self._rebuild_damaged(exc)
+            return self._rebuild(f"is unreadable ({exc})", "corrupt")
         except sqlite3.DatabaseError as exc:
-            return self._rebuild_damaged(exc)
+            return self._rebuild(f"is unreadable ({exc})", "corrupt")
 
     @staticmethod
-    def _upgrade(conn: sqlite3.Connection, version: int) -> None:
-        """Create the schema (version 0) or migrate it step by step, in one transaction."""
+    def _create(conn: sqlite3.Connection) -> int:
+        """Create the schema in a new file, in one transaction; returns the file's version.
+
+        That is another version when another process made the file meanwhile.
+        """
         conn.execute("BEGIN IMMEDIATE")
         try:
-            again = conn.execute("PRAGMA user_version").fetchone()[0]  # another process won
-            if again == 0:  # a new file: the current schema as it is
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
-            else:
-                for step in range(again, SCHEMA_VERSION):
-                    _MIGRATIONS[step](conn)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                version = SCHEMA_VERSION
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        log.debug("index schema %s -> %s", version, SCHEMA_VERSION)
+        return int(version)
 
-    def _rebuild_damaged(self, exc: Exception) -> sqlite3.Connection:
-        log.warning("index %s is unreadable (%s): rebuilding it from the markdown", self.path, exc)
-        self._set_aside("corrupt")
+    def _rebuild(self, what: str, why: str) -> sqlite3.Connection:
+        """Set the file aside as ``index.sqlite.WHY-STAMP`` and start a new one (one warning)."""
+        log.warning("index %s %s: rebuilding it from the markdown", self.path, what)
+        self._set_aside(why)
         conn = self.connect()
-        self._upgrade(conn, 0)
+        self._create(conn)
         return conn
 
     def _set_aside(self, why: str) -> None:

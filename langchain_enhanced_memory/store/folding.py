@@ -4,17 +4,16 @@ A model's vectors live in segment files (:mod:`.matrices`), oldest first; each
 holds the rows of some chunks, by chunk id, and the rows of their lines.
 :func:`coverage` maps them onto the generation's live chunks (a chunk a later
 change replaced is masked out). :func:`assemble` gathers the rest, the chunks
-no segment covers, from the named files, a migrated index's cache blobs and
-the model's spool (by text hash). :func:`fold` writes them as a delta segment
-and, in the commit that names it, drops the spool, empties the blobs it now
-holds and deletes the cache rows no generation uses (garbage collection after
-a run, never during); then the files no row names go. When there are too many
-segments, or the deltas and masked rows pass a share of the base, everything
-is gathered into one new segment instead (the postings' policy,
-:mod:`.postings`). Writes run under the writer lock, in the embedding run (its
-last step) and ``index --compact``; a search only reads (:func:`coverage`,
-:func:`assemble`), and reads past a named file that is lost until the next
-embedding run forgets it (:func:`forget_lost`).
+no segment covers, from the named files and the model's spool (by text
+hash). :func:`fold` writes them as a delta segment and, in the commit that
+names it, drops the spool and deletes the cache rows no generation uses
+(garbage collection after a run, never during); then the files no row names
+go. When there are too many segments, or the deltas and masked rows pass a
+share of the base, everything is gathered into one new segment instead (the
+postings' policy, :mod:`.postings`). Writes run under the writer lock, in the
+embedding run (its last step) and ``index --compact``; a search only reads
+(:func:`coverage`, :func:`assemble`), and reads past a named file that is lost
+until the next embedding run forgets it (:func:`forget_lost`).
 """
 
 from __future__ import annotations
@@ -31,18 +30,10 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
 from . import postings, vectors
 from .db import IndexDB, chunk_ids, generation_of
-from .matrices import Layout, VectorFile, decode, hash_keys, key_prefix, side_folder, sweep, write
+from .matrices import Layout, VectorFile, hash_keys, key_prefix, side_folder, sweep, write
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
-from .vectors import (
-    cache_blobs,
-    current_layouts,
-    is_complete,
-    layouts_json,
-    parse_layouts,
-    pending_keys,
-    vector_dim,
-)
+from .vectors import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
 
 __all__ = [
     "Coverage",
@@ -101,8 +92,8 @@ def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
         lines=lines[0] if lines else vf.matrix[n:],
         line_scale=lines[1] if lines else vf.scale[n:],
         owner=vf.owner,
-        codes=vf.codes if vf.layout.codes else None,
-        center=vf.center if vf.layout.codes else None,
+        codes=vf.codes,
+        center=vf.center,
     )
 
 
@@ -114,21 +105,14 @@ def coverage(
     live_ids: np.ndarray,
 ) -> Coverage:
     """Map ``model``'s named files onto the live chunks (those that will not open: ``lost``)."""
-    current = current_layouts(conn, model)
     layouts, files, spool, lost = _open_named(conn, folder, model)
-    same_generation = current is not None and current[0] == generation_of(conn)
     wants_lines = bool(settings.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
     used = []
     for i, vf in enumerate(files):
         if wants_lines and not vf.layout.lines_complete:
             continue  # gathered again with its lines
-        if vf.layout.ids:
-            rows = locate(vf.ids, live_ids)
-        elif same_generation and vf.layout.chunks == live_ids.size:
-            rows = np.arange(live_ids.size, dtype=np.int64)  # one generation's file, in row order
-        else:
-            continue
+        rows = locate(vf.ids, live_ids)
         rows = np.where(covered[np.maximum(rows, 0)], -1, rows)  # each row from one file only
         covered[rows[rows >= 0]] = True
         used.append((i, rows))
@@ -186,8 +170,6 @@ class Vectors:
     sources: list[str]  # the named files it was built on
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
     delta: dict | None = None  # the gathered rows, as :func:`.matrices.write` takes them
-    folded: list[str] = field(default_factory=list)  # cache blobs the delta holds
-    unused: list[str] = field(default_factory=list)  # cache blobs of no chunk or line
     spool: SpoolState | None = None  # the spool read, which a fold drops
     spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
@@ -227,21 +209,11 @@ def assemble(
     keys = vectors.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
     m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
-    hashes, p_keys = pending_keys(conn, model)
     dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
-    used = np.isin(p_keys, wanted)
-    blobs = _blobs(conn, model, [h for h, u in zip(hashes, used, strict=True) if u])
-    # Rows of a damaged blob (another size) are left out, so they get embedded again.
-    blobs = {k: b for k, b in blobs.items() if len(b) == dim + 4}
-    b_keys = np.asarray(sorted(blobs), dtype=np.uint64)
-    b_rows, b_scale = decode([blobs[k] for k in b_keys.tolist()], dim)
-    # Where each wanted key is: (row positions or -1, rows, scales); the cache's
-    # blob comes last and so wins over a file's copy: it is the newer.
+    # Where each wanted key is: (row positions or -1, rows, scales); the spool
+    # comes last and so wins over a file's copy: it is the newer.
     sources = [(vf.lookup(wanted), vf.matrix, vf.scale) for vf in cov.files]
-    if b_keys.size:
-        at = np.minimum(np.searchsorted(b_keys, wanted), b_keys.size - 1)
-        sources.append((np.where(b_keys[at] == wanted, at, -1), b_rows, b_scale))
-    if cov.spool is not None:  # newer than any blob
+    if cov.spool is not None:
         sources.append((cov.spool.lookup(wanted), cov.spool.matrix, cov.spool.scale))
     found = np.zeros(wanted.size, dtype=bool)
     for pos, _, _ in sources:
@@ -262,11 +234,9 @@ def assemble(
     delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
-    in_kept = np.zeros(p_keys.size, dtype=bool)
     spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
     spool_used = np.isin(spooled, wanted)
     for i in keep:
-        in_kept |= cov.files[i].lookup(p_keys) >= 0
         spool_used |= cov.files[i].lookup(spooled) >= 0
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return Vectors(
@@ -283,8 +253,6 @@ def assemble(
             "lines_complete": bool(found[m:].all()),
             "ids": cov.live_ids[rows[has]],
         },
-        folded=[h for h, u in zip(hashes, used | in_kept, strict=True) if u],
-        unused=[h for h, u in zip(hashes, used | in_kept, strict=True) if not u],
         spool=cov.spool.state if cov.spool is not None else None,
         spooled_unused=spooled[~spool_used],
     )
@@ -307,11 +275,6 @@ def missing_embeddings(
     keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
     return vectors.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
-
-
-def _blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[int, bytes]:
-    """Key -> blob of the given pending hashes."""
-    return {int(h[:16], 16): b for h, b in cache_blobs(conn, model, hashes).items()}
 
 
 def fold(
@@ -339,21 +302,12 @@ def fold(
                 "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
                 (f"vectors:{model}", generation, layouts_json(layouts)),
             )
-            conn.executemany(
-                "UPDATE embed_cache SET vector=NULL WHERE model=? AND text_hash=?",
-                [(model, h) for h in vec.folded],
-            )
-            conn.executemany(
-                "DELETE FROM embed_cache WHERE model=? AND text_hash=? AND vector IS NOT NULL",
-                [(model, h) for h in vec.unused],
-            )
             gone = _gone_keys(folder, files, layouts)
             if vec.spool is not None:
                 drop_state(conn, model)
                 gone = np.union1d(gone, vec.spooled_unused)
             conn.executemany(
-                "DELETE FROM embed_cache WHERE model=? AND vector IS NULL"
-                " AND text_hash >= ? AND text_hash < ?",
+                "DELETE FROM embed_cache WHERE model=? AND text_hash >= ? AND text_hash < ?",
                 [(model, p, p + "g") for p in map(key_prefix, map(int, gone))],
             )
             conn.execute("COMMIT")
@@ -403,9 +357,8 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
     """A side file of ``model`` is gone (deleted by hand): forget the vectors it held.
 
     They are embedded again by the next index run (writer lock held). A lost
-    segment takes every vector out of a blob with it (the cache rows do not
-    say which file holds theirs); a lost spool, the rows of the vectors no
-    segment holds.
+    segment takes every vector with it (the cache rows do not say which file
+    holds theirs); a lost spool, the rows of the vectors no segment holds.
     """
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
@@ -420,7 +373,7 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
             log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
             conn.execute("DELETE FROM derived WHERE name=?", (f"vectors:{model}",))
             drop_state(conn, model)
-            conn.execute("DELETE FROM embed_cache WHERE model=? AND vector IS NULL", (model,))
+            conn.execute("DELETE FROM embed_cache WHERE model=?", (model,))
         conn.execute("COMMIT")
 
 
@@ -428,12 +381,7 @@ def _delete_unbacked_rows(
     conn: sqlite3.Connection, folder: Path, model: str, layouts: list[Layout]
 ) -> None:
     """Delete ``model``'s cache rows whose vector none of the segments ``layouts`` holds."""
-    held = [
-        h
-        for (h,) in conn.execute(
-            "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
-        )
-    ]
+    held = [h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))]
     keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
     for layout in layouts:
         vf = VectorFile.open(folder, layout)

@@ -181,13 +181,9 @@ class MemoryIndex:
         finally:
             self.forget_vectors(model)
         with self.db.writer_lock():
-            freed = self._snapshots.seal(model)
-            # A migrated index leaves its blobs' pages empty once they are in the
-            # side file: give them back when that is over a quarter of the file.
-            if freed and freed * 4 > self.path.stat().st_size:
-                self._vacuum()
-            else:  # what the run wrote is in the file now: its WAL need not stay on disk
-                self.db.truncate_wal()
+            self._snapshots.seal(model)
+            # What the run wrote is in the file now: its WAL need not stay on disk.
+            self.db.truncate_wal()
 
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""

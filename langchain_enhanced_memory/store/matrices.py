@@ -1,19 +1,18 @@
-"""Where vectors live: the int8 row codec and the segment files searchers open.
+"""Where vectors live: the segment files searchers open.
 
 Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorset.quantize`).
-A vector not yet in a segment is in the model's spool (:mod:`.spool`; a blob
-in ``embed_cache`` in an index migrated from version 2); once a generation
-has every chunk vector, the chunk rows no segment holds yet, then their line
-rows, are written to a segment file next to the index (a temporary name,
-flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming it
-with the older segments is committed with the spool dropped and the blobs
-emptied (their vector is the file's; :mod:`.folding`). The commit is the
-switch: a kill before it leaves the previous segments named and searchable,
-and the new file is an orphan that :func:`sweep` removes. Searchers map the
-chunk rows read-only (so processes share the page cache and hold no private
-copy) and read line rows with ``pread`` (:class:`FileRows`). A segment
-carries its chunk rows' chunk ids and the sorted keys of its rows' text
-hashes, which is how the next generation finds its old vectors.
+A vector not yet in a segment is in the model's spool (:mod:`.spool`); once a
+generation has every chunk vector, the chunk rows no segment holds yet, then
+their line rows, are written to a segment file next to the index (a temporary
+name, flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming
+it with the older segments is committed with the spool dropped
+(:mod:`.folding`). The commit is the switch: a kill before it leaves the
+previous segments named and searchable, and the new file is an orphan that
+:func:`sweep` removes. Searchers map the chunk rows read-only (so processes
+share the page cache and hold no private copy) and read line rows with
+``pread`` (:class:`FileRows`). A segment carries its chunk rows' chunk ids and
+the sorted keys of its rows' text hashes, which is how the next generation
+finds its old vectors.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.vectorset import quantize, sign_codes
+from ..core.vectorset import sign_codes
 from .locations import make_private, open_private
 
 __all__ = [
@@ -35,8 +34,6 @@ __all__ = [
     "READ_ABOVE",
     "Layout",
     "VectorFile",
-    "decode",
-    "encode",
     "fsync_dir",
     "hash_keys",
     "key_prefix",
@@ -58,15 +55,14 @@ class Layout:
     Attributes:
         file: Its name in the side folder.
         dim: Vector dimension.
-        chunks: Chunk rows (every chunk of the generation, in row order).
+        chunks: Chunk rows.
         lines: Line rows after them.
         keys: Distinct text-hash keys.
         lines_complete: Whether every line of its chunks has its row.
-        ids: Whether it holds its chunk rows' chunk ids (a segment); files
-            written before segments hold every chunk of one generation, in row order.
-        codes: Whether it holds its chunk rows' sign bits and their mean
-            (:func:`..core.vectorset.sign_codes`; files written before them are
-            always scanned exactly).
+        ids: It holds its chunk rows' chunk ids (always: a layout without them,
+            or the next field, is of a format no release wrote, and is not read).
+        codes: It holds its chunk rows' sign bits and their mean
+            (:func:`..core.vectorset.sign_codes`).
     """
 
     file: str
@@ -75,8 +71,8 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
-    ids: bool = False
-    codes: bool = False
+    ids: bool
+    codes: bool
 
     def to_json(self) -> str:
         """The ``derived`` row's data."""
@@ -84,11 +80,12 @@ class Layout:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Layout | None:
-        """Parse a ``derived`` row (None when it is not a layout, e.g. an older format)."""
+        """Parse a ``derived`` row (None when it is not a layout of this format)."""
         try:
-            return cls(**json.loads(data))
+            layout = cls(**json.loads(data))
         except (TypeError, ValueError):
             return None
+        return layout if layout.ids and layout.codes else None
 
     def sections(self) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
         """``(name, dtype, shape, offset)`` of each array, 8-byte aligned."""
@@ -99,9 +96,9 @@ class Layout:
             ("owner", np.dtype(np.int32), (self.lines,)),
             ("keys", np.dtype(np.uint64), (self.keys,)),
             ("rows", np.dtype(np.int32), (self.keys,)),
-            ("ids", np.dtype(np.int64), (self.chunks if self.ids else 0,)),
-            ("codes", np.dtype(np.uint8), (self.chunks if self.codes else 0, -(-self.dim // 8))),
-            ("center", np.dtype(np.float32), (self.dim if self.codes else 0,)),
+            ("ids", np.dtype(np.int64), (self.chunks,)),
+            ("codes", np.dtype(np.uint8), (self.chunks, -(-self.dim // 8))),
+            ("center", np.dtype(np.float32), (self.dim,)),
         ]
         out: list[tuple[str, np.dtype, tuple[int, ...], int]] = []
         offset = 0
@@ -122,8 +119,8 @@ class VectorFile:
     owner: np.ndarray
     keys: np.ndarray
     rows: np.ndarray
-    ids: np.ndarray  # chunk id of each chunk row (empty in a file of one generation)
-    codes: np.ndarray  # sign bits of each chunk row (empty in a file written before them)
+    ids: np.ndarray  # chunk id of each chunk row
+    codes: np.ndarray  # sign bits of each chunk row
     center: np.ndarray  # the mean they are taken about
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
@@ -252,26 +249,6 @@ def hash_keys(hashes: list[str]) -> np.ndarray:
 def key_prefix(key: int) -> str:
     """The hex digits a key was made of (to find its cache rows)."""
     return f"{key:016x}"
-
-
-def encode(vectors: np.ndarray) -> list[bytes]:
-    """Each row as an ``embed_cache`` blob: int8 values, then the float32 scale.
-
-    Only a migration from version 2 writes blobs; an embedding run appends to the spool.
-    """
-    q, scale = quantize(vectors)
-    n, dim = q.shape
-    raw = np.empty((n, dim + 4), dtype=np.uint8)
-    raw[:, :dim] = q.view(np.uint8)
-    raw[:, dim:] = np.asarray(scale, dtype=np.float32).reshape(n, 1).view(np.uint8)
-    flat, width = raw.tobytes(), dim + 4
-    return [flat[i : i + width] for i in range(0, n * width, width)]
-
-
-def decode(blobs: list[bytes], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """int8 rows and scales of :func:`encode` blobs (all of dimension ``dim``)."""
-    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), dim + 4)
-    return raw[:, :dim].view(np.int8), raw[:, dim:].copy().view(np.float32).ravel()
 
 
 def write(

@@ -279,7 +279,7 @@ def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: Migratio
     seen: set[str] = set()
     cut = OriginalChunker(index.settings)
     for embed_hash, path, text, digests in rows:
-        if embed_hash in seen or mean_line_hashes(text, digests, index.settings):
+        if embed_hash in seen or mean_line_hashes(digests, index.settings):
             continue  # a chunk whose vector is its lines' mean: the lines get embedded
         vec, exact = matcher.vector(path, text, cut)
         if vec is None:

@@ -82,12 +82,12 @@ class _Segment:
     name: str
     ids: np.ndarray
     posts: dict[str, Postings]
-    rows: SegmentRows | None  # None in a file older than the rows
+    rows: SegmentRows
     reads: dict[str, FilePostings] | None = None
 
     @classmethod
     def open(cls, folder: Path, name: str, searcher: bool = False) -> _Segment | None:
-        """Open a segment file; None when it is missing or damaged."""
+        """Open a segment file; None when it is missing or damaged (its rows too)."""
         try:
             with open(folder / name, "rb") as fh:
                 buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -107,11 +107,13 @@ class _Segment:
             # Small lists stay a map (the rows are mapped whatever the size).
             listed = sum(a.nbytes for k, a in arrays.items() if k.split(".")[0] in FIELDS)
             large = listed >= READ_ABOVE
-            if searcher and large and all(p.fence is not None for p in posts.values()):
+            if searcher and large:
                 fd = Fd.open(folder / name)
                 reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
             ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
             rows = SegmentRows.from_arrays(arrays, ids.size)
+            if rows is None:
+                return None
             return cls(name=name, ids=ids, posts=posts, rows=rows, reads=reads)
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -122,11 +124,11 @@ class _Segment:
 
 
 def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
-    """One field's posting lists, with its fence when it is the right one."""
+    """One field's posting lists, with their fence (a file without the right one is damaged)."""
     post = Postings(**{p: arrays[f"{name}.{p}"] for p in _PARTS})
-    fence = arrays.get(f"{name}.fence")
-    if fence is None or fence.size != -(-post.keys.size // FENCE):
-        return post
+    fence = arrays[f"{name}.fence"]
+    if fence.size != -(-post.keys.size // FENCE):
+        raise ValueError(f"the {name} fence does not fit its keys")
     return dataclasses.replace(post, fence=fence)
 
 
@@ -203,7 +205,7 @@ def _write_segment(
 def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
     """The segment files the ``derived`` row names, and the highest chunk id they ever held.
 
-    None when the row is missing or of an older version (one blob).
+    None when the row is missing or not a list of segments (they are then built again).
     """
     row = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
     if row is None:
@@ -311,14 +313,13 @@ def load_postings(
 ) -> tuple[dict[str, PostingLists], ChunkRows | None]:
     """The generation's four posting lists and its rows, from its mapped segments.
 
-    Each list is read as one over the segments; the rows are None when a
-    segment is older than them.
+    Each list is read as one over the segments; the rows are None when the
+    segments are not there (then read from SQLite).
 
     When a named segment will not open and ``moved(names)`` says a writer
     named others since this read began, :class:`SegmentsMoved` is raised (read
-    again). Otherwise, when the named segments are not there (a version older
-    than them, or a file gone), they are built in memory from the stored
-    terms, the same lists.
+    again). Otherwise, when the named segments are not there (a file gone or
+    damaged), they are built in memory from the stored terms, the same lists.
     """
     named = named_segments(conn)
     segments = open_segments(folder, named[0], searcher=True) if named else None
@@ -329,8 +330,7 @@ def load_postings(
         if live_ids.size:
             log.debug("postings segments missing: built from the stored terms")
         return dict(build_postings(conn, "", ())), None
-    seg_rows = [s.rows for s in segments]
-    chunks = None if None in seg_rows else place(seg_rows, rows, live_ids.size)  # type: ignore[arg-type]
+    chunks = place([s.rows for s in segments], rows, live_ids.size)
     if len(segments) == 1 and rows[0].size == live_ids.size:
         return segments[0].searched(), chunks  # one segment, every row live: the lists as they are
     lists = [s.searched() for s in segments]
@@ -355,10 +355,7 @@ def write_postings(
     segments = open_segments(folder, named[0]) if named else None
     live = chunk_ids(conn)
     if segments is not None:
-        old_live = live[live < first_new_id]
-        if any(s.rows is None for s in segments):  # older than the rows: written again
-            segments = None
-        elif place_rows([s.ids for s in segments], old_live) is None:
+        if place_rows([s.ids for s in segments], live[live < first_new_id]) is None:
             segments = None
     if segments is None:
         segments = [_write_segment(folder, generation, live, *_built(conn, "", ()))]
@@ -397,7 +394,7 @@ def _merged(
     posts = {f: compacted([s.posts[f] for s in tail], where) for f in FIELDS}
     ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, where, strict=True)])
     kept = SegmentRows.concat(
-        [s.rows.take(np.flatnonzero(r >= 0)) for s, r in zip(tail, where, strict=True)]  # type: ignore[union-attr]
+        [s.rows.take(np.flatnonzero(r >= 0)) for s, r in zip(tail, where, strict=True)]
     )
     return [*segments[:start], _write_segment(folder, generation, ids, posts, kept)]
 
@@ -409,8 +406,6 @@ def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
     live = chunk_ids(conn)
     if named is None or segments is None or place_rows([s.ids for s in segments], live) is None:
         return  # the next sync rebuilds them
-    if any(s.rows is None for s in segments):  # older than the rows: one segment, written anew
-        segments = [_write_segment(folder, generation_of(conn), live, *_built(conn, "", ()))]
     merged = _merged(folder, generation_of(conn), segments, live, full=True)
     state = {"segments": [s.name for s in merged], "last_id": named[1]}
     conn.execute("UPDATE derived SET data=? WHERE name='postings'", (json.dumps(state),))

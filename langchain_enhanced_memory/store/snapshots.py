@@ -72,7 +72,6 @@ class SnapshotCache:
         self._text: Snapshot | None = None  # the generation, without vectors
         self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
         self._vector_cache: dict[str, tuple[int, Vectors]] = {}
-        self.folded_bytes = 0  # cache blobs this process moved into side files
         self._lock = threading.Lock()
 
     def get(self, model: str | None) -> Snapshot:
@@ -104,7 +103,7 @@ class SnapshotCache:
                 conn.execute("COMMIT")
         return snap
 
-    def seal(self, model: str, full: bool = False) -> int:
+    def seal(self, model: str, full: bool = False) -> None:
         """Write the current generation's side file for ``model`` when complete (lock held).
 
         The one place vectors are folded: the embedding run calls it last, after
@@ -112,13 +111,8 @@ class SnapshotCache:
         segment merged into one), so the run ends with the vectors in their one
         place and the rows no generation uses collected. A named file that is
         lost is forgotten here, and its vectors embedded by the next run.
-
-        Returns:
-            Bytes of cache blobs moved into the file (their space is now free).
         """
-        before = self.folded_bytes
         _again(lambda: self._seal(model, full))
-        return self.folded_bytes - before
 
     def _seal(self, model: str, full: bool) -> None:
         with self.db.open() as conn:
@@ -180,8 +174,6 @@ class SnapshotCache:
             return vec
         if not layouts:
             return vec
-        with self._lock:
-            self.folded_bytes += len(vec.folded) * (layouts[-1].dim + 4)
         with self.db.open() as conn:
             again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
         if not again.lost and again.uncovered.size == 0:
@@ -223,7 +215,7 @@ def _load_text(
     posts, rows = load_postings(conn, folder, ids, moved)
     used = [] if rows is None else used_paths(rows.path, len(rows.names)).tolist()
     if rows is None or not all(rows.names[u] in files for u in used):
-        # Segments older than their rows (or a row of no file, never after a
+        # Segments missing or damaged (or a row of no file, never after a
         # committed sync): the rows from SQLite.
         selected, rows = _select_rows(conn, files)
         if not np.array_equal(selected, ids):

@@ -45,7 +45,6 @@ __all__ = [
     "embed_text",
     "is_stale",
     "keyword_text",
-    "line_digests",
     "mean_line_hashes",
     "read_chunks",
     "sha",
@@ -111,7 +110,7 @@ def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
     return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
 
 
-def mean_line_hashes(text: str, digests: bytes | None, settings: MemorySettings) -> list[str]:
+def mean_line_hashes(digests: bytes, settings: MemorySettings) -> list[str]:
     """Hashes of the lines whose mean vector is the chunk's; empty when its text is embedded.
 
     With ``chunk_vectors="lines"`` a chunk with two or more embedded lines
@@ -119,14 +118,12 @@ def mean_line_hashes(text: str, digests: bytes | None, settings: MemorySettings)
     whole: the same words already went through the model line by line.
 
     Args:
-        text: The chunk's text.
-        digests: Its stored ``line_hashes`` (None: not stored yet, cut and hashed here).
+        digests: The chunk's stored ``line_hashes``.
         settings: The recipe.
     """
     if not _lines_make_chunks(settings):
         return []
-    d = digests if digests is not None else line_digests(text, settings)
-    return [d[i : i + 32].hex() for i in range(0, len(d), 32)]
+    return [digests[i : i + 32].hex() for i in range(0, len(digests), 32)]
 
 
 def _lines_make_chunks(settings: MemorySettings) -> bool:
@@ -222,8 +219,6 @@ def sync_text(
 
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if get_meta(conn, "line-hashes") == "missing":
-            _fill_line_digests(conn, settings)
         conn.executemany(
             "UPDATE files SET size=?, mtime_ns=?, ctime_ns=? WHERE path=?",
             [(st.st_size, st.st_mtime_ns, st.st_ctime_ns, path) for path, st in touched],
@@ -299,27 +294,13 @@ def _next_chunk_id(conn: sqlite3.Connection) -> int:
     return max(top or 0, named[1] if named else 0) + 1
 
 
-def line_digests(text: str, settings: MemorySettings) -> bytes:
+def _digests(lines: list[str]) -> bytes:
     """The SHA-256 digests of a chunk's embedded lines, concatenated (32 bytes each).
 
     Stored with the chunk, so finding which lines lack a vector reads them
     instead of hashing every line of the workspace again.
     """
-    return _digests(line_texts(text, settings.embed_max_chars))
-
-
-def _digests(lines: list[str]) -> bytes:
     return b"".join(hashlib.sha256(s.encode("utf-8", "surrogatepass")).digest() for s in lines)
-
-
-def _fill_line_digests(conn: sqlite3.Connection, settings: MemorySettings) -> None:
-    """Line digests of chunks written before they were stored (once, after the migration)."""
-    rows = conn.execute("SELECT id, text FROM chunks WHERE line_hashes IS NULL").fetchall()
-    conn.executemany(
-        "UPDATE chunks SET line_hashes=? WHERE id=?",
-        [(line_digests(text, settings), i) for i, text in rows],
-    )
-    conn.execute("DELETE FROM meta WHERE key='line-hashes'")
 
 
 def read_chunks(

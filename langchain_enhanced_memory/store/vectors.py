@@ -5,9 +5,8 @@ re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
 stored with the chunk, and they are cached by hash like chunks. A cache row
 says a model has a text's vector; the vector is in the model's spool
-(:mod:`.spool`) until a generation's segment file holds it (:mod:`.matrices`).
-An index migrated from version 2 holds int8 blobs in the rows instead, until
-they are folded into a segment like the spool's.
+(:mod:`.spool`) until a generation's segment file holds it (:mod:`.matrices`);
+the row's ``vector`` column is always NULL.
 """
 
 from __future__ import annotations
@@ -25,14 +24,13 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
 from .db import generation_of
-from .matrices import Layout, VectorFile, decode, hash_keys
+from .matrices import Layout, VectorFile, hash_keys
 from .spool import Spool, append, spool_state
-from .sync import embed_text, line_digests, mean_line_hashes, sha
+from .sync import embed_text, mean_line_hashes, sha
 
 __all__ = [
     "CacheWriter",
     "Missing",
-    "cache_blobs",
     "cached_vectors",
     "current_layouts",
     "RowKeys",
@@ -42,7 +40,6 @@ __all__ = [
     "missing_embeddings",
     "open_spool",
     "parse_layouts",
-    "pending_keys",
     "store_vectors",
     "vector_dim",
 ]
@@ -61,17 +58,13 @@ class RowKeys:
 def generation_keys(
     conn: sqlite3.Connection, settings: MemorySettings, ids: np.ndarray | None = None
 ) -> RowKeys:
-    """Keys of every chunk (or of the chunks ``ids``) and their lines, from the stored hashes.
-
-    No line is hashed, except in a chunk stored before line hashes were (an
-    index just migrated, not synced since).
-    """
-    columns = "id, embed_hash, line_hashes, CASE WHEN line_hashes IS NULL THEN text END"
+    """Keys of every chunk (or of the chunks ``ids``) and their lines, from the stored hashes."""
+    columns = "id, embed_hash, line_hashes"
     if ids is None:
         rows = conn.execute(f"SELECT {columns} FROM chunks ORDER BY id").fetchall()
     else:
         rows = _chunk_rows(conn, ids.tolist(), columns)
-    digests = [b if b is not None else line_digests(t, settings) for _, _, b, t in rows]
+    digests = [r[2] for r in rows]
     counts = np.fromiter((len(d) // 32 for d in digests), dtype=np.int64, count=len(rows))
     # A key is a hash's first 8 bytes, big-endian (its first 16 hex digits).
     lines = np.frombuffer(b"".join(digests), dtype=">u8").reshape(-1, 4)[:, 0]
@@ -81,17 +74,6 @@ def generation_keys(
         lines=lines.astype(np.uint64),
         owner=np.repeat(np.arange(len(rows), dtype=np.int32), counts),
     )
-
-
-def pending_keys(conn: sqlite3.Connection, model: str) -> tuple[list[str], np.ndarray]:
-    """Hashes and keys of ``model``'s vectors that are cache blobs (a migrated index's)."""
-    hashes = [
-        h
-        for (h,) in conn.execute(
-            "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NOT NULL", (model,)
-        )
-    ]
-    return hashes, hash_keys(hashes)
 
 
 @dataclass
@@ -124,14 +106,12 @@ def missing_embeddings(
 ) -> Missing:
     """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
 
-    A vector is there when it is a cache blob or in one of ``model``'s segment
-    files or its spool, ``files`` (the caller passes only the chunks no
-    segment maps to a row).
+    A vector is there when it is in one of ``model``'s segment files or its
+    spool, ``files`` (the caller passes only the chunks no segment maps to a row).
     """
-    _, pending = pending_keys(conn, model)
 
     def lacking(k: np.ndarray) -> np.ndarray:
-        found = np.isin(k, pending)
+        found = np.zeros(k.size, dtype=bool)
         for vf in files:
             found |= vf.lookup(k) >= 0
         return ~found
@@ -141,7 +121,7 @@ def missing_embeddings(
     ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
     columns = "embed_hash, header, headers, text, line_hashes"
     for h, header, headers, text, digests in _chunk_rows(conn, ids, columns):
-        lines = mean_line_hashes(text, digests, settings)
+        lines = mean_line_hashes(digests, settings)
         if lines:
             means.setdefault(h, lines)
         else:
@@ -160,25 +140,10 @@ def missing_embeddings(
     return Missing(list(out.items()), list(means.items()))
 
 
-def cache_blobs(conn: sqlite3.Connection, model: str, hashes: list[str]) -> dict[str, bytes]:
-    """Hash -> int8 blob of those of ``hashes`` that are cache blobs (a migrated index's)."""
-    out: dict[str, bytes] = {}
-    for lo in range(0, len(hashes), 500):
-        part = hashes[lo : lo + 500]
-        out.update(
-            conn.execute(
-                "SELECT text_hash, vector FROM embed_cache WHERE model=? AND vector IS NOT NULL"
-                f" AND text_hash IN ({','.join('?' * len(part))})",
-                (model, *part),
-            ).fetchall()
-        )
-    return out
-
-
 def cached_vectors(
     conn: sqlite3.Connection, model: str, folder: Path, hashes: list[str]
 ) -> dict[str, np.ndarray]:
-    """Hash -> float32 vector of those of ``hashes`` that have one (segment, blob or spool)."""
+    """Hash -> float32 vector of those of ``hashes`` that have one (segment or spool)."""
     out: dict[str, np.ndarray] = {}
     current = current_layouts(conn, model)
     files = [VectorFile.open(folder, lay) for lay in (current[1] if current else [])]
@@ -194,12 +159,6 @@ def cached_vectors(
 
     for vf in files:  # oldest first: newer copies win
         take(vf)
-    blobs = cache_blobs(conn, model, hashes)
-    dim = vector_dim(conn, model) or 0
-    fits = [h for h, b in blobs.items() if len(b) == dim + 4]  # a damaged blob is no vector
-    if fits:
-        rows, scale = decode([blobs[h] for h in fits], dim)
-        out.update(zip(fits, dequantize(rows, scale), strict=True))
     take(open_spool(conn, folder, model))
     return out
 
@@ -224,7 +183,7 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
 def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
     """The generation ``model``'s side files were named in, and their layouts, oldest first.
 
-    None when it has none. A version before segments named one file.
+    None when it has none.
     """
     row = conn.execute(
         "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
@@ -239,11 +198,10 @@ def parse_layouts(data: bytes | str) -> list[Layout] | None:
         state = json.loads(data)
     except (TypeError, ValueError):
         return None
-    if isinstance(state, dict) and isinstance(state.get("segments"), list):
-        layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
-        return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
-    one = Layout.from_json(data)
-    return [one] if one else None
+    if not isinstance(state, dict) or not isinstance(state.get("segments"), list):
+        return None
+    layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
+    return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
 
 
 def layouts_json(layouts: list[Layout]) -> str:

@@ -267,23 +267,11 @@ def _garbage(p: Path) -> None:
     p.write_bytes(os.urandom(50_000))
 
 
-def _old_schema(p: Path) -> None:
-    import sqlite3
-
-    with sqlite3.connect(p) as conn:
-        conn.execute("PRAGMA user_version=0")
-        conn.execute("DROP TABLE chunks")
-        conn.execute("CREATE TABLE chunks (file TEXT, line INTEGER, text TEXT)")
-        conn.execute("PRAGMA user_version=999")
-
-
 def _empty(p: Path) -> None:
     p.write_bytes(b"")
 
 
-@pytest.mark.parametrize(
-    "damage", [_truncate, _garbage, _old_schema, _empty], ids=lambda f: f.__name__[1:]
-)
+@pytest.mark.parametrize("damage", [_truncate, _garbage, _empty], ids=lambda f: f.__name__[1:])
 def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> None:
     from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
@@ -305,3 +293,30 @@ def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> N
         assert "rebuilding" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     r = _cli("index", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["chunks"] >= 45
+
+
+@pytest.mark.parametrize("version", [3, 99])
+def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, version: int) -> None:
+    import sqlite3
+
+    from tests.workspaces import SMALL_WORKSPACE, write_workspace
+
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    assert _cli("index", "--workspace", str(ws)).returncode == 0
+    db = ws / ".enhanced-memory" / "index.sqlite"
+    with sqlite3.connect(db) as conn:  # 3: as a development version left it (no ctime, no tail)
+        if version == 3:
+            conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
+            conn.execute("ALTER TABLE files DROP COLUMN tail")
+        conn.execute(f"PRAGMA user_version={version}")
+    r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
+    (line,) = r.stderr.strip().splitlines()
+    kind = "an unreleased" if version == 3 else "a newer"
+    assert f"{kind} format (schema {version}, not 4)" in line and "rebuilding" in line, line
+    assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr

@@ -19,7 +19,7 @@ from langchain_enhanced_memory.core.scoring import rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store import sync, vectors
-from langchain_enhanced_memory.store.db import SCHEMA_VERSION, IndexDB, default_index_path
+from langchain_enhanced_memory.store.db import IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import FileRows, side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
@@ -136,42 +136,6 @@ def test_garbage_index_is_rebuilt_with_a_warning(
     assert any("rebuilding" in r.message for r in caplog.records)
     assert len(idx.snapshot()) > 0
     assert list(path.parent.glob("index.sqlite.corrupt-*"))
-
-
-def test_old_schema_is_migrated(workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path = default_index_path(workspace)
-    path.parent.mkdir(parents=True)
-    with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 41}")
-        conn.execute("CREATE TABLE vectors(x)")
-    with caplog.at_level(logging.WARNING, logger="langchain_enhanced_memory"):
-        MemoryIndex(workspace).sync()
-    assert any("schema" in r.message for r in caplog.records)
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-
-
-def test_an_index_of_schema_3_opens_and_reads_each_file_once_again(
-    workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    MemoryIndex(workspace).sync()
-    path = default_index_path(workspace)
-    with sqlite3.connect(path) as conn:  # as the previous version left it: no ctime, no tail
-        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
-        conn.execute("ALTER TABLE files DROP COLUMN tail")
-        conn.execute("PRAGMA user_version=3")
-    reads: list[Path] = []
-    real = sync.read_blocks
-    monkeypatch.setattr(sync, "read_blocks", lambda p, *a: reads.append(p) or real(p, *a))
-    idx = MemoryIndex(workspace)
-    assert idx.is_stale()
-    report = idx.sync()
-    assert len(reads) == 4 and not report.changed_anything and report.generation == 1
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    reads.clear()
-    assert not idx.is_stale()
-    assert not idx.sync().changed_anything and reads == []
 
 
 def test_read_only_workspace_uses_cache_dir(

@@ -28,7 +28,7 @@ from langchain_enhanced_memory.core.vectorset import (
 )
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import Layout, side_folder
+from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from tests.fakes import WordEmbeddings
 
@@ -280,46 +280,33 @@ def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
         embed_missing(idx, MODEL, _embed(emb))
     monkeypatch.undo()
     assert _named_vec(idx) == named
-    snap = MemoryIndex(ws).snapshot(MODEL)  # searchable: the new chunk's vector is a blob
+    snap = MemoryIndex(ws).snapshot(MODEL)  # searchable: the new chunk's vector is in the spool
     assert snap.has_vector is not None and snap.has_vector.all()
     embed_missing(idx, MODEL, _embed(emb))
     on_disk = {p.name for p in side_folder(idx.path).glob("*.vec")}
     assert on_disk == set(_named_vec(idx)) != set(named)  # the new segment, the orphan gone
 
 
-def test_a_vector_file_of_the_version_before_segments_is_read_then_replaced(
+def test_a_vector_file_of_an_unreleased_format_is_not_read_but_embedded_again(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(4)
     ws, idx, emb = _embedded(tmp_path, rng, 5)
-    want = idx.snapshot(MODEL).dense_vectors()
-    # Make it what the version before wrote: one file of the generation's rows in
-    # row order (no chunk ids), named by a single layout.
     (name,) = _named_vec(idx)
-    path = side_folder(idx.path) / name
-    with sqlite3.connect(idx.path) as conn:
+    with sqlite3.connect(idx.path) as conn:  # a layout without chunk ids or sign bits
         (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
         layout = json.loads(data[0])["segments"][0]
         del layout["ids"], layout["codes"]
-        old_layout = Layout.from_json(json.dumps(layout))
-        assert old_layout is not None
-        path.write_bytes(path.read_bytes()[: old_layout.sections()[-1][3]])
         conn.execute(
             "UPDATE derived SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
         )
     old = MemoryIndex(ws)
-    assert not old.missing_embeddings(MODEL)
-    snap = old.snapshot(MODEL)
-    assert snap.vectors is not None and np.array_equal(snap.dense_vectors(), want)
-    assert snap.vectors.parts[0].codes is None  # no sign bits: always scanned exactly
-    assert not snap.vectors.approximates(1)
-    (ws / "memory" / "2026-02-01.md").write_text("# Note\n\n- heron plan\n")
-    old.sync()
+    assert old.missing_embeddings(MODEL)
     emb.texts.clear()
     embed_missing(old, MODEL, _embed(emb))
-    assert len(emb.texts) == 1  # only the new chunk: the old file's vectors were reused
+    assert emb.texts
     (new,) = _named_vec(old)
-    assert new != name and not path.exists()
+    assert new != name and not (side_folder(idx.path) / name).exists()
     assert MemoryIndex(ws).snapshot(MODEL).has_vector.all()
 
 

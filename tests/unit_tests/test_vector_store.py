@@ -11,10 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langchain_enhanced_memory.core.chunking import line_texts
-from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
-from langchain_enhanced_memory.store.db import SCHEMA_VERSION
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.spool import spool_state
@@ -132,54 +129,7 @@ def test_compact_removes_orphans_and_reclaims_space(tmp_path: Path) -> None:
     assert idx.snapshot(MODEL).has_vector is not None
 
 
-def test_version_2_index_is_migrated_in_place_without_re_embedding(tmp_path: Path) -> None:
-    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
-    settings = MemorySettings()
-    idx = MemoryIndex(ws, settings)
-    idx.sync()
-    emb = WordEmbeddings()
-    with sqlite3.connect(idx.path) as conn:  # back to schema 2: float32 blobs, no line hashes
-        texts = {}
-        for h, text in conn.execute("SELECT embed_hash, text FROM chunks"):
-            texts[h] = text  # any vector per hash will do
-            for line in line_texts(text, settings.embed_max_chars):
-                texts[sha(line)] = line
-        conn.execute("ALTER TABLE chunks DROP COLUMN line_hashes")
-        conn.execute("ALTER TABLE files DROP COLUMN tail")  # tail and ctime_ns: schema 4
-        conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
-        conn.execute("DROP TABLE embed_cache")
-        conn.execute(
-            "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER"
-            " NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
-        )
-        want = {h: np.asarray(emb.embed_query(t), np.float32) for h, t in texts.items()}
-        conn.executemany(
-            "INSERT INTO embed_cache VALUES (?,?,?,?)",
-            [(MODEL, h, v.size, v.tobytes()) for h, v in want.items()],
-        )
-        conn.execute("INSERT INTO derived VALUES ('matrix:fake/m', 1, x'00')")
-        conn.execute("PRAGMA user_version=2")
-    migrated = MemoryIndex(ws, settings)
-    assert not migrated.missing_embeddings(MODEL)  # the keys were kept: nothing re-embedded
-    snap = migrated.snapshot(MODEL)
-    assert snap.has_vector is not None and snap.has_vector.all()
-    with sqlite3.connect(idx.path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-        assert not conn.execute("SELECT 1 FROM derived WHERE name LIKE 'matrix:%'").fetchall()
-        hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks ORDER BY id")]
-    dense = snap.dense_vectors()
-    assert dense is not None
-    for row, h in enumerate(hashes):
-        step = float(np.abs(want[h]).max()) / 127  # int8 with a scale per row: half a step
-        assert np.allclose(dense[row], want[h], atol=step / 2 + 1e-7)
-    # The next sync stores the line hashes the old version did not.
-    (ws / "MEMORY.md").write_text("# Preferences\n\nTea now.\n")
-    migrated.sync()
-    with sqlite3.connect(idx.path) as conn:
-        assert not conn.execute("SELECT 1 FROM chunks WHERE line_hashes IS NULL").fetchall()
-
-
-def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
+def test_a_cold_index_leaves_little_space_to_reclaim(tmp_path: Path) -> None:
     files = {
         f"memory/2026-01-{d:02d}.md": f"# Day {d}\n\n"
         + "".join(f"## Part {i}\n\n- fact {d} {i} one\n- fact {d} {i} two\n\n" for i in range(20))
@@ -189,8 +139,8 @@ def test_a_cold_index_gives_back_the_space_of_its_blobs(tmp_path: Path) -> None:
     idx.sync()
     emb = WordEmbeddings(dim=256)
     embed_missing(idx, MODEL, _embed(emb))
-    # The blobs were over a third of the file once moved to the side file: vacuumed
-    # already, so compacting again finds little to reclaim.
+    # The vectors went through the spool to the side file, never into SQLite rows,
+    # so compacting finds little to reclaim.
     before, after = idx.compact()
     assert after > 0.9 * before
 
