@@ -34,11 +34,11 @@ docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the README table.
+# Fault injection (kills, embedder faults, concurrency, hostile input, fuzzing): prints the table of docs/reliability.md.
 reliability: $(STAMP)
 	$(BIN)/python benchmarks/reliability.py
 
-# Speed and scale (1k/10k/100k synthetic chunks, about 10 minutes): prints the README table.
+# Speed and scale (1k/10k/100k synthetic chunks, about 10 minutes): prints the table of docs/benchmarks.md.
 # SIZES=1000,10000 for a quicker run.
 SIZES ?= 1000,10000,100000
 bench: $(STAMP)

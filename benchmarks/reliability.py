@@ -144,7 +144,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                  " 10,000 files, empty, headers only, CRLF, BOM, long lines, symlinks,"
                  " changing files, undecodable names)", t, h))  # fmt: skip
     t, h = tally(res, "test_damaged_index_is_rebuilt_from_the_markdown")
-    rows.append(("Damaged index file (truncated, garbage, old schema version, empty): set aside"
+    rows.append(("Damaged index file (truncated, garbage, empty): set aside"
                  " and rebuilt from the markdown with a one-line warning", t, h))  # fmt: skip
     t, h = tally(res, "test_hostile_query_gives_valid_json", "test_blank_query_is_one_clear_line",
                  "test_nul_byte_query_via_batch",

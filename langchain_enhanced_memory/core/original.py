@@ -4,7 +4,7 @@ Every place the ``original`` profile differs from the default recipe is one
 of the three strategies below, chosen once by :func:`.recipe.recipe` from the
 settings (``chunking``, ``date_parser``, ``lexical``); nothing else in the
 package branches on them. They keep the original's flaws on purpose: they are
-a measured baseline (README "Quality").
+a measured baseline (docs/benchmarks.md, "Quality").
 
 * :class:`OriginalChunker`: a chunk starts at every line matching
   ``^#{1,4}\s`` (no code-fence awareness), text before the first header is

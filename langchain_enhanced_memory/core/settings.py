@@ -9,7 +9,7 @@ always wins over the preset.
 
 Plain dataclasses, not pydantic models: every one-shot ``search`` process
 imports this module, and pydantic's import and model build cost it about
-150 ms, more than its search (README "Every path users take").
+150 ms, more than its search (docs/benchmarks.md, "Every path users take").
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class FusionWeights:
 class MemorySettings:
     """Settings of discovery, chunking, indexing and scoring.
 
-    The field defaults are the default recipe (README "Quality" says how each
+    The field defaults are the default recipe (docs/benchmarks.md, "Quality", says how each
     was chosen); ``profile`` lays a preset under the fields you set. Build one
     with keywords (``MemorySettings(profile="original", prf_enabled=False)``)
     and change one with :func:`dataclasses.replace`; either checks every field.
@@ -131,7 +131,7 @@ class MemorySettings:
 
     profile: Profile = _spec("default", choices=PROFILE_NAMES)
 
-    # --- recipe switches (each one is a line of the ablation in the README) ---
+    # --- recipe switches (each one is a line of the ablation in docs/benchmarks.md) ---
     #: sections: fence-aware, header-only sections folded; original: every header
     chunking: Literal["sections", "original"] = _spec("sections", choices=("sections", "original"))
     #: bm25: whole stemmed terms; substring: the original's overlap
@@ -147,7 +147,7 @@ class MemorySettings:
     line_vector_share: float = _spec(0.5, ge=0, le=1)
     #: lines: a chunk with two or more embedded lines takes the mean of their vectors
     #: instead of a second embedding of the same text (a third of the model time;
-    #: README "The first query never waits"); embedded: chunk texts are embedded too.
+    #: docs/engine.md, "The first query never waits"); embedded: chunk texts are embedded too.
     #: Chunks always embed their own text when line_vector_share is 0
     chunk_vectors: Literal["lines", "embedded"] = _spec("lines", choices=("lines", "embedded"))
     #: threads of the vector scan of a workspace of 100k chunks or more (0: one per
@@ -155,7 +155,7 @@ class MemorySettings:
     #: outlast it): the exact scan took 12 instead of 19 ms at 1M on an idle 2-core machine
     scan_threads: int = _spec(0, ge=0)
     #: chunk rows from which one vector segment is scanned by its sign bits and only
-    #: its best candidates exactly (README "One million chunks"); 0: always exact
+    #: its best candidates exactly (docs/benchmarks.md, "One million chunks"); 0: always exact
     approximate_rows: int = _spec(250_000, ge=0)
     #: best chunks by the other signals whose lines are scored
     line_candidates: int = _spec(200, ge=1)
@@ -203,7 +203,7 @@ class MemorySettings:
     #: added per unit of boost above 1
     date_prior: float = _spec(0.05, ge=0)
 
-    # --- pseudo-relevance feedback (off: it did not pay, README "Quality") --
+    # --- pseudo-relevance feedback (off: it did not pay, docs/benchmarks.md, "Quality") --
     prf_enabled: bool = False
     prf_threshold: float = 0.45
     prf_top_docs: int = 3

@@ -35,7 +35,7 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows as int8 with a float32 scale each: ``row ~= q * scale`` (a quarter of float32).
 
     The one precision vectors are stored and searched in: locomo-dev's mrr@10
-    is unchanged to four digits against float32 (README "Index size"), and an
+    is unchanged to four digits against float32 (docs/benchmarks.md, "Index size"), and an
     int8 matrix times a float32 query runs near float32 speed (float16 does not).
     """
     vectors = np.asarray(vectors, dtype=np.float32)

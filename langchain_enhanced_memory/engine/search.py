@@ -51,7 +51,7 @@ def scan_thread() -> ThreadPoolExecutor:
 
     ``rank(..., beside=scan_thread())``. At 1M chunks the scan and the keyword
     signals take about the same time, so a hybrid query takes a tenth less
-    (README "One million chunks"); smaller snapshots do not use it.
+    (docs/benchmarks.md, "One million chunks"); smaller snapshots do not use it.
     """
     return _scan_thread(os.getpid())
 

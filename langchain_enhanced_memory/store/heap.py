@@ -7,7 +7,7 @@ recently freed), so the next search takes fresh pages and faults each one in
 again. Over ``benchmarks/speed.py``'s 1M-chunk search phase that was 1.02M
 page faults against 118k with this, and hybrid scoring p50 47.9-55.2 against
 35.8-42.2 ms, five alternating pairs on the development machine (a VM, where
-a fault costs more; README, "One million chunks"). Raising the trim threshold
+a fault costs more; docs/design.md, "The allocator setting"). Raising the trim threshold
 (and fixing the mmap threshold, which else stays at 128 KB once the other is
 set) keeps those pages in the process; its peak RSS is about the same (852 ->
 878 MB there), since a search holds them at its peak anyway.
