@@ -1,6 +1,6 @@
 """A generation's vectors: the segment files that cover it, a gathered delta, then a fold.
 
-A model's vectors live in segment files (:mod:`.matrices`), oldest first; each
+A model's vectors live in segment files (:mod:`.vector_segments`), oldest first; each
 holds the rows of some chunks, by chunk id, and the rows of their lines.
 :func:`coverage` maps them onto the generation's live chunks (a chunk a later
 change replaced is masked out). :func:`assemble` gathers the rest, the chunks
@@ -28,12 +28,12 @@ import numpy as np
 from ..core.segments import locate
 from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
-from . import postings, vectors
+from . import embed_cache, postings
 from .db import IndexDB, chunk_ids, generation_of
-from .matrices import Layout, VectorFile, hash_keys, key_prefix, side_folder, sweep, write
+from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
-from .vectors import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
+from .vector_segments import Layout, VectorFile, hash_keys, key_prefix, side_folder, sweep, write
 
 __all__ = [
     "Coverage",
@@ -169,7 +169,7 @@ class Vectors:
     lines_complete: bool
     sources: list[str]  # the named files it was built on
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
-    delta: dict | None = None  # the gathered rows, as :func:`.matrices.write` takes them
+    delta: dict | None = None  # the gathered rows, as :func:`.vector_segments.write` takes them
     spool: SpoolState | None = None  # the spool read, which a fold drops
     spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
@@ -206,7 +206,7 @@ def assemble(
     ``full`` gathers every row, to write one segment (``index --compact``).
     """
     keep, rows, everything = _plan(cov, full)
-    keys = vectors.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
+    keys = embed_cache.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
     m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
     dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
@@ -260,21 +260,21 @@ def assemble(
 
 def missing_embeddings(
     conn: sqlite3.Connection, folder: Path, model: str, settings: MemorySettings
-) -> vectors.Missing:
+) -> embed_cache.Missing:
     """The texts to embed for ``model``, and the chunks whose vector is their lines' mean.
 
     Only the chunks no segment covers are looked at: a one-file change reads
     that file's chunks, not every chunk's hashes.
     """
     if is_complete(conn, model, settings):
-        return vectors.Missing()
+        return embed_cache.Missing()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
     if cov.lost:  # the embedding run forgets it first (forget_lost), then embeds its vectors
-        return vectors.Missing()
-    keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
+        return embed_cache.Missing()
+    keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return vectors.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
 
 
 def fold(

@@ -2,7 +2,7 @@
 
 The chunk rows and postings are the segment files ``derived`` names
 (:mod:`.postings`, :mod:`.chunkrows`), and once every chunk has a vector the
-vectors are the model's segment files (:mod:`.folding`, :mod:`.matrices`):
+vectors are the model's segment files (:mod:`.folding`, :mod:`.vector_segments`):
 opened, not read, so a fresh process searches without re-tokenizing or
 re-assembling anything and holds no private copy of them (texts and headers
 decoded when shown; chunk vectors mapped read-only; posting columns of a large
@@ -32,11 +32,11 @@ from ..core.snapshot import Snapshot
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
+from .embed_cache import current_layouts
 from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
-from .matrices import Layout, side_folder
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .spool import SpoolState, spool_state
-from .vectors import current_layouts
+from .vector_segments import Layout, side_folder
 
 __all__ = ["SnapshotCache"]
 
