@@ -26,7 +26,7 @@ from ..core.vectorset import dequantize, quantize
 from .db import generation_of
 from .spool import Spool, append, spool_state
 from .sync import embed_text, mean_line_hashes, sha
-from .vector_segments import Layout, VectorFile, hash_keys
+from .vector_segments import Layout, VectorSegment, hash_keys
 
 __all__ = [
     "CacheWriter",
@@ -102,7 +102,7 @@ def missing_embeddings(
     model: str,
     settings: MemorySettings,
     keys: RowKeys,
-    files: list[VectorFile | Spool],
+    files: list[VectorSegment | Spool],
 ) -> Missing:
     """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
 
@@ -146,10 +146,10 @@ def cached_vectors(
     """Hash -> float32 vector of those of ``hashes`` that have one (segment or spool)."""
     out: dict[str, np.ndarray] = {}
     current = current_layouts(conn, model)
-    files = [VectorFile.open(folder, lay) for lay in (current[1] if current else [])]
+    files = [VectorSegment.open(folder, lay) for lay in (current[1] if current else [])]
     keys = hash_keys(hashes)
 
-    def take(source: VectorFile | Spool | None) -> None:
+    def take(source: VectorSegment | Spool | None) -> None:
         if source is None or not hashes:
             return
         pos = source.lookup(keys)

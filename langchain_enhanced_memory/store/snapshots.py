@@ -33,7 +33,7 @@ from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
 from .embed_cache import current_layouts
-from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
+from .folding import Coverage, GenerationVectors, assemble, coverage, drop_lost, fold, mapped
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .spool import SpoolState, spool_state
 from .vector_segments import Layout, side_folder
@@ -71,7 +71,7 @@ class SnapshotCache:
         self.folder = side_folder(db.path)
         self._text: Snapshot | None = None  # the generation, without vectors
         self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
-        self._vector_cache: dict[str, tuple[int, Vectors]] = {}
+        self._vector_cache: dict[str, tuple[int, GenerationVectors]] = {}
         self._lock = threading.Lock()
 
     def get(self, model: str | None) -> Snapshot:
@@ -148,7 +148,7 @@ class SnapshotCache:
 
     def _vectors(
         self, conn: sqlite3.Connection, model: str, generation: int, live_ids: np.ndarray
-    ) -> Vectors:
+    ) -> GenerationVectors:
         """What the generation names, read: the segments, and the rows they leave gathered.
 
         The read path: it writes nothing. Rows no segment covers (a run not yet
@@ -165,7 +165,9 @@ class SnapshotCache:
         self._vector_cache[model] = (generation, vec)
         return vec
 
-    def _fold(self, model: str, generation: int, vec: Vectors, cov: Coverage) -> Vectors:
+    def _fold(
+        self, model: str, generation: int, vec: GenerationVectors, cov: Coverage
+    ) -> GenerationVectors:
         """Write the generation's delta segment (writer lock held), and map it."""
         try:
             layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
