@@ -61,7 +61,9 @@ EDIT = "\n## Added later\n\nBenchmark edit: moved the retro to Thursday with Gra
 A_MODULES = [
     *(
         f"store/{m}.py"
-        for m in "postings chunkrows matrices folding spool snapshots vectors heap".split()
+        for m in (
+            "postings chunkrows vector_segments folding spool snapshots embed_cache heap".split()
+        )
     ),
     *(f"core/{m}.py" for m in "segments strings vectorset invert".split()),
 ]

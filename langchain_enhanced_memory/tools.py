@@ -10,7 +10,7 @@ server use, never an exception, quoting at most a short prefix of what was given
 
 :func:`create_memory_tools` builds the four read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
-unless asked). The JSON each tool returns comes from :mod:`.analysis.answers`,
+unless asked). The JSON each tool returns comes from :mod:`.analysis.tool_json`,
 the builder the MCP server uses too.
 
 Threads: every tool is safe to call from many threads at once (an agent's
@@ -41,7 +41,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from .analysis import answers, salience
+from .analysis import salience, tool_json
 from .core.errors import CrossrefError, NoteError, RequestError, WriteError, one_line, shown
 from .core.filters import KIND_SCHEMA
 from .core.request import SearchRequest, argument_errors
@@ -189,7 +189,7 @@ class MemorySearchTool(_MemoryTool):
             request = SearchRequest.from_body(
                 {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now
             )
-            response, artifact = answers.search(self.get_engine(), request)
+            response, artifact = tool_json.search(self.get_engine(), request)
         except RequestError as exc:
             return self._error(str(exc))
         blocks = []
@@ -237,7 +237,7 @@ class MemoryGetTool(_MemoryTool):
         lines: int | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        got = answers.get(self.get_engine(), path, from_line, lines)
+        got = tool_json.get(self.get_engine(), path, from_line, lines)
         if got.get("disabled"):
             return f"Error: {got['error']}", got
         if "from" not in got:
@@ -277,7 +277,7 @@ class MemorySalienceTool(_MemoryTool):
     def _run(
         self, top: int = 3, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
-        result = answers.salience(self.get_engine(), top, self.now)
+        result = tool_json.salience(self.get_engine(), top, self.now)
         return salience.format_text(result), result
 
 
@@ -307,7 +307,7 @@ class MemoryCrossrefTool(_MemoryTool):
         self, path: str | None = None, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            shown = answers.related(self.get_engine(), path, build=self.build_if_missing)
+            shown = tool_json.related(self.get_engine(), path, build=self.build_if_missing)
         except (CrossrefError, NoteError) as exc:
             return self._error(str(exc))
         if path is None:
@@ -350,7 +350,9 @@ class MemoryAppendTool(_MemoryTool):
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
-            done = answers.append(self.get_engine(), text, section=section, file=file, now=self.now)
+            done = tool_json.append(
+                self.get_engine(), text, section=section, file=file, now=self.now
+            )
         except WriteError as exc:
             return self._error(str(exc))
         where = f" under '{done['section']}'" if done["section"] else ""

@@ -1,7 +1,7 @@
 """The memory as an MCP server (``enhanced-memory mcp``), on the official SDK's FastMCP.
 
 Tools, each answering the JSON the command line prints (built by
-:mod:`..analysis.answers`, the builder the LangChain tools use):
+:mod:`..analysis.tool_json`, the builder the LangChain tools use):
 
 - ``memory_search``: OpenClaw's arguments (``query``, ``maxResults``,
   ``minScore``, ``corpus``) plus the filters ``since``, ``until``, ``path``,
@@ -33,7 +33,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import Tool, ToolAnnotations
 from pydantic import Field, ValidationError, WithJsonSchema
 
-from ..analysis import answers
+from ..analysis import tool_json
 from ..core.errors import EnhancedMemoryError, one_line
 from ..core.filters import KIND_SCHEMA
 from ..core.request import SearchRequest, argument_errors, check_corpus
@@ -152,7 +152,7 @@ def build_server(
         """
         body = {"query": query, "maxResults": maxResults, "minScore": minScore, "corpus": corpus}
         body |= {"since": since, "until": until, "path": path, "kind": kind}
-        return answers.search(engine, SearchRequest.from_body(body, now=now))[1]
+        return tool_json.search(engine, SearchRequest.from_body(body, now=now))[1]
 
     @server.tool(annotations=_READ)
     def memory_get(
@@ -165,14 +165,14 @@ def build_server(
     ) -> dict[str, Any]:
         """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""
         check_corpus(corpus)
-        return answers.read(engine, path, from_line, lines)
+        return tool_json.read(engine, path, from_line, lines)
 
     @server.tool(annotations=_READ)
     def memory_salience(
         top: Annotated[int, Field(ge=1, le=50, description="How many files to list.")] = 3,
     ) -> dict[str, Any]:
         """Which memory files need attention: stale topics, unreviewed daily notes, gaps."""
-        return answers.salience(engine, top, now)
+        return tool_json.salience(engine, top, now)
 
     @server.tool(annotations=_READ)
     def memory_related(
@@ -182,12 +182,12 @@ def build_server(
         ] = None,
     ) -> dict[str, Any]:
         """Cross-references: files and sections related to a file or one search result."""
-        return answers.related(engine, path, line=startLine)
+        return tool_json.related(engine, path, line=startLine)
 
     @server.tool(annotations=_READ)
     def memory_status() -> dict[str, Any]:
         """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
-        return answers.status(engine, allow_write=allow_write)
+        return tool_json.status(engine, allow_write=allow_write)
 
     if allow_write:
 
@@ -202,6 +202,6 @@ def build_server(
             ] = None,
         ) -> dict[str, Any]:
             """Remember: append a bullet to today's daily note or a memory file (atomic)."""
-            return answers.append(engine, text, section=section, file=file, now=now)
+            return tool_json.append(engine, text, section=section, file=file, now=now)
 
     return server

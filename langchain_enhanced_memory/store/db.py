@@ -52,7 +52,7 @@ WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties i
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
 
 # embed_cache.vector is always NULL: a row says the model has the text's
-# vector, which is in the model's spool or a segment file (.spool, .matrices).
+# vector, which is in the model's spool or a segment file (.spool, .vector_segments).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (

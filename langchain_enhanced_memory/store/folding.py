@@ -1,6 +1,6 @@
 """A generation's vectors: the segment files that cover it, a gathered delta, then a fold.
 
-A model's vectors live in segment files (:mod:`.matrices`), oldest first; each
+A model's vectors live in segment files (:mod:`.vector_segments`), oldest first; each
 holds the rows of some chunks, by chunk id, and the rows of their lines.
 :func:`coverage` maps them onto the generation's live chunks (a chunk a later
 change replaced is masked out). :func:`assemble` gathers the rest, the chunks
@@ -28,16 +28,16 @@ import numpy as np
 from ..core.segments import locate
 from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
-from . import postings, vectors
+from . import embed_cache, postings
 from .db import IndexDB, chunk_ids, generation_of
-from .matrices import Layout, VectorFile, hash_keys, key_prefix, side_folder, sweep, write
+from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
-from .vectors import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
+from .vector_segments import Layout, VectorSegment, hash_keys, key_prefix, side_folder, sweep, write
 
 __all__ = [
     "Coverage",
-    "Vectors",
+    "GenerationVectors",
     "assemble",
     "coverage",
     "drop_lost",
@@ -68,7 +68,7 @@ class Coverage:
     """
 
     layouts: list[Layout]
-    files: list[VectorFile]
+    files: list[VectorSegment]
     used: list[tuple[int, np.ndarray]]
     uncovered: np.ndarray
     live_ids: np.ndarray
@@ -81,8 +81,8 @@ class Coverage:
         return [_part(self.files[i], rows, self.folder) for i, rows in self.used]
 
 
-def _part(vf: VectorFile, rows: np.ndarray, folder: Path) -> VectorPart:
-    """A file's rows as a part: chunk rows mapped, line rows read on demand."""
+def _part(vf: VectorSegment, rows: np.ndarray, folder: Path) -> VectorPart:
+    """A segment's rows as a part: chunk rows mapped, line rows read on demand."""
     n = vf.layout.chunks
     lines = vf.line_rows(folder)
     return VectorPart(
@@ -122,13 +122,13 @@ def coverage(
 
 def _open_named(
     conn: sqlite3.Connection, folder: Path, model: str
-) -> tuple[list[Layout], list[VectorFile], Spool | None, list[Layout | SpoolState]]:
+) -> tuple[list[Layout], list[VectorSegment], Spool | None, list[Layout | SpoolState]]:
     """``model``'s named segment files and spool, opened, and those that will not open."""
     current = current_layouts(conn, model)
     lost: list[Layout | SpoolState] = []
     layouts, files = [], []
     for layout in current[1] if current else []:
-        vf = VectorFile.open(folder, layout)
+        vf = VectorSegment.open(folder, layout)
         if vf is None:
             lost.append(layout)
         else:
@@ -162,14 +162,14 @@ def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
 
 
 @dataclass
-class Vectors:
+class GenerationVectors:
     """One generation's vectors: mapped parts, and a gathered delta when some rows needed one."""
 
     vectors: VectorSet
     lines_complete: bool
     sources: list[str]  # the named files it was built on
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
-    delta: dict | None = None  # the gathered rows, as :func:`.matrices.write` takes them
+    delta: dict | None = None  # the gathered rows, as :func:`.vector_segments.write` takes them
     spool: SpoolState | None = None  # the spool read, which a fold drops
     spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
@@ -185,9 +185,9 @@ class Vectors:
         return bool(self.vectors.has_vector.all())
 
 
-def mapped(cov: Coverage) -> Vectors:
+def mapped(cov: Coverage) -> GenerationVectors:
     """The vectors of a coverage with nothing uncovered, as read-only maps."""
-    return Vectors(
+    return GenerationVectors(
         VectorSet(cov.parts(), cov.live_ids.size),
         lines_complete=all(cov.files[i].layout.lines_complete for i, _ in cov.used),
         sources=[lay.file for lay in cov.layouts],
@@ -200,13 +200,13 @@ def assemble(
     settings: MemorySettings,
     cov: Coverage,
     full: bool = False,
-) -> Vectors:
+) -> GenerationVectors:
     """Gather the vectors of the rows ``cov`` leaves uncovered (all of them for a merge).
 
     ``full`` gathers every row, to write one segment (``index --compact``).
     """
     keep, rows, everything = _plan(cov, full)
-    keys = vectors.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
+    keys = embed_cache.generation_keys(conn, settings, None if everything else cov.live_ids[rows])
     m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
     dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
@@ -239,7 +239,7 @@ def assemble(
     for i in keep:
         spool_used |= cov.files[i].lookup(spooled) >= 0
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
-    return Vectors(
+    return GenerationVectors(
         VectorSet(parts, cov.live_ids.size),
         lines_complete=lines_ok,
         sources=[lay.file for lay in cov.layouts],
@@ -260,25 +260,30 @@ def assemble(
 
 def missing_embeddings(
     conn: sqlite3.Connection, folder: Path, model: str, settings: MemorySettings
-) -> vectors.Missing:
+) -> embed_cache.Missing:
     """The texts to embed for ``model``, and the chunks whose vector is their lines' mean.
 
     Only the chunks no segment covers are looked at: a one-file change reads
     that file's chunks, not every chunk's hashes.
     """
     if is_complete(conn, model, settings):
-        return vectors.Missing()
+        return embed_cache.Missing()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
     if cov.lost:  # the embedding run forgets it first (forget_lost), then embeds its vectors
-        return vectors.Missing()
-    keys = vectors.generation_keys(conn, settings, ids[cov.uncovered])
+        return embed_cache.Missing()
+    keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return vectors.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
 
 
 def fold(
-    db: IndexDB, folder: Path, model: str, generation: int, vec: Vectors, files: list[VectorFile]
+    db: IndexDB,
+    folder: Path,
+    model: str,
+    generation: int,
+    vec: GenerationVectors,
+    files: list[VectorSegment],
 ) -> list[Layout] | None:
     """Write ``vec``'s delta as a segment and name it with the kept ones (writer lock held).
 
@@ -324,7 +329,7 @@ def fold(
     return layouts
 
 
-def _gone_keys(folder: Path, files: list[VectorFile], layouts: list[Layout]) -> np.ndarray:
+def _gone_keys(folder: Path, files: list[VectorSegment], layouts: list[Layout]) -> np.ndarray:
     """Keys of the files no longer named that no named file holds (their cache rows go)."""
     names = {lay.file for lay in layouts}
     dropped = [vf for vf in files if vf.layout.file not in names]
@@ -333,7 +338,7 @@ def _gone_keys(folder: Path, files: list[VectorFile], layouts: list[Layout]) -> 
     keys = np.unique(np.concatenate([vf.keys for vf in dropped]))
     keep = np.zeros(keys.size, dtype=bool)
     for lay in layouts:
-        vf = VectorFile.open(folder, lay)
+        vf = VectorSegment.open(folder, lay)
         if vf is not None:
             keep |= vf.lookup(keys) >= 0
     return keys[~keep]
@@ -384,7 +389,7 @@ def _delete_unbacked_rows(
     held = [h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))]
     keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
     for layout in layouts:
-        vf = VectorFile.open(folder, layout)
+        vf = VectorSegment.open(folder, layout)
         if vf is not None:
             found |= vf.lookup(keys) >= 0
     conn.executemany(

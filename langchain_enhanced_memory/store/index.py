@@ -7,8 +7,8 @@ segments, of each model's vector segments and of its spool). Beside it,
 ``index.vectors/`` holds those side files, opened read-only by searchers.
 The work is split by concern: :mod:`.db` opens the file and holds the writer
 lock, :mod:`.sync` brings the text state up to date, :mod:`.postings` keeps
-the postings segments, :mod:`.vectors` the embedding cache, :mod:`.spool` the
-vectors embedded since the last segment, :mod:`.matrices` and :mod:`.folding`
+the postings segments, :mod:`.embed_cache` the embedding cache, :mod:`.spool` the
+vectors embedded since the last segment, :mod:`.vector_segments` and :mod:`.folding`
 the vector segments, and :mod:`.snapshots` loads a generation for
 scoring. :class:`MemoryIndex` is the one public face of them.
 
@@ -30,7 +30,7 @@ import numpy as np
 from ..core.errors import IndexUnavailableError
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
-from . import vectors
+from . import embed_cache
 from .db import (
     INDEX_FILENAME,
     ORIGINAL_INDEX_FILENAME,
@@ -40,10 +40,10 @@ from .db import (
     get_meta,
 )
 from .folding import forget_lost, kept_files, missing_embeddings
-from .matrices import side_folder, sweep
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
+from .vector_segments import side_folder, sweep
 
 __all__ = ["MemoryIndex", "SyncReport"]
 
@@ -140,7 +140,7 @@ class MemoryIndex:
         return report
 
     # -------------------------------------------------------------- embedding
-    def missing_embeddings(self, model: str) -> vectors.Missing:
+    def missing_embeddings(self, model: str) -> embed_cache.Missing:
         """The texts to embed for ``model``, and the chunks whose vector is their lines' mean."""
         with self.db.open() as conn:
             return missing_embeddings(conn, side_folder(self.path), model, self.settings)
@@ -153,16 +153,16 @@ class MemoryIndex:
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Hash -> float32 vector of those of ``hashes`` with a vector for ``model``."""
         with self.db.open() as conn:
-            return vectors.cached_vectors(conn, model, side_folder(self.path), hashes)
+            return embed_cache.cached_vectors(conn, model, side_folder(self.path), hashes)
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
         with self.db.open() as conn:
-            vectors.store_vectors(conn, side_folder(self.path), model, hashes, matrix)
+            embed_cache.store_vectors(conn, side_folder(self.path), model, hashes, matrix)
         self.forget_vectors(model)
 
     @contextlib.contextmanager
-    def embedding_writer(self, model: str) -> Iterator[vectors.CacheWriter]:
+    def embedding_writer(self, model: str) -> Iterator[embed_cache.CacheWriter]:
         """One connection for a run of :meth:`store_embeddings` (batches committed together).
 
         The caller holds the embedding lock. What the writer holds is committed
@@ -173,7 +173,7 @@ class MemoryIndex:
         """
         try:
             with self.db.open() as conn:
-                writer = vectors.CacheWriter(conn, side_folder(self.path), model)
+                writer = embed_cache.CacheWriter(conn, side_folder(self.path), model)
                 try:
                     yield writer
                 finally:
@@ -188,7 +188,7 @@ class MemoryIndex:
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
         with self.db.reader() as conn:
-            return vectors.vector_dim(conn, model)
+            return embed_cache.vector_dim(conn, model)
 
     def forget_vectors(self, model: str) -> None:
         """Drop this process's copy of ``model``'s matrices (new vectors were stored)."""

@@ -3,7 +3,7 @@
 A segment file holds the four posting lists of some chunks and those chunks'
 rows (their ids, then each list's arrays and the rows' columns,
 :mod:`.chunkrows`, 8-byte aligned after a JSON layout), written under a
-temporary name, flushed and renamed into the side folder (:mod:`.matrices`).
+temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
 The ``derived`` row ``postings`` names the generation's segments, oldest first,
 and commits with the sync that wrote them: a kill before the commit leaves the
 previous generation's segments named, and the new file an orphan that the
@@ -34,7 +34,7 @@ from ..core.text import PHRASE_SEP, path_text, tokenize
 from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
 from .locations import make_private, open_private
-from .matrices import Fd, FileRows, fsync_dir, sweep
+from .vector_segments import Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
     "FIELDS",

@@ -2,7 +2,7 @@
 
 The chunk rows and postings are the segment files ``derived`` names
 (:mod:`.postings`, :mod:`.chunkrows`), and once every chunk has a vector the
-vectors are the model's segment files (:mod:`.folding`, :mod:`.matrices`):
+vectors are the model's segment files (:mod:`.folding`, :mod:`.vector_segments`):
 opened, not read, so a fresh process searches without re-tokenizing or
 re-assembling anything and holds no private copy of them (texts and headers
 decoded when shown; chunk vectors mapped read-only; posting columns of a large
@@ -32,11 +32,11 @@ from ..core.snapshot import Snapshot
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
-from .folding import Coverage, Vectors, assemble, coverage, drop_lost, fold, mapped
-from .matrices import Layout, side_folder
+from .embed_cache import current_layouts
+from .folding import Coverage, GenerationVectors, assemble, coverage, drop_lost, fold, mapped
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .spool import SpoolState, spool_state
-from .vectors import current_layouts
+from .vector_segments import Layout, side_folder
 
 __all__ = ["SnapshotCache"]
 
@@ -71,7 +71,7 @@ class SnapshotCache:
         self.folder = side_folder(db.path)
         self._text: Snapshot | None = None  # the generation, without vectors
         self._views: dict[str, Snapshot] = {}  # model -> the generation with its vectors
-        self._vector_cache: dict[str, tuple[int, Vectors]] = {}
+        self._vector_cache: dict[str, tuple[int, GenerationVectors]] = {}
         self._lock = threading.Lock()
 
     def get(self, model: str | None) -> Snapshot:
@@ -148,7 +148,7 @@ class SnapshotCache:
 
     def _vectors(
         self, conn: sqlite3.Connection, model: str, generation: int, live_ids: np.ndarray
-    ) -> Vectors:
+    ) -> GenerationVectors:
         """What the generation names, read: the segments, and the rows they leave gathered.
 
         The read path: it writes nothing. Rows no segment covers (a run not yet
@@ -165,7 +165,9 @@ class SnapshotCache:
         self._vector_cache[model] = (generation, vec)
         return vec
 
-    def _fold(self, model: str, generation: int, vec: Vectors, cov: Coverage) -> Vectors:
+    def _fold(
+        self, model: str, generation: int, vec: GenerationVectors, cov: Coverage
+    ) -> GenerationVectors:
         """Write the generation's delta segment (writer lock held), and map it."""
         try:
             layouts = fold(self.db, self.folder, model, generation, vec, cov.files)

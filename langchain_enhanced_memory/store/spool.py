@@ -1,6 +1,6 @@
 """Vectors embedded but in no segment yet: one append-only spool file per model.
 
-A record is a text hash's key (:func:`.matrices.hash_keys`), the row's float32
+A record is a text hash's key (:func:`.vector_segments.hash_keys`), the row's float32
 scale and its int8 values. A run appends the records it holds, flushes them,
 and in one transaction with their cache rows (vector NULL) sets the
 ``derived`` row ``spool:MODEL`` to the file and how many records are
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from .locations import make_private, open_private
-from .matrices import fsync_dir
 from .sync import sha
+from .vector_segments import fsync_dir
 
 __all__ = ["SUFFIX", "Spool", "SpoolState", "append", "drop_state", "spool_state"]
 

@@ -4,7 +4,7 @@ Runs under the index's embedding lock, so two runs at once embed each text once;
 a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
 fits (:mod:`.migrate`). Batches are committed together every half second
-(:class:`.vectors.CacheWriter`); a failure keeps every batch already embedded, so
+(:class:`.embed_cache.CacheWriter`); a failure keeps every batch already embedded, so
 the next run embeds only the rest.
 """
 

@@ -53,7 +53,7 @@ class VectorKillReport:
 
 def _named(ws: Path) -> set[str]:
     """The side files (segments) ``derived`` rows name (read-only)."""
-    from langchain_enhanced_memory.store.vectors import parse_layouts
+    from langchain_enhanced_memory.store.embed_cache import parse_layouts
 
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
         rows = conn.execute("SELECT data FROM derived WHERE name LIKE 'vectors:%'")
@@ -80,9 +80,9 @@ def _unnamed_file(ws: Path, known: set[str]) -> bool:
 
 def check_vectors(ws: Path) -> list[str]:
     """Every named side file opens whole; each cache row's vector is in one of them."""
-    from langchain_enhanced_memory.store.matrices import VectorFile, hash_keys
+    from langchain_enhanced_memory.store.embed_cache import parse_layouts
     from langchain_enhanced_memory.store.spool import Spool, spool_state
-    from langchain_enhanced_memory.store.vectors import parse_layouts
+    from langchain_enhanced_memory.store.vector_segments import VectorSegment, hash_keys
 
     problems = []
     folder = index_path(ws).with_suffix(".vectors")
@@ -90,7 +90,7 @@ def check_vectors(ws: Path) -> list[str]:
         named = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
         for name, data in named.fetchall():
             layouts = parse_layouts(data) or []
-            files = [VectorFile.open(folder, lay) for lay in layouts]
+            files = [VectorSegment.open(folder, lay) for lay in layouts]
             if not layouts or any(vf is None for vf in files):
                 problems.append(f"{name}: side file missing or not whole")
                 continue

@@ -24,7 +24,7 @@ def _no_network() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _read_side_files_as_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Test workspaces are small: read their side files as a large index's are (pread)."""
-    from langchain_enhanced_memory.store import matrices, postings
+    from langchain_enhanced_memory.store import postings, vector_segments
 
-    monkeypatch.setattr(matrices, "READ_ABOVE", 0)
+    monkeypatch.setattr(vector_segments, "READ_ABOVE", 0)
     monkeypatch.setattr(postings, "READ_ABOVE", 0)

@@ -18,11 +18,11 @@ from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.scoring import rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
-from langchain_enhanced_memory.store import sync, vectors
+from langchain_enhanced_memory.store import embed_cache, sync
 from langchain_enhanced_memory.store.db import IndexDB, default_index_path
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import FileRows, side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
+from langchain_enhanced_memory.store.vector_segments import FileRows, side_folder
 from tests.fakes import WordEmbeddings
 from tests.workspaces import write_workspace
 
@@ -431,7 +431,7 @@ def test_nothing_to_embed_is_known_without_hashing_lines(
     def no_hashing(*_a: object, **_k: object) -> None:
         raise AssertionError("lines hashed on a no-change re-index")
 
-    monkeypatch.setattr(vectors, "generation_keys", no_hashing)
+    monkeypatch.setattr(embed_cache, "generation_keys", no_hashing)
     assert not idx.missing_embeddings("fake/m")
     # A change makes a new generation: the lines are looked at again.
     (ws / "MEMORY.md").write_text("# Preferences\n\nTea now, not coffee.\n")

@@ -25,7 +25,7 @@ from langchain_enhanced_memory.store import postings, sync
 from langchain_enhanced_memory.store.chunkrows import SegmentRows
 from langchain_enhanced_memory.store.db import chunk_ids
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
+from langchain_enhanced_memory.store.vector_segments import side_folder
 from tests.unit_tests.test_scoring import brute_bm25, random_corpus
 
 PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
@@ -332,9 +332,9 @@ def test_a_reader_whose_segments_a_writer_removed_reads_again(
 
 
 def test_small_side_files_stay_maps(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_enhanced_memory.store import matrices
+    from langchain_enhanced_memory.store import vector_segments
 
-    monkeypatch.setattr(matrices, "READ_ABOVE", 4 << 20)
+    monkeypatch.setattr(vector_segments, "READ_ABOVE", 4 << 20)
     monkeypatch.setattr(postings, "READ_ABOVE", 4 << 20)
     idx = MemoryIndex(workspace)
     idx.sync()

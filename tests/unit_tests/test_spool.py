@@ -16,9 +16,9 @@ from langchain_enhanced_memory.core.vectorset import quantize
 from langchain_enhanced_memory.store.db import chunk_ids, generation_of
 from langchain_enhanced_memory.store.folding import Coverage, assemble, coverage, fold
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.spool import Spool, append, spool_state
 from langchain_enhanced_memory.store.upkeep import embed_missing
+from langchain_enhanced_memory.store.vector_segments import side_folder
 from tests.fakes import WordEmbeddings
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 

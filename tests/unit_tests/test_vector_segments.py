@@ -28,8 +28,8 @@ from langchain_enhanced_memory.core.vectorset import (
 )
 from langchain_enhanced_memory.store import folding, postings
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.upkeep import embed_missing
+from langchain_enhanced_memory.store.vector_segments import side_folder
 from tests.fakes import WordEmbeddings
 
 MODEL = "fake/m"
@@ -218,13 +218,13 @@ def test_a_one_file_change_writes_a_small_delta_and_reads_only_its_chunks(
     (ws / "memory" / "2026-02-05.md").write_text("# Note\n\n- kestrel owl\n")
     idx.sync()
     read: list[int] = []
-    real = folding.vectors.generation_keys
+    real = folding.embed_cache.generation_keys
 
     def counted(conn, settings, ids=None):
         read.append(-1 if ids is None else len(ids))
         return real(conn, settings, ids)
 
-    monkeypatch.setattr(folding.vectors, "generation_keys", counted)
+    monkeypatch.setattr(folding.embed_cache, "generation_keys", counted)
     emb.texts.clear()
     embed_missing(idx, MODEL, _embed(emb))
     assert len(emb.texts) == 1 and "kestrel owl" in emb.texts[0]  # its one chunk (one line)

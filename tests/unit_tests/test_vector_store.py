@@ -13,10 +13,10 @@ import pytest
 
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.matrices import side_folder
 from langchain_enhanced_memory.store.spool import spool_state
 from langchain_enhanced_memory.store.sync import sha
 from langchain_enhanced_memory.store.upkeep import embed_missing
+from langchain_enhanced_memory.store.vector_segments import side_folder
 from tests.fakes import WordEmbeddings
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 

@@ -5,7 +5,7 @@ re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
 stored with the chunk, and they are cached by hash like chunks. A cache row
 says a model has a text's vector; the vector is in the model's spool
-(:mod:`.spool`) until a generation's segment file holds it (:mod:`.matrices`);
+(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`);
 the row's ``vector`` column is always NULL.
 """
 
@@ -24,9 +24,9 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
 from .db import generation_of
-from .matrices import Layout, VectorFile, hash_keys
 from .spool import Spool, append, spool_state
 from .sync import embed_text, mean_line_hashes, sha
+from .vector_segments import Layout, VectorSegment, hash_keys
 
 __all__ = [
     "CacheWriter",
@@ -47,7 +47,7 @@ __all__ = [
 
 @dataclass
 class RowKeys:
-    """The text-hash keys (:func:`.matrices.hash_keys`) of one generation's chunks and lines."""
+    """One generation's chunk and line text-hash keys (:func:`.vector_segments.hash_keys`)."""
 
     chunk_ids: np.ndarray  # chunk id of each row
     chunks: np.ndarray  # key of each chunk row
@@ -102,7 +102,7 @@ def missing_embeddings(
     model: str,
     settings: MemorySettings,
     keys: RowKeys,
-    files: list[VectorFile | Spool],
+    files: list[VectorSegment | Spool],
 ) -> Missing:
     """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
 
@@ -146,10 +146,10 @@ def cached_vectors(
     """Hash -> float32 vector of those of ``hashes`` that have one (segment or spool)."""
     out: dict[str, np.ndarray] = {}
     current = current_layouts(conn, model)
-    files = [VectorFile.open(folder, lay) for lay in (current[1] if current else [])]
+    files = [VectorSegment.open(folder, lay) for lay in (current[1] if current else [])]
     keys = hash_keys(hashes)
 
-    def take(source: VectorFile | Spool | None) -> None:
+    def take(source: VectorSegment | Spool | None) -> None:
         if source is None or not hashes:
             return
         pos = source.lookup(keys)

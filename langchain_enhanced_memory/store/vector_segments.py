@@ -33,7 +33,7 @@ __all__ = [
     "FileRows",
     "READ_ABOVE",
     "Layout",
-    "VectorFile",
+    "VectorSegment",
     "fsync_dir",
     "hash_keys",
     "key_prefix",
@@ -110,8 +110,8 @@ class Layout:
 
 
 @dataclass
-class VectorFile:
-    """A side file mapped read-only."""
+class VectorSegment:
+    """One vector segment file, mapped read-only."""
 
     layout: Layout
     matrix: np.ndarray
@@ -152,7 +152,7 @@ class VectorFile:
         )
 
     @classmethod
-    def open(cls, folder: Path, layout: Layout) -> VectorFile | None:
+    def open(cls, folder: Path, layout: Layout) -> VectorSegment | None:
         """Map ``layout``'s file; None when it is missing or not of the size it should be."""
         path = folder / layout.file
         sections = layout.sections()
