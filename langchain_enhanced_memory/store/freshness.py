@@ -7,7 +7,10 @@ process, or an engine whose watcher cannot start (inotify limits, a network
 file system, a platform where watchdog would only poll, a read-only
 workspace), runs the cheap check instead: one ``scandir`` pass with a stat per
 file (:func:`.workspace.scan`), before every search or at most once per
-``interval_s``; a watcher that fails says so once, in the log.
+``interval_s``; a watcher that fails says so once, in the log. So does a
+workspace whose ``memory/`` or top-level note links lead outside it (a synced
+folder, a vault): a watch of another folder delivers its events on a thread
+of its own, in no order with the barrier's, so only the scan is exact there.
 
 The guarantee: an edit that finished before a search began is in that search.
 File-system events reach the watcher's thread a moment after the write, so
@@ -51,9 +54,9 @@ def _inside(path: str, folder: str) -> bool:
 class ChangeWatcher:
     """Counts file-system events under a workspace that may change its memory files.
 
-    The folder a symlinked ``memory/`` leads to and the files of the top-level
-    links are watched where they are (see :class:`.workspace.Places`); a link
-    re-pointed while it runs makes the engine fall back to the scan.
+    Only the workspace is watched (:class:`Freshness` does not start one when
+    links lead outside it); a link re-pointed while it runs makes the engine
+    fall back to the scan.
 
     Args:
         workspace: The workspace folder (watched recursively).
@@ -64,11 +67,6 @@ class ChangeWatcher:
         self.root = str(workspace)
         self.barrier = str(barrier)
         self.places = places(workspace, warn=False)
-        # Watched path -> the workspace-relative name it stands for (see _relevant).
-        self._names = {self.root: ""}
-        if self.places.memory is not None:
-            self._names[str(self.places.memory)] = MEMORY_LINK
-        self._linked_files = {str(f): f.name for f in self.places.files}
         self.changes = 0  # relevant events seen so far
         self._barriers = 0
         self._cond = threading.Condition()
@@ -96,13 +94,7 @@ class ChangeWatcher:
             os.close(open_private(self.barrier, os.O_WRONLY))
             observer = Observer()
             observer.daemon = True
-            # Linked places outside the workspace are watched where they are.
-            for folder in self._names:
-                if folder == self.root or not _inside(folder, self.root):
-                    observer.schedule(_Handler(), folder, recursive=True)
-            for parent in {os.path.dirname(f) for f in self._linked_files}:
-                if not any(parent == d or _inside(parent, d) for d in self._names):
-                    observer.schedule(_Handler(), parent, recursive=False)
+            observer.schedule(_Handler(), self.root, recursive=True)
             observer.start()
         except OSError as exc:  # inotify limits, a read-only or vanished folder
             return f"cannot watch {self.root}: {exc.strerror or exc}"
@@ -123,13 +115,7 @@ class ChangeWatcher:
                 self.changes += 1
 
     def _relevant(self, path: str, is_dir: bool) -> bool:
-        if path in self._linked_files:
-            return True
-        rel = ""
-        for folder, name in self._names.items():
-            if _inside(path, folder):
-                rel = os.path.join(name, path[len(folder) + 1 :])
-                break
+        rel = path[len(self.root) + 1 :] if _inside(path, self.root) else ""
         if not rel or any(part.startswith(".") for part in rel.split(os.sep)):
             return False  # the index folder, editors' swap files, hidden folders
         # The memory link itself: re-pointed, it changes what is watched (see Freshness).
@@ -186,6 +172,13 @@ class Freshness:
 
     def _start_watcher(self) -> None:
         ws = self.index.workspace.resolve()
+        where = places(ws, warn=False)
+        linked = [where.memory, *where.files] if where.memory else list(where.files)
+        if any(not p.is_relative_to(ws) for p in linked):
+            # Their events would come on other threads, in no order with the barrier's.
+            self.reason = "notes linked from outside the workspace are checked with a scan"
+            log.debug("no file watcher: %s", self.reason)
+            return
         barrier_dir = ws / ".enhanced-memory"
         watcher = ChangeWatcher(ws, barrier_dir / BARRIER_NAME)
         reason = watcher.start()

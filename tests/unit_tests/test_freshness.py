@@ -167,7 +167,9 @@ def test_edits_through_a_symlinked_memory_folder_are_in_the_next_search(
         with open(tmp_path / "core.md", "a", encoding="utf-8") as fh:
             fh.write("\nThe user owns a kayak.\n")
         assert _paths(engine, "kayak") == ["MEMORY.md"]
-        assert engine.freshness.mode == ("watch" if watch else "scan")
+        # Links out of the workspace are checked by the scan: a watch of their folders would
+        # deliver events on threads of their own, in no order with the barrier's.
+        assert engine.freshness.mode == "scan"
         # The link re-pointed to another folder.
         (ws / "memory").unlink()
         (ws / "memory").symlink_to(other, target_is_directory=True)
