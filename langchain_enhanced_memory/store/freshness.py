@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .locations import make_private, open_private
-from .workspace import MEMORY_LINK, places
+from .workspace import MEMORY_LINK, Places, places
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
@@ -59,14 +59,14 @@ class ChangeWatcher:
     fall back to the scan.
 
     Args:
-        workspace: The workspace folder (watched recursively).
+        where: The workspace's places (its folder is watched recursively).
         barrier: A file inside the workspace that :meth:`settle` touches.
     """
 
-    def __init__(self, workspace: Path, barrier: Path) -> None:
-        self.root = str(workspace)
+    def __init__(self, where: Places, barrier: Path) -> None:
+        self.root = str(where.root)
         self.barrier = str(barrier)
-        self.places = places(workspace, warn=False)
+        self.places = where
         self.changes = 0  # relevant events seen so far
         self._barriers = 0
         self._cond = threading.Condition()
@@ -180,7 +180,7 @@ class Freshness:
             log.debug("no file watcher: %s", self.reason)
             return
         barrier_dir = ws / ".enhanced-memory"
-        watcher = ChangeWatcher(ws, barrier_dir / BARRIER_NAME)
+        watcher = ChangeWatcher(where, barrier_dir / BARRIER_NAME)
         reason = watcher.start()
         if reason is None:
             self.watcher = watcher

@@ -34,7 +34,7 @@ from typing import Literal, Protocol
 
 from ..core.globs import Globs
 from ..core.settings import CORE_FILES, MemorySettings
-from ..core.text import escape_controls as _one_line  # paths in messages: kept on one line
+from ..core.text import escape_controls
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -101,11 +101,11 @@ class UnreadableFileError(Exception):
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         self.path = Path(path)
         self.reason = reason
-        super().__init__(f"cannot read {_one_line(str(path))}: {_one_line(reason)}")
+        super().__init__(f"cannot read {escape_controls(str(path))}: {escape_controls(reason)}")
 
     def named(self, rel: str) -> str:
         """``rel: reason``, for a message that names the file as the user knows it."""
-        return f"{_one_line(rel)}: {_one_line(self.reason)}"
+        return f"{escape_controls(rel)}: {escape_controls(self.reason)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +209,7 @@ def places(workspace: Path | str, *, warn: bool = True) -> Places:
             if _is_within(root, target) or str(target) == os.path.realpath(os.path.expanduser("~")):
                 if warn:
                     warn_once(
-                        f"skipping {MEMORY_LINK}: the link leads to {_one_line(str(target))},"
+                        f"skipping {MEMORY_LINK}: the link leads to {escape_controls(str(target))},"
                         " a folder that holds the workspace or the home folder"
                     )
             else:
@@ -308,9 +308,9 @@ def memory_files(workspace: Path | str, paths: list[str]) -> list[MemoryFile]:
 def _root(workspace: Path | str) -> Path:
     root = Path(workspace).expanduser()
     if not root.exists():
-        raise FileNotFoundError(f"workspace not found: {_one_line(str(root))}")
+        raise FileNotFoundError(f"workspace not found: {escape_controls(str(root))}")
     if not root.is_dir():
-        raise NotADirectoryError(f"workspace is not a directory: {_one_line(str(root))}")
+        raise NotADirectoryError(f"workspace is not a directory: {escape_controls(str(root))}")
     return root.resolve()
 
 
@@ -323,16 +323,16 @@ def _candidates(
     for rel, entry in _walk(where, Globs(settings.include, settings.exclude), say):
         if not rel.isascii() and not _is_utf8(rel):
             # An undecodable name cannot be stored, searched or printed as JSON.
-            say(f"skipping {_one_line(rel)}: file name is not valid UTF-8")
+            say(f"skipping {escape_controls(rel)}: file name is not valid UTF-8")
             continue
         try:
             is_link = entry.is_symlink()
             if is_link and not where.holds(Path(entry.path)):
-                say(f"skipping {_one_line(rel)}: symlink points outside the workspace")
+                say(f"skipping {escape_controls(rel)}: symlink points outside the workspace")
                 continue
             st = entry.stat()  # follows a (checked) file symlink
         except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on old Pythons
-            say(f"skipping {_one_line(rel)}: {_reason(exc)}")
+            say(f"skipping {escape_controls(rel)}: {_reason(exc)}")
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
@@ -353,7 +353,7 @@ def _walk(
             with os.scandir(dir_path) as it:
                 entries = list(it)
         except OSError as exc:
-            say(f"skipping folder {_one_line(prefix or '.')}: {_reason(exc)}")
+            say(f"skipping folder {escape_controls(prefix or '.')}: {_reason(exc)}")
             continue
         for entry in entries:
             name = entry.name
@@ -373,12 +373,12 @@ def _walk(
                     # A refused memory link: places() said why.
                     if (dir_parts or name != MEMORY_LINK) and globs.may_contain(rel, parts):
                         say(
-                            f"skipping {_one_line(rel)}: a symlinked folder is not followed"
+                            f"skipping {escape_controls(rel)}: a symlinked folder is not followed"
                             " (only the workspace's memory/ link is)"
                         )
                     continue
             except OSError as exc:
-                say(f"skipping {_one_line(rel)}: {_reason(exc)}")
+                say(f"skipping {escape_controls(rel)}: {_reason(exc)}")
                 continue
             if name.endswith(".md") and globs.selects(rel):
                 yield rel, entry
@@ -535,7 +535,7 @@ def _reason(exc: BaseException) -> str:
     """Why an OS call failed, without the path the message already names."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    return _one_line(str(exc))
+    return escape_controls(str(exc))
 
 
 def _too_large(size: int) -> str:
