@@ -12,6 +12,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "SHOWN_CHARS",
     "CrossrefError",
+    "DatabaseError",
     "EmbeddingError",
     "EnhancedMemoryError",
     "ExportError",
@@ -19,6 +20,7 @@ __all__ = [
     "MissingNoteError",
     "NoteError",
     "RequestError",
+    "ScopeError",
     "SettingsError",
     "SkillError",
     "WriteError",
@@ -116,6 +118,17 @@ class CrossrefError(EnhancedMemoryError, RuntimeError):
 
 class WriteError(EnhancedMemoryError, ValueError):
     """A refused or failed write of memory (``memory_append``, ``remember``)."""
+
+
+class ScopeError(EnhancedMemoryError, ValueError):
+    """A scope that is not valid, not known, or not writable from here (``--scope``)."""
+
+
+class DatabaseError(EnhancedMemoryError, RuntimeError):
+    """The database cannot be reached or used; the message never holds a password."""
+
+    def __init__(self, message: str, action: str = "check --database and that the server runs"):
+        super().__init__(one_line(message), action)
 
 
 class SkillError(EnhancedMemoryError, RuntimeError):
