@@ -12,6 +12,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "SHOWN_CHARS",
     "CrossrefError",
+    "DatabaseError",
     "EmbeddingError",
     "EnhancedMemoryError",
     "ExportError",
@@ -19,6 +20,7 @@ __all__ = [
     "MissingNoteError",
     "NoteError",
     "RequestError",
+    "ScopeError",
     "SettingsError",
     "SkillError",
     "WriteError",
@@ -112,6 +114,21 @@ class CrossrefError(EnhancedMemoryError, RuntimeError):
 
     def __init__(self, message: str, action: str = "run `enhanced-memory crossref build`"):
         super().__init__(message, action)
+
+
+class DatabaseError(EnhancedMemoryError, RuntimeError):
+    """A PostgreSQL database that cannot be reached, read or written.
+
+    The message names the database by its URL with the password replaced by
+    ``***``: never the password itself.
+    """
+
+    def __init__(self, message: str, action: str = "check --database and that the server is up"):
+        super().__init__(one_line(message), action)
+
+
+class ScopeError(EnhancedMemoryError, ValueError):
+    """A scope that is misnamed, or a write its backing or owner refuses (one line)."""
 
 
 class WriteError(EnhancedMemoryError, ValueError):
