@@ -100,7 +100,7 @@ def in_process(ws: Path, qs: list[str]) -> dict[str, Any]:
     from langchain_enhanced_memory.core import scoring
     from langchain_enhanced_memory.core.ranking import rank
     from langchain_enhanced_memory.core.settings import MemorySettings
-    from langchain_enhanced_memory.engine.search import scan_thread
+    from langchain_enhanced_memory.engine.answer import scan_thread
     from langchain_enhanced_memory.tools import MemorySearchTool
 
     quiet = MemorySettings(log_queries=False)

@@ -131,7 +131,7 @@ def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
     from langchain_enhanced_memory import EnhancedMemoryRetriever
     from langchain_enhanced_memory.core import scoring
     from langchain_enhanced_memory.core.ranking import rank
-    from langchain_enhanced_memory.engine.search import scan_thread
+    from langchain_enhanced_memory.engine.answer import scan_thread
 
     kw: dict[str, Any] = (
         {"embeddings": synthetic.ProjectionEmbeddings()} if vectors else {"embedder": "none"}

@@ -505,7 +505,7 @@ def _query(snap: Any, settings: Any, q: str, qvec: np.ndarray | None, k: int) ->
     """One search as a store serves it: rank, top-k, and the top rows' path and text read."""
     from langchain_enhanced_memory.core import scoring
     from langchain_enhanced_memory.core.ranking import rank
-    from langchain_enhanced_memory.engine.search import scan_thread
+    from langchain_enhanced_memory.engine.answer import scan_thread
 
     r = rank(snap, q, synthetic.NOW, settings, qvec, beside=scan_thread())
     top = scoring.top_k(r.scores, k).tolist()

@@ -135,6 +135,17 @@ class WriteError(EnhancedMemoryError, ValueError):
     """A refused or failed write of memory (``memory_append``, ``remember``)."""
 
 
+class ScopeError(EnhancedMemoryError, ValueError):
+    """A scope that is not valid, not known, or not writable from here (``--scope``)."""
+
+
+class DatabaseError(EnhancedMemoryError, RuntimeError):
+    """The database cannot be reached or used; the message never holds a password."""
+
+    def __init__(self, message: str, action: str = "check --database and that the server runs"):
+        super().__init__(one_line(message), action)
+
+
 class SkillError(EnhancedMemoryError, RuntimeError):
     """The OpenClaw skill folder cannot be written."""
 

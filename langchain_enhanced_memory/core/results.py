@@ -25,6 +25,7 @@ class Hit:
     kind: str
     date: str | None
     related: list[dict[str, Any]] = field(default_factory=list)  # see graph.related
+    scope: str | None = None  # the scope it came from, when the search named scopes
 
 
 @dataclass

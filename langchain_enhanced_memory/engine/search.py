@@ -8,32 +8,26 @@ a fresh process starts fast.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from datetime import date, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import scoring
-from ..core.calibration import calibrate, evidence, features
-from ..core.filters import filter_mask, why_empty
-from ..core.ranking import rank
 from ..core.request import SearchRequest
-from ..core.results import Hit, Ranking, SearchResponse
+from ..core.results import SearchResponse
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
 from ..store.logs import record_search
+from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EngineConfig
+from .embedder import QueryEmbedder
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -41,25 +35,9 @@ if TYPE_CHECKING:
     from ..embeddings.choice import EmbedderChoice
     from ..store.upkeep import EmbedJob, ProgressFactory
 
-__all__ = ["MemorySearch", "scan_thread"]
+__all__ = ["MemorySearch"]
 
 log = logging.getLogger("langchain_enhanced_memory")
-
-
-def scan_thread() -> ThreadPoolExecutor:
-    """The thread a large vector scan runs on beside the keyword signals (one per process).
-
-    ``rank(..., beside=scan_thread())``. At 1M chunks the scan and the keyword
-    signals take about the same time, so a hybrid query takes a tenth less
-    (docs/benchmarks.md, "One million chunks"); smaller snapshots do not use it.
-    """
-    return _scan_thread(os.getpid())
-
-
-@lru_cache(maxsize=1)
-def _scan_thread(pid: int) -> ThreadPoolExecutor:
-    # Keyed by process: a forked child has none of its parent's threads.
-    return ThreadPoolExecutor(1, thread_name_prefix="vector-scan")
 
 
 class MemorySearch:
@@ -121,11 +99,11 @@ class MemorySearch:
         )
         self.settings = self.config.settings
         self.index = MemoryIndex(workspace, self.settings, index_path)
+        self.embedder = QueryEmbedder(self.config, self.index.vector_dim)
         self.auto_index = auto_index
-        self._choice: EmbedderChoice | None = None
         self._freshness: Freshness | None = None
         self._job: EmbedJob | None = None
-        # Serialises the state kept between calls (embedder, freshness, the embedding job).
+        # Serialises the state kept between calls (freshness, the embedding job).
         self._lock = threading.RLock()
 
     @property
@@ -166,82 +144,20 @@ class MemorySearch:
     @property
     def choice(self) -> EmbedderChoice:
         """The resolved :class:`~.embeddings.resolve.EmbedderChoice` (resolved once, lazily)."""
-        with self._lock:
-            if self._choice is None:
-                from ..embeddings.choice import EmbedderChoice
-
-                c = self.config
-                if c.embedder == "none" and c.embeddings is None:
-                    # Keyword-only must start fast: no embedder module (nor LangChain) is loaded.
-                    self._choice = EmbedderChoice(None, "none", None)
-                else:
-                    from ..embeddings.resolve import resolve_embedder
-
-                    self._choice = resolve_embedder(
-                        c.embedder,
-                        model=c.model,
-                        ollama_url=c.ollama_url,
-                        timeout_s=self.settings.embed_timeout_s,
-                        embeddings=c.embeddings,
-                        local_threads=self.settings.local_threads,
-                    )
-                    if self._choice.reason:
-                        log.warning("%s", self._choice.reason)
-            return self._choice
+        return self.embedder.choice
 
     @property
     def model_id(self) -> str | None:
         """Key of this embedder's vectors in the embedding cache."""
-        c = self.choice
-        return f"{c.provider}/{c.model}" if c.available else None
+        return self.embedder.model_id
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed documents with retries and validation (raises ``EmbeddingError``)."""
-        return self._embed(texts, self._cached_dim())
-
-    def _embed(self, texts: list[str], dim: int | None) -> np.ndarray:
-        from ..embeddings.policy import embed_with_retry
-
-        emb = self.choice.embeddings
-        retries = self.settings.embed_retries
-        return embed_with_retry(
-            emb.embed_documents, texts, retries=retries, source=emb, expected_dim=dim
-        )
-
-    def _run_embedder(self) -> Callable[[list[str]], np.ndarray]:
-        """:meth:`embed_documents` for one run: the cached size read once, then the first batch's.
-
-        Reading it from the index for every batch of 20 cost about 0.3 ms a
-        batch, 40 s of a million-chunk cold index. The first batch of a run
-        with nothing cached runs alone (:func:`..store.upkeep.embed_missing`), so
-        the batches after it are held to its size.
-        """
-        dims = [self._cached_dim()]
-
-        def embed(texts: list[str]) -> np.ndarray:
-            out = self._embed(texts, dims[0])
-            dims[0] = dims[0] or int(out.shape[1])
-            return out
-
-        return embed
-
-    def _cached_dim(self) -> int | None:
-        # A server that switches dimension mid-run must not mix sizes in the cache.
-        model_id = self.model_id
-        return self.index.vector_dim(model_id) if model_id is not None else None
+        return self.embedder.embed_documents(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (raises ``EmbeddingError``)."""
-        from ..embeddings.policy import embed_with_retry
-
-        emb = self.choice.embeddings
-        return embed_with_retry(
-            lambda t: [emb.embed_query(t[0])],
-            [text],
-            retries=0,
-            source=emb,
-            expected_dim=self._cached_dim(),
-        )[0]
+        return self.embedder.embed_query(text)
 
     # ----------------------------------------------------------------- index
     def embed_missing(self, *, wait: bool = True, progress: ProgressFactory | None = None) -> int:
@@ -256,7 +172,7 @@ class MemorySearch:
         from ..store.upkeep import embed_missing  # only when embedding: not a keyword search's
 
         return embed_missing(
-            self.index, model_id, self._run_embedder(), progress=progress, wait=wait
+            self.index, model_id, self.embedder.run_embedder(), progress=progress, wait=wait
         )
 
     def update_index(
@@ -304,7 +220,7 @@ class MemorySearch:
         if self.auto_index:
             with self._lock:  # one thread checks for edits; the others then see its sync
                 self.freshness.refresh()
-        timings["syncMs"] = _ms_since(started)
+        timings["syncMs"] = ms_since(started)
         qvec, embedded = None, None
         if model_id is not None:
             try:
@@ -320,33 +236,17 @@ class MemorySearch:
         if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
             fallback, qvec = "keyword-only", None
             snap = self.index.snapshot(None)
-        timings["embedMs"] = _ms_since(started) - timings["syncMs"]
-        mask = filter_mask(snap, request.filter, now)
-        embed_q = self.embed_query if qvec is not None else None
-        ranking = rank(snap, request.query, now, self.settings, qvec, embed_q, mask, scan_thread())
+        timings["embedMs"] = ms_since(started) - timings["syncMs"]
+        neighbors = None
         if self.settings.graph_neighbors:
             from ..graph.related import add_graph_neighbors
 
-            add_graph_neighbors(self.index, snap, ranking.scores, self.settings)
-            if mask is not None:
-                ranking.scores[~mask] = 0.0
-        order = scoring.top_k(ranking.scores, request.k)
-        # A chunk that no signal matched is noise, not a result.
-        rows = order[ranking.scores[order] > 0]
-        hits = [_hit(snap, int(i), ranking) for i in rows]
-        mode = "hybrid" if qvec is not None else "keyword"
-        # How much of the query each hit holds, in both modes: the fused score is rescaled
-        # per query, so a stop word's best hit fuses about as high as a full match's.
-        dated = ranking.signals["date_boost"][rows] > 1.0
-        held = evidence(snap.text_post, ranking.terms, rows, dated, bool(ranking.temporal_dates))
-        for hit, e in zip(hits, held, strict=True):
-            hit.signals["evidence"] = round(float(e), 6)
-        for hit, score in zip(
-            hits,
-            calibrate([features(h.score, h.signals, mode, hits[0].score) for h in hits], mode),
-            strict=True,
-        ):
-            hit.signals["fused"], hit.score = hit.score, score
+            def neighbors(snap: Snapshot, scores: np.ndarray) -> None:
+                add_graph_neighbors(self.index, snap, scores, self.settings)
+
+        embed_q = self.embed_query if qvec is not None else None
+        answer = ranked_hits(snap, request, now, self.settings, qvec, embed_q, neighbors)
+        hits = answer.hits
         if self.settings.related_per_hit and hits:
             from ..graph.related import attach_related
 
@@ -356,21 +256,13 @@ class MemorySearch:
             provider=choice.provider,
             model=choice.model,
             fallback=fallback,
-            temporal_dates=ranking.temporal_dates,
-            prf_terms=ranking.prf_terms,
+            temporal_dates=answer.ranking.temporal_dates,
+            prf_terms=answer.ranking.prf_terms,
             embedded=None if embedded is None else round(embedded, 4),
-            mode=mode,
+            mode=answer.mode,
         )
-        if mask is not None:
-            response.filter_note = why_empty(request.filter, int(mask.sum()), len(hits))
         record_search(self.index.workspace, self.settings, request.query, response, now)
-        if request.min_score is not None:
-            response.hits = [h for h in hits if h.score >= request.min_score]
-            response.filtered = len(hits) - len(response.hits)
-        timings["rankMs"] = _ms_since(started) - timings["syncMs"] - timings["embedMs"]
-        response.timings = {name: round(ms, 2) for name, ms in timings.items()}
-        response.timings["searchMs"] = round(_ms_since(started), 2)
-        return response
+        return finish(response, request, answer, started, timings)
 
     def _vector_share(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
@@ -406,22 +298,3 @@ class MemorySearch:
                     if job.due():
                         job.start()
         return float(has.mean())
-
-
-def _ms_since(started: float) -> float:
-    return (time.perf_counter() - started) * 1000
-
-
-def _hit(snap: Snapshot, i: int, ranking: Ranking) -> Hit:
-    return Hit(
-        path=snap.paths[i],
-        start_line=int(snap.start[i]),
-        end_line=int(snap.end[i]),
-        header=snap.header[i],
-        headers=snap.headers[i],
-        text=snap.texts[i],
-        score=round(float(ranking.scores[i]), 6),
-        signals={name: round(float(v[i]), 6) for name, v in ranking.signals.items()},
-        kind=snap.kinds[i],
-        date=snap.dates[i],
-    )

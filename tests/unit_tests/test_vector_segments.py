@@ -457,7 +457,7 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
 
     from langchain_enhanced_memory.core import ranking
     from langchain_enhanced_memory.core.filters import SearchFilter, filter_mask
-    from langchain_enhanced_memory.engine.search import scan_thread
+    from langchain_enhanced_memory.engine.answer import scan_thread
 
     rng = random.Random(9)
     ws, idx, emb = _embedded(tmp_path, rng, 8)
