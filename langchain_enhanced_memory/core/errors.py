@@ -116,21 +116,6 @@ class CrossrefError(EnhancedMemoryError, RuntimeError):
         super().__init__(message, action)
 
 
-class DatabaseError(EnhancedMemoryError, RuntimeError):
-    """A PostgreSQL database that cannot be reached, read or written.
-
-    The message names the database by its URL with the password replaced by
-    ``***``: never the password itself.
-    """
-
-    def __init__(self, message: str, action: str = "check --database and that the server is up"):
-        super().__init__(one_line(message), action)
-
-
-class ScopeError(EnhancedMemoryError, ValueError):
-    """A scope that is misnamed, or a write its backing or owner refuses (one line)."""
-
-
 class WriteError(EnhancedMemoryError, ValueError):
     """A refused or failed write of memory (``memory_append``, ``remember``)."""
 

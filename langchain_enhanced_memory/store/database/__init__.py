@@ -18,14 +18,14 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...core.errors import DatabaseError, ScopeError
+from ...core.errors import DatabaseError
+from ...core.scopes import validate_scope
 from ...core.settings import MemorySettings
 from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
@@ -40,25 +40,7 @@ from .segments import Segment, assemble, decode, live_rows
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo", "check_scope"]
-
-_SCOPE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
-
-
-def check_scope(name: object) -> str:
-    """``name`` when it is a valid scope name (``^[a-z0-9][a-z0-9._-]{0,62}$``).
-
-    Raises:
-        ScopeError: It is not.
-    """
-    if not isinstance(name, str) or not _SCOPE.fullmatch(name):
-        shown = repr(name)[:40] if isinstance(name, str) else type(name).__name__
-        raise ScopeError(
-            f"bad scope name {shown}: use 1-63 lowercase letters, digits, '.', '_' or '-',"
-            " starting with a letter or digit"
-        )
-    return name
-
+__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo"]
 
 @dataclass(frozen=True)
 class ScopeInfo:
@@ -153,7 +135,7 @@ class Database:
             ScopeError: Bad name, a database-backed scope, another owner, missing vectors.
             DatabaseError: The database failed (nothing was written).
         """
-        check_scope(scope)
+        validate_scope(scope)
         with self._writer.connection(f"publishing scope {scope}") as conn:
             report = publish_folder(conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope))
         self._wrote(scope, report.generation)
@@ -180,7 +162,7 @@ class Database:
             ScopeError: Bad name, a folder-backed scope, or one with vectors of another model.
             DatabaseError: The database failed (nothing was written).
         """
-        check_scope(scope)
+        validate_scope(scope)
         todo = plan(text, section=section, file=file, now=now)
         with self._writer.connection(f"appending to scope {scope}") as conn:
             result, generation = append_note(
@@ -203,7 +185,7 @@ class Database:
             MissingNoteError: No such note.
             NoteError: A refused path or bad range.
         """
-        check_scope(scope)
+        validate_scope(scope)
         check_range(from_line, lines)
         with self._reader.connection(f"reading scope {scope}") as conn:
             return read_note(conn, scope, path, from_line, lines)
@@ -214,14 +196,14 @@ class Database:
         Raises:
             ScopeError: Bad name, or a different file in the way (nothing written then).
         """
-        check_scope(scope)
+        validate_scope(scope)
         with self._reader.connection(f"exporting scope {scope}") as conn:
             return export_notes(conn, scope, Path(folder).expanduser())
 
     def generations(self, names: list[str]) -> dict[str, int]:
         """Each named scope's committed generation (scopes that do not exist left out)."""
         for name in names:
-            check_scope(name)
+            validate_scope(name)
         rows = self._generations(self._reader, names)
         behind = [n for n in names if rows.get(n, 0) < self._written.get(n, 0)]
         if behind and self._reader is not self._writer:
@@ -256,7 +238,7 @@ class Database:
         Raises:
             DatabaseError: The database failed, or a segment is damaged.
         """
-        check_scope(scope)
+        validate_scope(scope)
         snap = self._snapshot(self._reader, scope)
         if snap.generation < self._written.get(scope, 0) and self._reader is not self._writer:
             snap = self._snapshot(self._writer, scope)  # the replica lags our own write
