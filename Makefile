@@ -10,7 +10,7 @@ NOW    ?= 2026-12-02T09:00:00
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,test,lint,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,postgres,postgres-server,test,lint,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
