@@ -20,6 +20,13 @@ The HNSW rows need ``pip install usearch`` (not a dependency of the package:
 the search does not use it; ``--no-hnsw`` skips them). Run
 ``python benchmarks/ann.py --sizes 100000,1000000``.
 
+``--pgvector URL`` adds pgvector's HNSW index (the path a database scope would
+take past exact scoring): the same vectors in a ``vector(384)`` column of a
+scratch table, ``vector_ip_ops`` with ``m`` = ``--connectivity`` and
+``ef_construction`` 64, searched with ``hnsw.ef_search`` = ``--expansion``
+over the server's socket: its build time, top-10 p50 (a round trip included)
+and recall@10 against the exact top 10. The table is dropped afterwards.
+
 ``--workspaces DIR`` measures the sign bits on real vectors instead: every
 chunk and line vector of the workspaces under ``DIR`` (indexed with the local
 model, e.g. by ``enhanced-memory eval --embedder local``), queried with every
@@ -65,7 +72,14 @@ def vectors(n: int, seed: int = 0) -> np.ndarray:
 
 
 def bench(
-    n: int, queries: list[str], k: int, expansion: int, dtype: str, connectivity: int, hnsw: bool
+    n: int,
+    queries: list[str],
+    k: int,
+    expansion: int,
+    dtype: str,
+    connectivity: int,
+    hnsw: bool,
+    pg_url: str | None = None,
 ) -> dict[str, float]:
     """Exact (numpy, SimSIMD) and HNSW top-``k`` at ``n`` vectors."""
 
@@ -98,8 +112,13 @@ def bench(
         "bits_p50_ms": float(np.percentile(bits_s, 50) * 1000),
         "bits_recall": bits_hits / (k * len(queries)),
     }
+    pgvector = (
+        {}
+        if pg_url is None
+        else pgvector_hnsw(pg_url, q, scale, qvecs, exact, k, expansion, connectivity)
+    )
     if not hnsw:
-        return out
+        return {**out, **pgvector}
     from usearch.index import Index
 
     t = time.perf_counter()
@@ -120,10 +139,57 @@ def bench(
         hits += len(want & set(got.tolist()))
     return {
         **out,
+        **pgvector,
         "build_s": build_s,
         "ann_p50_ms": float(np.percentile(ann_s, 50) * 1000),
         "recall": hits / (k * len(queries)),
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def pgvector_hnsw(
+    url: str,
+    q: np.ndarray,
+    scale: np.ndarray,
+    qvecs: np.ndarray,
+    exact: list[set[int]],
+    k: int,
+    expansion: int,
+    connectivity: int,
+) -> dict[str, float]:
+    """pgvector's HNSW over the same vectors: build seconds, top-``k`` p50 ms, recall@``k``."""
+    import psycopg
+
+    rows = q.astype(np.float32) * scale[:, None]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("DROP TABLE IF EXISTS em_bench_ann")
+        conn.execute(f"CREATE TABLE em_bench_ann (id int PRIMARY KEY, v vector({q.shape[1]}))")
+        with conn.cursor().copy("COPY em_bench_ann (id, v) FROM STDIN") as copy:
+            for i, row in enumerate(rows):
+                copy.write_row((i, "[" + ",".join(f"{x:.6f}" for x in row) + "]"))
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        t = time.perf_counter()
+        conn.execute(
+            "CREATE INDEX ON em_bench_ann USING hnsw (v vector_ip_ops)"
+            f" WITH (m = {int(connectivity)}, ef_construction = 64)"
+        )
+        build_s = time.perf_counter() - t
+        conn.execute(f"SET hnsw.ef_search = {int(expansion)}")
+        took, hits = [], 0
+        for v, want in zip(qvecs, exact, strict=True):
+            literal = "[" + ",".join(f"{x:.6f}" for x in v) + "]"
+            t = time.perf_counter()
+            got = conn.execute(
+                "SELECT id FROM em_bench_ann ORDER BY v <#> %s::vector LIMIT %s", (literal, k)
+            ).fetchall()
+            took.append(time.perf_counter() - t)
+            hits += len(want & {r[0] for r in got})
+        conn.execute("DROP TABLE em_bench_ann")
+    return {
+        "pg_build_s": build_s,
+        "pg_p50_ms": float(np.percentile(took, 50) * 1000),
+        "pg_recall": hits / (k * len(qvecs)),
     }
 
 
@@ -196,6 +262,7 @@ def main() -> int:
     p.add_argument("--connectivity", type=int, default=16, help="HNSW links per node (M)")
     p.add_argument("--dtype", default="i8", help="usearch's storage type: i8, f16, f32")
     p.add_argument("--no-hnsw", action="store_true", help="exact scans only (no usearch)")
+    p.add_argument("--pgvector", metavar="URL", help="also pgvector's HNSW in this database")
     p.add_argument("--workspaces", type=Path, help="sign bits on this root's real vectors")
     p.add_argument("--queries-file", type=Path, help="with --workspaces: its queries.jsonl")
     a = p.parse_args()
@@ -209,7 +276,7 @@ def main() -> int:
           " peak RSS MB |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(s) for s in a.sizes.split(",")):
-        r = bench(n, qs, a.k, a.expansion, a.dtype, a.connectivity, not a.no_hnsw)
+        r = bench(n, qs, a.k, a.expansion, a.dtype, a.connectivity, not a.no_hnsw, a.pgvector)
         hnsw = (
             f"{r['build_s']:.0f} | {r['ann_p50_ms']:.2f} | {r['recall']:.3f}"
             if "recall" in r
@@ -222,6 +289,12 @@ def main() -> int:
             f" {hnsw} | {rss:.0f} |",
             flush=True,
         )
+        if "pg_recall" in r:
+            print(
+                f"|   pgvector HNSW | build {r['pg_build_s']:.0f} s | top-10 p50"
+                f" {r['pg_p50_ms']:.2f} ms | recall@10 {r['pg_recall']:.3f} |",
+                flush=True,
+            )
     return 0
 
 
