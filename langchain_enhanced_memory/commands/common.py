@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -22,8 +23,10 @@ from ..core.text import escape_controls
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from ..core.settings import MemorySettings
     from ..engine import EngineConfig, EnginePool, MemorySearch
     from ..engine.scoped import ScopedSearch
+    from ..store.database import Database
 
 __all__ = [
     "CliError",
@@ -31,10 +34,13 @@ __all__ = [
     "add_filter_arguments",
     "add_no_daemon_argument",
     "add_scope_arguments",
+    "config_from_args",
+    "database_scope",
     "dump",
     "engine_from_args",
     "filter_of",
     "flag_error",
+    "open_database",
     "parse_now",
     "progress_bar",
     "report_embedder",
@@ -124,14 +130,14 @@ def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
     """The engine the common flags describe (flag, then environment, then default)."""
     from ..engine import MemorySearch
 
-    config = _config_from_args(args, **fields)
+    config = config_from_args(args, **fields)
     if POOL is not None:
         return POOL.get(config)
     return MemorySearch.from_config(config)
 
 
 def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
-    """``--scope`` (repeatable when ``many``) and ``--database``."""
+    """``--scope`` (repeatable when ``many``: a search's) and ``--database``."""
     if many:
         p.add_argument(
             "--scope",
@@ -142,13 +148,48 @@ def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
             " (team:0.5, default 1); each result then says its scope",
         )
     else:
-        p.add_argument("--scope", metavar="NAME", help="the database scope (with --database)")
+        p.add_argument(
+            "--scope", metavar="NAME", help="the scope of --database this command is about"
+        )
     p.add_argument(
         "--database",
         metavar="URL",
         help="PostgreSQL holding the scopes (default: $ENHANCED_MEMORY_DATABASE_URL), e.g."
         " postgresql://user@host/db",
     )
+
+
+def database_scope(args: argparse.Namespace) -> str | None:
+    """The one database scope ``--scope`` names (None: the command works on the workspace).
+
+    Raises:
+        CliError: ``--scope`` without a database, or ``--database`` without ``--scope``.
+        ScopeError: An invalid name.
+    """
+    from ..core.scopes import validate_scope
+    from ..engine.scoped import DATABASE_ENV
+
+    if args.scope is None:
+        if args.database:
+            raise CliError("--database needs --scope NAME (the scope to work on)")
+        return None
+    if not (args.database or os.environ.get(DATABASE_ENV)):
+        raise CliError(
+            f"--scope {validate_scope(args.scope)} needs --database URL (or ${DATABASE_ENV})"
+        )
+    return validate_scope(args.scope)
+
+
+def open_database(args: argparse.Namespace, settings: MemorySettings | None = None) -> Database:
+    """The database of ``--database`` (else ``$ENHANCED_MEMORY_DATABASE_URL``), connected.
+
+    Raises:
+        DatabaseError: Unreachable or refused (one line, the password never in it).
+    """
+    from ..engine.scoped import DATABASE_ENV
+    from ..store.database import Database
+
+    return Database.connect(args.database or os.environ[DATABASE_ENV], settings)
 
 
 def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch | ScopedSearch:
@@ -169,13 +210,14 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
     from ..engine import MemorySearch
     from ..engine.scoped import parse_scope_arg, scoped_search
 
-    config = _config_from_args(args, workspace=".", **fields)
+    config = config_from_args(args, workspace=".", **fields)
     specs = [parse_scope_arg(spec) for spec in args.scope]
     engines = POOL.get if POOL is not None else MemorySearch.from_config
     return scoped_search(config, specs, args.database, engines=engines)
 
 
-def _config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
+def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
+    """The engine config the common flags describe (flag, then environment, then default)."""
     from ..engine import EngineConfig
 
     fields.setdefault("workspace", args.workspace)
