@@ -23,6 +23,8 @@ from ..core.errors import (
     one_line,
 )
 from ..core.request import SearchRequest
+from ..engine import MemorySearch
+from ..engine.database import DatabaseSearch
 from ..graph import queries, storage
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
 from ..store import logs, notes
@@ -31,7 +33,6 @@ from . import salience as salience_mod
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
-    from ..engine import MemorySearch
     from ..engine.scoped import ScopeSearcher
 
 __all__ = ["append", "get", "read", "related", "salience", "search", "status"]
@@ -55,6 +56,8 @@ def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None
         MissingNoteError: No such memory file.
         NoteError: A refused path or range, or an unreadable file.
     """
+    if isinstance(engine, DatabaseSearch):
+        return get_json(engine.database.read(engine.scope, path, from_line, lines))
     engine = _local(engine)
     ws = engine.index.workspace
     got = notes.get_lines(ws, path, from_line, lines, engine.settings)
@@ -172,7 +175,11 @@ def append(
     Raises:
         WriteError: A refused or failed write.
     """
-    done = append_memory(_local(engine).index.workspace, text, section=section, file=file, now=now)
+    if isinstance(engine, DatabaseSearch):  # a database-backed scope
+        done = engine.remember(text, section=section, file=file, now=now)
+    else:
+        ws = _local(engine).index.workspace
+        done = append_memory(ws, text, section=section, file=file, now=now)
     out = done.as_dict()
     out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
     return out
@@ -180,8 +187,6 @@ def append(
 
 def _local(engine: ScopeSearcher) -> MemorySearch:
     """The workspace engine ``engine`` is (a database scope's reads and writes go elsewhere)."""
-    from ..engine import MemorySearch
-
     if not isinstance(engine, MemorySearch):
         raise TypeError(f"not a workspace's engine: {type(engine).__name__}")
     return engine

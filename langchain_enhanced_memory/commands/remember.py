@@ -13,7 +13,7 @@ from datetime import datetime
 
 from ..core.errors import EnhancedMemoryError
 from ..engine import resolve_workspace
-from ..engine.embedder import QueryEmbedder
+from ..engine.database import DatabaseSearch
 from ..store.append import AppendResult, append_memory, daily_path, today
 from . import PROG
 from .common import (
@@ -79,11 +79,9 @@ def _append_to_scope(args: argparse.Namespace, scope: str, now: datetime | None)
     if args.workspace:
         raise CliError("--workspace and --scope: a database scope's notes live in the database")
     config = config_from_args(args, workspace=".")
-    embedding = QueryEmbedder(config, lambda model: None).for_writes()
     with open_database(args, config.settings) as db:
-        return db.append(
-            scope, args.text, section=args.section, file=args.file, now=now, embed=embedding
-        )
+        engine = DatabaseSearch.from_config(db, scope, config)
+        return engine.remember(args.text, section=args.section, file=args.file, now=now)
 
 
 def _aimed_at(args: argparse.Namespace) -> str | None:

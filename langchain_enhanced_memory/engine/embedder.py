@@ -18,7 +18,6 @@ from .config import EngineConfig
 
 if TYPE_CHECKING:
     from ..embeddings.choice import EmbedderChoice
-    from ..store.database import Embedding
 
 __all__ = ["QueryEmbedder"]
 
@@ -113,15 +112,6 @@ class QueryEmbedder:
             return out
 
         return embed
-
-    def for_writes(self) -> Embedding | None:
-        """This embedder as a database write indexes with (None: keyword-only)."""
-        model_id = self.model_id
-        if model_id is None:
-            return None
-        from ..store.database import Embedding
-
-        return Embedding(model_id, self.run_embedder())
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (raises ``EmbeddingError``)."""

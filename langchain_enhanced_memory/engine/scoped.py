@@ -48,6 +48,14 @@ DATABASE_ENV = "ENHANCED_MEMORY_DATABASE_URL"
 ScopeSpec = tuple[ScopeRef, Path | None]
 
 
+class Closable(Protocol):
+    """Something :meth:`ScopedSearch.close` closes (a database's connections)."""
+
+    def close(self) -> None:
+        """Release what it holds."""
+        ...
+
+
 class ScopeSearcher(Protocol):
     """What :class:`ScopedSearch` needs of one scope's searcher."""
 
@@ -157,6 +165,7 @@ class ScopedSearch:
     Args:
         members: Each scope and its searcher, in the order ties keep.
         pool: Threads to run the scopes on (default: its own, one per scope).
+        holds: What :meth:`close` closes besides the searchers (their database).
 
     The response says how the answer was made, over all the scopes: ``mode``
     is ``hybrid`` when any scope ranked with a query vector and ``fallback``
@@ -176,6 +185,7 @@ class ScopedSearch:
         members: Sequence[tuple[ScopeRef, ScopeSearcher]],
         *,
         pool: ThreadPoolExecutor | None = None,
+        holds: Sequence[Closable] = (),
     ) -> None:
         if not members:
             raise ScopeError("name at least one scope")
@@ -184,6 +194,7 @@ class ScopedSearch:
         if pool is None and len(members) > 1:
             pool = ThreadPoolExecutor(len(members), thread_name_prefix="scope")
         self._pool = pool
+        self._holds = list(holds)
 
     @property
     def scopes(self) -> list[str]:
@@ -247,6 +258,8 @@ class ScopedSearch:
             close = getattr(searcher, "close", None)
             if close is not None:
                 close()
+        for held in self._holds:
+            held.close()
 
     def __enter__(self) -> ScopedSearch:
         return self
@@ -320,21 +333,19 @@ def scoped_search(
             "give NAME=FOLDER for a workspace here, or --database URL"
             " ($ENHANCED_MEMORY_DATABASE_URL)",
         )
-    database = _database_searchers(config, in_database, database_url) if in_database else {}
+    folders = [resolve_workspace(folder) if folder else None for _, folder in specs]
+    holds = []
+    if in_database and database_url:
+        from ..store.database import Database
+        from .database import DatabaseSearch
+
+        database = Database.connect(database_url, config.settings)
+        holds.append(database)
     members: list[tuple[ScopeRef, ScopeSearcher]] = []
-    for ref, folder in specs:
+    for (ref, _), folder in zip(specs, folders, strict=True):
         if folder is None:
-            members.append((ref, database[ref.name]))
+            members.append((ref, DatabaseSearch.from_config(database, ref.name, config)))
         else:
-            local = replace(config, workspace=resolve_workspace(folder), index_path=None)
+            local = replace(config, workspace=folder, index_path=None)
             members.append((ref, engines(local)))
-    return ScopedSearch(members)
-
-
-def _database_searchers(
-    config: EngineConfig, refs: list[ScopeRef], url: str | None
-) -> dict[str, ScopeSearcher]:
-    raise ScopeError(
-        f"scope {refs[0].name}: database scopes are not available in this version",
-        "give NAME=FOLDER for a workspace here",
-    )
+    return ScopedSearch(members, holds=holds)

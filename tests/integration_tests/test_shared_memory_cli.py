@@ -141,3 +141,49 @@ def test_an_unreachable_database_is_one_line_without_the_password(
     r = run_cli(*args, "--database", url, cwd=tmp_path)
     line = one_line_failure(r, url)
     assert "127.0.0.1" in line and "***" in line
+
+
+def test_the_contract_commands(database_url: str, tmp_path: Path) -> None:
+    """The issue's five commands as written: host A publishes, host B searches without it."""
+    w = write_workspace(tmp_path / "w", SMALL_WORKSPACE)
+    elsewhere = tmp_path / "host-b"
+    elsewhere.mkdir()
+    db = ["--database", database_url]
+    flags = ["--embedder", "none"]
+    ok("index", "--workspace", str(w), *db, "--scope", "alpha", *flags)
+    ok("remember", "The team budget for Postgres is approved.", *db, "--scope", "team",
+       "--now", NOW, *flags)  # fmt: skip
+
+    def search(*args: str) -> list[dict]:
+        r = run_cli("search", "Postgres", "--json", "--k", "20", *db, *args, *flags,
+                    cwd=elsewhere)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["results"]
+
+    alpha = search("--scope", "alpha")
+    assert alpha and {row["scope"] for row in alpha} == {"alpha"}
+    assert {row["path"] for row in alpha} >= {"memory/2026-02-07.md", "memory/2026-02-08.md"}
+    both = search("--scope", "alpha", "--scope", "team")
+    assert {row["scope"] for row in both} == {"alpha", "team"}
+    scores = [row["score"] for row in both]
+    assert scores == sorted(scores, reverse=True)
+    assert {row["scope"] for row in search("--scope", "team")} == {"team"}
+    got = ok("get", "memory/2026-12-09.md", *db, "--scope", "team", cwd=elsewhere)
+    assert "budget for Postgres is approved" in got.stdout
+    # A line appended in W and published again is found from another folder.
+    with (w / "memory" / "2026-02-08.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nThe Postgres failover drill is on Friday.\n")
+    ok("index", "--workspace", str(w), *db, "--scope", "alpha", *flags)
+    assert any("failover drill" in row["snippet"] for row in search("--scope", "alpha"))
+    # Mixed: a database scope beside a workspace of this host.
+    mine = write_workspace(tmp_path / "mine", {"MEMORY.md": "# Mine\n\nPostgres notes.\n"})
+    mixed = search("--scope", "team", "--scope", f"mine={mine}")
+    assert {row["scope"] for row in mixed} == {"team", "mine"}
+
+
+def test_search_errors_are_one_line(database_url: str, tmp_path: Path) -> None:
+    url = "postgresql://agent:s3cr3t-pw@127.0.0.1:9/memory"
+    r = run_cli("search", "q", "--database", url, "--scope", "team", "--embedder", "none")
+    assert "***" in one_line_failure(r, url)
+    r = run_cli("search", "q", "--database", database_url, "--scope", "Team")
+    assert "is not a valid name" in one_line_failure(r, database_url)
