@@ -5,12 +5,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOW    ?= 2026-12-02T09:00:00
 
-.PHONY: demo test lint docs reliability bench clean
+.PHONY: demo test lint docs reliability bench postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,test,lint,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[local,agent,mcp,postgres,postgres-server,test,lint,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -23,8 +23,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples
-	$(BIN)/ruff format --check langchain_enhanced_memory tests benchmarks examples
+	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples scripts
+	$(BIN)/ruff format --check langchain_enhanced_memory tests benchmarks examples scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -43,6 +43,11 @@ reliability: $(STAMP)
 SIZES ?= 1000,10000,100000
 bench: $(STAMP)
 	$(BIN)/python benchmarks/speed.py --sizes $(SIZES)
+
+# A local PostgreSQL 18 with pgvector in .postgres/ for trying shared memory (not for the tests):
+# prints the ENHANCED_MEMORY_DATABASE_URL to export; Ctrl-C stops it, the data stays for next time.
+postgres: $(STAMP)
+	$(BIN)/python scripts/postgres.py --dir .postgres
 
 # The demo's searches start a resident engine: stop it before its index goes (no venv: none to stop).
 clean:

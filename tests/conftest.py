@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.cli_run import NO_DAEMON
 from tests.fake_ollama import FakeOllama
+from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 # No test may route to, or start, a resident engine unless it says so (test_resident does).
@@ -35,3 +37,61 @@ def fake_ollama() -> Iterator[FakeOllama]:
 def workspace(tmp_path: Path) -> Path:
     """A small English workspace: MEMORY.md, two daily notes, one topic file."""
     return write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+
+
+# ---------------------------------------------------------------- PostgreSQL (tests/postgres.py)
+# A test that cannot start a server errors: these fixtures never skip.
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The run's one PostgreSQL server (with pgvector): share it, never stop or kill it."""
+    server = PgServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def database_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh empty database on :func:`pg_server` for this test: its URL (with the password)."""
+    name = _database_name(request.node.name)
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def pg_private() -> Iterator[PgServer]:
+    """A started server of this test's own, to stop, restart or kill (about 0.4 s)."""
+    server = PgServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def pg_replica() -> Iterator[PgServer]:
+    """A hot-standby streaming replica of a primary of its own (``pg_replica.primary``).
+
+    Create a database on the primary (``pg_replica.primary.create_database``), write there,
+    then ``pg_replica.wait_caught_up()`` before reading the replica.
+    """
+    primary = PgServer().start()
+    try:
+        replica = primary.replica()
+        try:
+            yield replica
+        finally:
+            replica.close()
+    finally:
+        primary.close()
+
+
+_databases = 0
+
+
+def _database_name(test: str) -> str:
+    """A unique database name that says which test made it."""
+    global _databases
+    _databases += 1
+    return f"t{_databases}_{re.sub(r'[^a-z0-9]+', '_', test.lower())}"[:63]

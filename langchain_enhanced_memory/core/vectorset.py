@@ -384,6 +384,67 @@ class VectorSet:
         order = np.argsort(owner, kind="stable")  # each row's lines together, rows ascending
         return value[order], owner[order]
 
+    def take(self, rows: np.ndarray) -> VectorPart:
+        """The vectors of live ``rows`` (each with a vector) as one part, in that order.
+
+        Chunk row ``j`` of the part is ``rows[j]``, and its line rows follow the
+        chunk rows' order (``owner`` non-decreasing), so a store can write a
+        subset of a generation (one file's chunks) as a part of its own. The
+        part's ``rows`` are ``0..len(rows)-1``; it has no sign bits.
+
+        Raises:
+            ValueError: A row without a vector, or parts of mixed formats.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and not self.has_vector[rows].all():
+            raise ValueError("a row to take has no vector")
+        if (
+            len({p.matrix.dtype for p in self.parts}) > 1
+            or len({p.scale is None for p in self.parts}) > 1
+        ):
+            raise ValueError("the parts mix vector formats")
+        first = self.parts[0] if self.parts else None
+        dtype = first.matrix.dtype if first is not None else np.dtype(np.int8)
+        matrix = np.zeros((rows.size, self.dim), dtype=dtype)
+        scaled = first is None or first.scale is not None
+        scale = np.ones(rows.size, dtype=np.float32) if scaled else None
+        lines: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        part_of = self._part[rows]
+        for p, part in enumerate(self.parts):
+            at = np.flatnonzero(part_of == p)  # positions in ``rows`` this part holds
+            if at.size == 0:
+                continue
+            local = self._local[rows[at]]
+            matrix[at] = part.matrix[local]
+            if scale is not None and part.scale is not None:
+                scale[at] = part.scale[local]
+            if part.lines is None or part.owner is None:
+                continue
+            order = np.argsort(local, kind="stable")
+            chosen = group_rows(part.owner, local[order])
+            if chosen.size == 0:
+                continue
+            # Each line row's chunk, as a position in ``rows``.
+            owner = at[order][np.searchsorted(local[order], part.owner[chosen])]
+            ls = None if part.line_scale is None else np.asarray(part.line_scale[chosen])
+            lines.append((owner, np.asarray(part.lines[chosen]), ls))
+        if not lines:
+            return VectorPart(matrix, scale, np.arange(rows.size, dtype=np.int64))
+        owner = np.concatenate([o for o, _, _ in lines])
+        order = np.argsort(owner, kind="stable")  # a chunk's lines together, chunks in order
+        line_rows = np.concatenate([m for _, m, _ in lines])[order]
+        line_scale = None
+        if all(s is not None for _, _, s in lines):
+            line_scale = np.concatenate([s for _, _, s in lines if s is not None])[order]
+        return VectorPart(
+            matrix,
+            scale,
+            np.arange(rows.size, dtype=np.int64),
+            lines=line_rows,
+            line_scale=line_scale,
+            owner=owner[order].astype(np.int32),
+        )
+
     def dense(self) -> np.ndarray:
         """Every live row as float32 (zeros without a vector), for exports and the graph."""
         out = np.zeros((self.n, self.dim), dtype=np.float32)

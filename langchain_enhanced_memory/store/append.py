@@ -70,7 +70,7 @@ from .db import writable
 from .notes import normalize_path
 from .workspace import places
 
-__all__ = ["AppendResult", "append_memory", "daily_path", "today"]
+__all__ = ["AppendResult", "Planned", "append_memory", "daily_path", "placed", "plan", "today"]
 
 _LOCK_NAME = ".enhanced-memory-notes.lock"
 _MAX_TEXT = 4000
@@ -132,11 +132,9 @@ def append_memory(
             read-only workspace or note, a file that is not a regular UTF-8 file,
             or a note that kept changing during a rewrite.
     """
-    bullet = _bullet(text)
-    heading = _section(section)
-    day = today(now)
+    todo = plan(text, section=section, file=file, now=now)
+    rel, bullet, heading = todo.rel, todo.bullet, todo.heading
     root = Path(workspace).expanduser().resolve()
-    rel = _target(file) if file is not None else daily_path(day)
     try:
         real = _real_target(root, rel)
         memory = root / "memory"
@@ -146,15 +144,69 @@ def append_memory(
             _remove_leftovers(real)
             fd, created = _open(real, rel)
             try:
-                header = f"# {day.isoformat()}\n" if file is None else ""
-                line, name = _add(fd, real, rel, header, bullet, heading)
+                line, name = _add(fd, real, rel, todo.header, bullet, heading)
             finally:
                 os.close(fd)
     except OSError as exc:
         if exc.errno == errno.EROFS:
             raise WriteError(f"the workspace is read-only: cannot write {rel}") from None
         raise WriteError(f"cannot write {rel}: {exc.strerror or type(exc).__name__}") from None
-    return AppendResult(rel, line, created, name, "\n".join(bullet)[2:])
+    return todo.result(line, created, name)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A checked bullet and where it goes (every store of notes places it the same way).
+
+    Attributes:
+        rel: The note's workspace-relative path.
+        header: What a new (empty) note starts with (a daily note's ``# YYYY-MM-DD``).
+        bullet: The bullet's lines.
+        heading: The section to put it under, None for the end of the note.
+    """
+
+    rel: str
+    header: str
+    bullet: list[str]
+    heading: str | None
+
+    def result(self, line: int, created: bool, name: str | None) -> AppendResult:
+        """The answer once the bullet landed at ``line`` (under section ``name``)."""
+        return AppendResult(self.rel, line, created, name, "\n".join(self.bullet)[2:])
+
+
+def plan(
+    text: str,
+    *,
+    section: str | None = None,
+    file: str | None = None,
+    now: datetime | date | None = None,
+) -> Planned:
+    """Check ``text``, ``section`` and ``file`` as :func:`append_memory` does, nothing written.
+
+    Raises:
+        WriteError: As :func:`append_memory`, for everything but the file system.
+    """
+    bullet = _bullet(text)
+    heading = _section(section)
+    day = today(now)
+    rel = _target(file) if file is not None else daily_path(day)
+    header = f"# {day.isoformat()}\n" if file is None else ""
+    return Planned(rel, header, bullet, heading)
+
+
+def placed(old: str, todo: Planned) -> tuple[str, int, str | None]:
+    """The note ``old`` (empty: a new note) with the bullet placed, its line and section.
+
+    The placement :func:`append_memory` makes, as a new text: for a store that
+    keeps notes as values (the database's notes), not files.
+    """
+    old = old or todo.header
+    offset, block, line, name = _place(old, todo.bullet, todo.heading)
+    if offset is None:
+        eol = "\r\n" if "\r\n" in block else "\n"
+        return old + (eol if old and not old.endswith("\n") else "") + block, line, name
+    return old[:offset] + block + old[offset:], line, name
 
 
 def _bullet(text: str) -> list[str]:

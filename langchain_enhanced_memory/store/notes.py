@@ -22,7 +22,15 @@ from ..core.errors import MissingNoteError, NoteError, shown
 from ..core.settings import MemorySettings
 from .workspace import UnreadableFileError, discover, places, read_lines
 
-__all__ = ["MAX_GET_LINES", "MemoryLines", "NoteError", "get_lines", "normalize_path"]
+__all__ = [
+    "MAX_GET_LINES",
+    "MemoryLines",
+    "NoteError",
+    "get_lines",
+    "normalize_path",
+    "check_range",
+    "sliced",
+]
 
 #: Most lines one call returns; the answer says where to continue.
 MAX_GET_LINES = 400
@@ -93,10 +101,7 @@ def get_lines(
         NoteError: Refused path, bad range or unreadable file.
     """
     rel = normalize_path(path)
-    if from_line < 1:
-        raise NoteError(f"from must be 1 or more, got {from_line}")
-    if lines is not None and lines < 1:
-        raise NoteError(f"lines must be 1 or more, got {lines}")
+    check_range(from_line, lines)
     where = places(workspace, warn=False)
     candidate = where.root / rel
     try:  # a name the file system refuses (too long) is an OSError, not a missing file
@@ -118,6 +123,24 @@ def get_lines(
         text_lines = read_lines(real)
     except UnreadableFileError as exc:
         raise NoteError(f"cannot read {exc.named(rel)}") from None
+    return sliced(rel, text_lines, from_line, lines)
+
+
+def check_range(from_line: int, lines: int | None) -> None:
+    """Refuse a first line below 1 or a count below 1 (:class:`NoteError`)."""
+    if from_line < 1:
+        raise NoteError(f"from must be 1 or more, got {from_line}")
+    if lines is not None and lines < 1:
+        raise NoteError(f"lines must be 1 or more, got {lines}")
+
+
+def sliced(rel: str, text_lines: list[str], from_line: int, lines: int | None) -> MemoryLines:
+    """``lines`` lines of a note's ``text_lines`` from ``from_line`` (``memory_get``'s answer).
+
+    Raises:
+        NoteError: A bad range.
+    """
+    check_range(from_line, lines)
     total = len(text_lines)
     if total == 0:
         return MemoryLines(rel, 1, 0, 0, "", False)

@@ -45,6 +45,7 @@ __all__ = [
     "load_postings",
     "named_segments",
     "open_segments",
+    "postings_of",
     "sweep_segments",
     "write_postings",
 ]
@@ -226,7 +227,7 @@ def open_segments(folder: Path, names: list[str], searcher: bool = False) -> lis
 def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[str, Postings]:
     """The four posting lists of the chunks ``where`` selects, from their stored terms."""
     query = f"SELECT terms, headers, path FROM chunks {where} ORDER BY id"
-    return _postings_of(conn.execute(query, args))
+    return postings_of(conn.execute(query, args))
 
 
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
@@ -237,7 +238,7 @@ def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, Seg
     return posts, rows
 
 
-def _postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
+def postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
     """The four posting lists of chunks from their stored terms, header chains and paths.
 
     The text and phrase lists are built a part of about :data:`BUILD_TERMS`

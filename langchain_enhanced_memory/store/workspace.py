@@ -459,7 +459,7 @@ def read_blocks(
             raise UnreadableFileError(path, _too_large(size))
         head = os.pread(fh.fileno(), BINARY_SNIFF_BYTES, 0)
         if any(head.startswith(bom) for bom in _UTF16_BOMS):
-            yield line, -1, _split(_decode(_read_all(path, fh, digest, hashed)))
+            yield line, -1, split_lines(_decode(_read_all(path, fh, digest, hashed)))
             return
         if b"\x00" in head:
             raise UnreadableFileError(path, "looks binary (NUL bytes near the start)")
@@ -474,13 +474,13 @@ def read_blocks(
             data = rest + raw
             cut = data.rfind(b"\n") + 1
             if cut:
-                lines = _split(_decode(data[:cut], offset == 0))
+                lines = split_lines(_decode(data[:cut], offset == 0))
                 yield line, offset, lines
                 line, offset, rest = line + len(lines), offset + cut, data[cut:]
             else:
                 rest = data
         if rest:
-            yield line, offset, _split(_decode(rest, offset == 0))
+            yield line, offset, split_lines(_decode(rest, offset == 0))
     except OSError as exc:
         raise UnreadableFileError(path, exc.strerror or type(exc).__name__) from exc
     finally:
@@ -497,7 +497,7 @@ def _read_all(path: Path | str, fh: io.BufferedReader, digest: Digest | None, ha
     return data
 
 
-def _split(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
     r"""Lines of decoded text: ``\r\n`` and ``\n`` end a line, a final one adds none."""
     if not text:
         return []

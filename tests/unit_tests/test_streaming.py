@@ -125,9 +125,9 @@ def test_postings_built_in_parts_equal_one_build(part_terms: int, monkeypatch) -
         (" ".join(rng.choices(words, k=rng.randint(0, 12))), f"H{i % 3}", f"memory/{i % 5}.md")
         for i in range(120)
     ]
-    whole = postings._postings_of(rows)
+    whole = postings.postings_of(rows)
     monkeypatch.setattr(postings, "BUILD_TERMS", part_terms)
-    parts = postings._postings_of(rows)
+    parts = postings.postings_of(rows)
     for field, post in whole.items():
         for name in ("keys", "indptr", "docs", "tf", "doc_len"):
             want, got = getattr(post, name), getattr(parts[field], name)

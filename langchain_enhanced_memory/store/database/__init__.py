@@ -1,0 +1,310 @@
+"""The PostgreSQL store: scopes many hosts publish, append to and search (``--database``).
+
+:class:`Database` is its one face. A scope is either **folder-backed** (a host
+publishes its workspace's index: :meth:`Database.publish`) or
+**database-backed** (notes appended here: :meth:`Database.append`). Either
+way its index is immutable segments (:mod:`.segments`) that searchers fetch
+once, keep decoded, and assemble into the :class:`..core.snapshot.Snapshot`
+ranking reads: the same arrays, so the same ranking, as the local store.
+
+Freshness: every committed write bumps the scope's generation; a reader
+compares it on each :meth:`Database.snapshot` (one query) and fetches only the
+segments it does not hold. Reads go to ``read_url`` (a replica) when given,
+except a scope this process wrote at a generation the replica has not reached
+yet: that read goes to the primary (read-your-writes).
+
+psycopg is imported only when a database is connected (the ``postgres`` extra).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...core.errors import DatabaseError
+from ...core.scopes import validate_scope
+from ...core.settings import MemorySettings
+from ...core.snapshot import Snapshot
+from ..append import AppendResult, plan
+from ..index import MemoryIndex
+from ..notes import MemoryLines, check_range
+from .connect import Pool, release, shared_pool, shown_url
+from .notes import Embedding, append_note, export_notes, read_note
+from .publish import Fetch, PublishReport, publish_folder
+from .schema import migrate
+from .segments import Segment, assemble, decode, live_rows
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo"]
+
+
+@dataclass(frozen=True)
+class ScopeInfo:
+    """One scope as :meth:`Database.scopes` lists it."""
+
+    name: str
+    backing: str  # "folder" or "database"
+    owner: str | None  # the publishing host:path of a folder-backed scope
+    generation: int
+    model: str | None
+    chunks: int
+
+
+class Database:
+    """A PostgreSQL database of scopes (open with :meth:`connect`; thread-safe).
+
+    Args:
+        writer: The pool of the primary.
+        reader: The pool searches read from (the primary's, or a replica's).
+        settings: Chunking and embedding settings of what this process writes.
+    """
+
+    def __init__(self, writer: Pool, reader: Pool, settings: MemorySettings) -> None:
+        self._writer, self._reader = writer, reader
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._segments: dict[int, Segment] = {}  # decoded, by id (immutable)
+        self._snapshots: dict[str, Snapshot] = {}  # scope -> its last assembled generation
+        self._uses: dict[str, list[int]] = {}  # scope -> the segments of that snapshot
+        self._written: dict[str, int] = {}  # scope -> the generation this process committed
+
+    @classmethod
+    def connect(
+        cls, url: str, settings: MemorySettings | None = None, read_url: str | None = None
+    ) -> Database:
+        """Connect (pools shared per URL in this process) and bring the schema up to date.
+
+        Raises:
+            DatabaseError: Unreachable, refused, or a schema newer than this package's.
+        """
+        writer = shared_pool(url)
+        try:
+            with writer.connection("migrating the schema") as conn:
+                migrate(conn, shown_url(url))
+            reader = shared_pool(read_url) if read_url else writer
+        except BaseException:
+            release(writer)
+            raise
+        return cls(writer, reader, settings or MemorySettings())
+
+    @property
+    def shown(self) -> str:
+        """The database's URL as messages show it (password as ``***``)."""
+        return shown_url(self._writer.url)
+
+    def close(self) -> None:
+        """Release the connections (the last user of a URL's pool closes it)."""
+        if self._reader is not self._writer:
+            release(self._reader)
+        release(self._writer)
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writes
+    def publish(
+        self,
+        scope: str,
+        index: MemoryIndex,
+        model_id: str | None,
+        *,
+        owner: str,
+        take_over: bool = False,
+    ) -> PublishReport:
+        """Publish ``index``'s workspace (synced, embedded) as folder-backed ``scope``.
+
+        One transaction: the changed files' rows as a new segment, deleted files
+        dropped, their notes' text stored, small segments merged, the generation
+        bumped. A publish killed at any moment leaves the previous generation.
+
+        Args:
+            scope: The scope's name.
+            index: The local index (its chunks must all have vectors of ``model_id``).
+            model_id: The model of the vectors published (None: keyword-only).
+            owner: Who publishes (``host:path``): another owner is refused ...
+            take_over: ... unless this is set.
+
+        Raises:
+            ScopeError: Bad name, a database-backed scope, another owner, missing vectors.
+            DatabaseError: The database failed (nothing was written).
+        """
+        validate_scope(scope)
+        with self._writer.connection(f"publishing scope {scope}") as conn:
+            report = publish_folder(
+                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope)
+            )
+        self._wrote(scope, report.generation)
+        return report
+
+    def append(
+        self,
+        scope: str,
+        text: str,
+        *,
+        section: str | None = None,
+        now: datetime | date | None = None,
+        file: str | None = None,
+        embed: Embedding | None = None,
+    ) -> AppendResult:
+        """Append a bullet to a note of database-backed ``scope`` (created by its first append).
+
+        As :func:`..append.append_memory` places it (today's daily note, or ``file``;
+        under ``section``), in one transaction with the note's new chunks (and
+        vectors, with ``embed``), so every host's next search finds it.
+
+        Raises:
+            WriteError: Bad text, section or file (as ``append_memory``).
+            ScopeError: Bad name, a folder-backed scope, or one with vectors of another model.
+            DatabaseError: The database failed (nothing was written).
+        """
+        validate_scope(scope)
+        todo = plan(text, section=section, file=file, now=now)
+        with self._writer.connection(f"appending to scope {scope}") as conn:
+            result, generation = append_note(
+                conn, scope, todo, self.settings, embed, self._fetcher(conn, scope)
+            )
+        self._wrote(scope, generation)
+        return result
+
+    def _wrote(self, scope: str, generation: int) -> None:
+        with self._lock:
+            self._written[scope] = max(self._written.get(scope, 0), generation)
+
+    # ------------------------------------------------------------------- reads
+    def read(
+        self, scope: str, path: str, from_line: int = 1, lines: int | None = None
+    ) -> MemoryLines:
+        """Lines of a note of ``scope`` (``get``; folder-backed scopes store their notes too).
+
+        Raises:
+            MissingNoteError: No such note.
+            NoteError: A refused path or bad range.
+        """
+        validate_scope(scope)
+        check_range(from_line, lines)
+        with self._reader.connection(f"reading scope {scope}") as conn:
+            return read_note(conn, scope, path, from_line, lines)
+
+    def export(self, scope: str, folder: str | Path) -> list[str]:
+        """Write the notes of ``scope`` under ``folder`` as a workspace; the paths written.
+
+        Raises:
+            ScopeError: Bad name, or a different file in the way (nothing written then).
+        """
+        validate_scope(scope)
+        with self._reader.connection(f"exporting scope {scope}") as conn:
+            return export_notes(conn, scope, Path(folder).expanduser())
+
+    def generations(self, names: list[str]) -> dict[str, int]:
+        """Each named scope's committed generation (scopes that do not exist left out)."""
+        for name in names:
+            validate_scope(name)
+        rows = self._generations(self._reader, names)
+        behind = [n for n in names if rows.get(n, 0) < self._written.get(n, 0)]
+        if behind and self._reader is not self._writer:
+            rows |= self._generations(self._writer, behind)
+        return rows
+
+    @staticmethod
+    def _generations(pool: Pool, names: list[str]) -> dict[str, int]:
+        with pool.connection("reading generations") as conn:
+            found = conn.execute(
+                "SELECT name, generation FROM em_scopes WHERE name = ANY(%s)", (names,)
+            ).fetchall()
+        return {name: int(gen) for name, gen in found}
+
+    def scopes(self) -> list[ScopeInfo]:
+        """Every scope of the database, by name."""
+        with self._reader.connection("listing scopes") as conn:
+            rows = conn.execute(
+                "SELECT s.name, s.backing, s.owner, s.generation, s.model,"
+                " coalesce((SELECT sum(f.chunks) FROM em_files f WHERE f.scope = s.name), 0)"
+                " FROM em_scopes s ORDER BY s.name"
+            ).fetchall()
+        return [ScopeInfo(r[0], r[1], r[2], int(r[3]), r[4], int(r[5])) for r in rows]
+
+    def snapshot(self, scope: str, model_id: str | None) -> Snapshot:
+        """The scope's committed generation as a snapshot (vectors when of ``model_id``).
+
+        One query when the generation is the one this process holds; else the
+        segments it lacks are fetched (the rest are kept decoded) and assembled.
+        A scope that does not exist yet reads as empty. Never writes.
+
+        Raises:
+            DatabaseError: The database failed, or a segment is damaged.
+        """
+        validate_scope(scope)
+        snap = self._snapshot(self._reader, scope)
+        if snap.generation < self._written.get(scope, 0) and self._reader is not self._writer:
+            snap = self._snapshot(self._writer, scope)  # the replica lags our own write
+        if snap.model is not None and snap.model != model_id:
+            return snap.with_vectors(None, None)
+        return snap
+
+    def _snapshot(self, pool: Pool, scope: str) -> Snapshot:
+        with pool.connection(f"reading scope {scope}") as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            row = conn.execute(
+                "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
+            ).fetchone()
+            generation, model = (int(row[0]), row[1]) if row else (0, None)
+            with self._lock:
+                held = self._snapshots.get(scope)
+            if held is not None and held.generation == generation:
+                return held
+            files = conn.execute(
+                "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0", (scope,)
+            ).fetchall()
+            ids = sorted({int(s) for _, s in files})
+            segments = self._fetcher(conn, scope)(ids)
+        live: dict[int, set[str]] = {i: set() for i in ids}
+        for path, seg_id in files:
+            live[int(seg_id)].add(path)
+        segs = [segments[i] for i in ids]
+        snap = assemble(
+            generation, segs, [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)], model
+        )
+        with self._lock:
+            self._snapshots[scope], self._uses[scope] = snap, ids
+            keep = {i for used in self._uses.values() for i in used}
+            self._segments = {i: s for i, s in self._segments.items() if i in keep}
+        return snap
+
+    def _fetcher(self, conn: psycopg.Connection, scope: str) -> Fetch:
+        """Segments by id: those this process holds decoded, the others read in ``conn``."""
+
+        def fetch(ids: list[int]) -> dict[int, Segment]:
+            with self._lock:
+                out = {i: self._segments[i] for i in ids if i in self._segments}
+            missing = [i for i in ids if i not in out]
+            if missing:
+                rows = conn.execute(
+                    "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
+                    (scope, missing),
+                ).fetchall()
+                for seg_id, blob in rows:
+                    try:
+                        out[int(seg_id)] = decode(bytes(blob))
+                    except ValueError as exc:
+                        raise DatabaseError(
+                            f"database {self.shown}: segment {seg_id} of scope {scope} is damaged"
+                            f" ({exc})",
+                            "publish the scope again",
+                        ) from None
+                if len(out) < len(ids):
+                    raise DatabaseError(
+                        f"database {self.shown}: a segment of scope {scope} is missing"
+                    )
+                with self._lock:
+                    self._segments.update(out)
+            return out
+
+        return fetch

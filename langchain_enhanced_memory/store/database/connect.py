@@ -1,0 +1,143 @@
+"""Connections to PostgreSQL: one pool per URL per process, errors as one redacted line.
+
+psycopg 3 and psycopg_pool are imported here and in this package only, and
+only when a database is used (the ``postgres`` extra). Every failure becomes a
+:class:`..core.errors.DatabaseError` whose message shows the URL with its
+password replaced by ``***``, and never the password anywhere else in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from ...core.errors import DatabaseError, one_line
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["Pool", "redact", "shared_pool"]
+
+# user:password@ in a URL (also a mistyped one), and password=... in a key=value string.
+_URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
+_KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+CONNECT_TIMEOUT_S = 10
+POOL_TIMEOUT_S = 15.0
+
+
+def _password(url: str) -> str | None:
+    try:
+        secret = urlsplit(url).password
+    except ValueError:
+        secret = None
+    if secret is None:
+        found = _URL_SECRET.search(url)
+        secret = found.group(2) if found else None
+    if not secret:
+        found = _KEY_SECRET.search(url)
+        secret = found.group(2).strip("'") if found else None
+    return unquote(secret) if secret else None
+
+
+def redact(text: str, url: str) -> str:
+    """``text`` with the password of ``url`` (and any other URL's or ``password=``'s) as ``***``."""
+    secret = _password(url)
+    if secret:
+        text = text.replace(secret, "***")
+    text = _URL_SECRET.sub(r"\1***@", text)
+    return _KEY_SECRET.sub(r"\1***", text)
+
+
+def shown_url(url: str) -> str:
+    """The URL as messages show it (password redacted, whitespace collapsed)."""
+    return one_line(redact(url, url), 120)
+
+
+def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
+    """The one-line error of ``exc`` on database ``url``."""
+    what = one_line(redact(str(exc) or type(exc).__name__, url), 200)
+    where = f"database {shown_url(url)}"
+    return DatabaseError(f"{where}: {doing + ': ' if doing else ''}{what}")
+
+
+def _modules() -> tuple[Any, Any]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        raise DatabaseError(
+            "PostgreSQL support is not installed",
+            "pip install 'langchain-enhanced-memory[postgres]'",
+        ) from None
+    return psycopg, psycopg_pool
+
+
+class Pool:
+    """A pool of connections to one URL; :meth:`connection` raises one-line errors.
+
+    Args:
+        url: A ``postgresql://`` URL or a ``key=value`` connection string.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        psycopg, psycopg_pool = _modules()
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
+        try:
+            # One plain connection first: a bad URL or a server that is down is said
+            # at once and in words, not as a pool timeout.
+            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
+            raise failure(url, exc, "cannot connect") from None
+        self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            open=True,
+            timeout=POOL_TIMEOUT_S,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            name="enhanced-memory",
+        )
+        self.users = 0
+
+    @contextlib.contextmanager
+    def connection(self, doing: str = "") -> Iterator[psycopg.Connection]:
+        """A connection in a transaction (committed when the block ends, else rolled back)."""
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except self._errors as exc:
+            raise failure(self.url, exc, doing) from None
+
+    def close(self) -> None:
+        """Close every connection."""
+        self._pool.close()
+
+
+_POOLS: dict[str, Pool] = {}
+_LOCK = threading.Lock()
+
+
+def shared_pool(url: str) -> Pool:
+    """This process's pool of ``url`` (made on first use; :func:`release` when done)."""
+    with _LOCK:
+        pool = _POOLS.get(url)
+        if pool is None:
+            pool = _POOLS[url] = Pool(url)
+        pool.users += 1
+        return pool
+
+
+def release(pool: Pool) -> None:
+    """One user less of ``pool``; the last one closes it."""
+    with _LOCK:
+        pool.users -= 1
+        if pool.users <= 0 and _POOLS.get(pool.url) is pool:
+            del _POOLS[pool.url]
+            pool.close()

@@ -1,0 +1,127 @@
+"""The database's tables and their versioned migrations.
+
+``em_schema`` holds one row, the version applied. :func:`migrate` applies the
+missing steps of :data:`MIGRATIONS` in one transaction under a transaction
+advisory lock (two hosts connecting at once apply them once), and refuses a
+database whose version is newer than this package knows. An up-to-date
+database is only read (one query), so a role that may only read connects too.
+
+Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
+
+* ``em_scopes``: one row per scope: its backing (``folder``: published from a
+  host's workspace; ``database``: notes written here), the folder's owner
+  (``host:path``), the generation (bumped by every committed write: what
+  searchers compare), the model of its vectors and the chunker that made its chunks.
+* ``em_segments``: immutable blobs (:mod:`.segments`), each the chunk rows,
+  postings and vectors of some files of one scope.
+* ``em_files``: each live file of a scope and the one segment holding its rows.
+* ``em_notes``: each note's text (``get`` and ``export`` without the folder).
+
+The three per-scope tables are partitioned by ``HASH (scope)`` (16 parts): a
+scope's rows sit in one part, and the step past one server (Citus) distributes
+by the same column.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.errors import DatabaseError
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MIGRATIONS", "migrate"]
+
+_PARTS = 16
+_LOCK_KEY = 0x656D5F736368  # "em_sch": the advisory lock migrations take
+
+
+def _partitioned(table: str, columns: str, key: str) -> list[str]:
+    steps = [f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({key})) PARTITION BY HASH (scope)"]
+    steps += [
+        f"CREATE TABLE {table}_p{i} PARTITION OF {table}"
+        f" FOR VALUES WITH (MODULUS {_PARTS}, REMAINDER {i})"
+        for i in range(_PARTS)
+    ]
+    return steps
+
+
+#: Each version's SQL statements, in order (never edited once released: add a version).
+MIGRATIONS: list[list[str]] = [
+    [
+        "CREATE TABLE em_scopes ("
+        " name text PRIMARY KEY,"
+        " backing text NOT NULL CHECK (backing IN ('folder', 'database')),"
+        " owner text,"
+        " generation bigint NOT NULL DEFAULT 0,"
+        " model text,"
+        " dim integer,"
+        " chunker text,"
+        " created timestamptz NOT NULL DEFAULT now(),"
+        " updated timestamptz NOT NULL DEFAULT now())",
+        "CREATE SEQUENCE em_segment_ids",
+        *_partitioned(
+            "em_segments",
+            "scope text NOT NULL, id bigint NOT NULL, chunks integer NOT NULL, data bytea NOT NULL",
+            "scope, id",
+        ),
+        # Blobs of int8 vectors and offsets gain little from TOAST's compression.
+        "ALTER TABLE em_segments ALTER COLUMN data SET STORAGE EXTERNAL",
+        *_partitioned(
+            "em_files",
+            "scope text NOT NULL, path text NOT NULL, segment bigint NOT NULL,"
+            " hash text NOT NULL, chunks integer NOT NULL",
+            "scope, path",
+        ),
+        *_partitioned(
+            "em_notes",
+            "scope text NOT NULL, path text NOT NULL, body text NOT NULL",
+            "scope, path",
+        ),
+    ],
+]
+
+
+def version_of(conn: psycopg.Connection) -> int:
+    """The schema version applied (0: none)."""
+    row = conn.execute("SELECT to_regclass('em_schema') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return 0
+    found = conn.execute("SELECT max(version) FROM em_schema").fetchone()
+    return int(found[0]) if found and found[0] is not None else 0
+
+
+def migrate(conn: psycopg.Connection, shown: str) -> int:
+    """Bring the schema to the newest version (inside the caller's transaction).
+
+    Args:
+        conn: A connection in a transaction.
+        shown: The database as messages name it (its URL, password redacted).
+
+    Returns:
+        How many versions were applied (0: it was up to date).
+
+    Raises:
+        DatabaseError: The database's schema is newer than this package's.
+    """
+    newest = len(MIGRATIONS)
+    have = version_of(conn)
+    if have == newest:
+        return 0
+    if have < newest:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        conn.execute("CREATE TABLE IF NOT EXISTS em_schema (version integer NOT NULL)")
+        have = version_of(conn)  # another host may have migrated while we waited
+    if have > newest:
+        raise DatabaseError(
+            f"database {shown} has schema version {have}; this langchain-enhanced-memory"
+            f" knows up to {newest}",
+            "upgrade langchain-enhanced-memory on this host",
+        )
+    for steps in MIGRATIONS[have:]:
+        for sql in steps:
+            conn.execute(sql)  # constants of this module only, no input
+    conn.execute("DELETE FROM em_schema")
+    conn.execute("INSERT INTO em_schema VALUES (%s)", (newest,))
+    return newest - have
