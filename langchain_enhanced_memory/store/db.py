@@ -6,8 +6,8 @@ A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
 aside (that would drop every cached vector). An index of another schema
 version is set aside and rebuilt like a damaged one, its vectors embedded
-again: an older one is of a format no release wrote (0.1.0 wrote the first,
-version 4), a newer one of a later release.
+again: an older one is of an earlier release (0.1.0 wrote version 4) or of a
+format no release wrote (1-3), a newer one of a later release.
 
 The index holds the notes' text, so it is private to its owner wherever it
 lives: its folders are 0700 and its files 0600 (SQLite gives the WAL and
@@ -45,8 +45,9 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-# The first released (0.1.0); an index of any other version is rebuilt.
-SCHEMA_VERSION = 4
+# An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``.
+SCHEMA_VERSION = 5
+_FIRST_RELEASED = 4  # 0.1.0's; versions before it were never released
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -69,7 +70,7 @@ CREATE TABLE IF NOT EXISTS embed_cache (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB,
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS derived (
+CREATE TABLE IF NOT EXISTS catalog (
     name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
 );
 """
@@ -194,7 +195,12 @@ class IndexDB:
                 version = self._create(conn)
             if version != SCHEMA_VERSION:
                 conn.close()
-                kind = "an unreleased" if version < SCHEMA_VERSION else "a newer"
+                if version > SCHEMA_VERSION:
+                    kind = "a newer"
+                elif version >= _FIRST_RELEASED:
+                    kind = "an older"
+                else:
+                    kind = "an unreleased"
                 return self._rebuild(
                     f"is of {kind} format (schema {version}, not {SCHEMA_VERSION})",
                     f"schema{version}",
