@@ -22,7 +22,7 @@ from ..core.text import escape_controls
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..engine import EnginePool, MemorySearch
+    from ..engine import MemorySearch, SearchPool
 
 __all__ = [
     "CliError",
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Set by the resident engine: commands then reuse its warm engines.
-POOL: EnginePool | None = None
+POOL: SearchPool | None = None
 
 #: How each request field is spelled on the command line.
 FLAGS = {"query": "QUERY", "k": "--k", "now": "--now", "min_score": "--min-score"}
