@@ -48,6 +48,9 @@ log = logging.getLogger("langchain_enhanced_memory")
 # An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``.
 SCHEMA_VERSION = 5
 _FIRST_RELEASED = 4  # 0.1.0's; versions before it were never released
+# A released version's steps to the next one, applied in place: an upgrade keeps the
+# embedding cache (vectors that may have taken hours of a remote embedder).
+_UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO catalog",)}
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -193,6 +196,8 @@ class IndexDB:
                 # Only when needed: setting user_version is a write, and a write on
                 # every open makes each reader commit and checkpoint on close.
                 version = self._create(conn)
+            if _FIRST_RELEASED <= version < SCHEMA_VERSION:
+                version = self._upgrade(conn, version)
             if version != SCHEMA_VERSION:
                 conn.close()
                 if version > SCHEMA_VERSION:
@@ -235,6 +240,30 @@ class IndexDB:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        return int(version)
+
+    def _upgrade(self, conn: sqlite3.Connection, version: int) -> int:
+        """Bring a released older schema up to this one in place, in one transaction.
+
+        Returns the file's version after it: unchanged when a step failed (a
+        read-only file; the caller then sets the file aside and rebuilds).
+        """
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return version
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another may have
+            while version in _UPGRADES:
+                for statement in _UPGRADES[version]:
+                    conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version={version}")
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            conn.execute("ROLLBACK")
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        log.info("index %s upgraded in place to schema %d", self.path, version)
         return int(version)
 
     def _rebuild(self, what: str, why: str) -> sqlite3.Connection:
