@@ -104,8 +104,10 @@ def test_blocks_and_markers_are_read() -> None:
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
-def test_readme_example_runs(block: Block, repo: Path) -> None:
+def test_readme_example_runs(block: Block, repo: Path, request: pytest.FixtureRequest) -> None:
     env = {"XDG_CACHE_HOME": str(repo / "cache"), "ENHANCED_MEMORY_LOG": "0"}
+    if "scope" in block.text:  # shared memory: a fresh database, as `make postgres` gives
+        env["ENHANCED_MEMORY_DATABASE_URL"] = request.getfixturevalue("database_url")
     if block.lang == "json":
         json.loads(block.text)
     elif block.lang == "python":
