@@ -89,7 +89,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_filter_arguments(p: argparse.ArgumentParser) -> None:
-    """``--since``, ``--until``, ``--path`` and ``--kind``: which chunks a search may return."""
+    """``--since``, ``--until``, ``--path``, ``--kind``, ``--corpus``: which chunks to search."""
     g = p.add_argument_group("filters (applied before ranking)")
     g.add_argument("--since", help="first day: ISO date or date words ('last week', '上个月')")
     g.add_argument("--until", help="last day: ISO date or date words")
@@ -97,13 +97,18 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--kind", action="append", choices=("core", "daily", "topic"), help="kind of file (repeat)"
     )
+    g.add_argument(
+        "--corpus",
+        choices=("memory", "sessions", "all"),
+        help="memory (notes), sessions (transcripts) or all (default)",
+    )
 
 
 def filter_of(args: argparse.Namespace) -> dict[str, Any]:
     """The filter fields the flags set."""
     return {
         name: getattr(args, name)
-        for name in ("since", "until", "path", "kind")
+        for name in ("since", "until", "path", "kind", "corpus")
         if getattr(args, name, None) is not None
     }
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKEND",
     "citation",
+    "corpus",
     "failure_json",
     "get_failure_json",
     "get_json",
@@ -31,8 +32,11 @@ __all__ = [
 
 #: ``debug.backend`` of every answer.
 BACKEND = "enhanced-memory"
-#: The one corpus this package searches (OpenClaw's ``corpus`` argument).
-CORPUS = "memory"
+
+
+def corpus(hit: Hit) -> str:
+    """OpenClaw's ``source``/``corpus`` of a hit: ``sessions`` for a transcript, else ``memory``."""
+    return "sessions" if hit.kind == "session" else "memory"
 
 
 def citation(path: str, start: int, end: int) -> str:
@@ -49,8 +53,8 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
         "score": hit.score,
         "snippet": snippet(hit.text, snippet_chars),
         "header": hit.header,
-        "source": CORPUS,
-        "corpus": CORPUS,
+        "source": corpus(hit),
+        "corpus": corpus(hit),
         "citation": citation(hit.path, hit.start_line, hit.end_line),
         "textScore": round(hit.signals.get("keyword", 0.0), 4),
     }

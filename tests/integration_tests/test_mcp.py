@@ -133,8 +133,8 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     assert "not an ISO date" in await error_of(
         session, "memory_search", query="Postgres", since="someday soon"
     )
-    assert "must be memory or all" in await error_of(
-        session, "memory_search", query="Postgres", corpus="sessions"
+    assert "must be memory, sessions or all" in await error_of(
+        session, "memory_search", query="Postgres", corpus="chats"
     )
 
     got = await call(session, "memory_get", path="memory/2026-02-08.md", **{"from": 3}, lines=2)
@@ -280,8 +280,8 @@ def test_refusals_are_tool_errors_of_one_line_each(ws: Path) -> None:
             assert "cannot be read" in await error_of(
                 session, "memory_get", path="memory/" + "p" * 100_000 + ".md"
             )
-            assert "must be memory or all" in await error_of(
-                session, "memory_get", path="MEMORY.md", corpus="sessions"
+            assert "must be memory, sessions or all" in await error_of(
+                session, "memory_get", path="MEMORY.md", corpus="chats"
             )
             await error_of(session, "memory_related", path="../x.md")  # no vectors: one line
 

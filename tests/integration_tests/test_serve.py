@@ -246,7 +246,7 @@ def test_filters_and_openclaw_names_in_the_body(server: Server) -> None:
         ({"query": "x", "kind": "journal"}, '"kind" must be core, daily or topic'),
         ({"query": "x", "path": "../../etc"}, '"path"'),
         ({"query": "x", "since": "2026-03-01", "until": "2026-01-01"}, "is after until"),
-        ({"query": "x", "corpus": "sessions"}, '"corpus"'),
+        ({"query": "x", "corpus": "chats"}, '"corpus" must be memory, sessions or all'),
     ],
 )
 def test_malformed_filters_get_a_400(server: Server, body: dict, fragment: str) -> None:
