@@ -30,12 +30,14 @@ __all__ = [
     "add_filter_arguments",
     "add_no_daemon_argument",
     "dump",
+    "embed_first",
     "engine_from_args",
     "filter_of",
     "flag_error",
     "parse_now",
     "progress_bar",
     "report_embedder",
+    "say_keyword_only",
 ]
 
 #: Set by the resident engine: commands then reuse its warm engines.
@@ -155,6 +157,32 @@ def report_embedder(engine: MemorySearch) -> None:
     if c.fallback:
         line += f", fallback {c.fallback}" + (f": {c.reason}" if c.reason else "")
     print(escape_controls(line), file=sys.stderr)
+
+
+def say_keyword_only(embedded: float | None) -> bool:
+    """Say on stderr that an answer is keyword-only while vectors are embedded; True if so."""
+    if embedded is None:
+        return False
+    print(
+        f"enhanced-memory: answering keyword-only: {embedded:.0%} of the chunks have a vector"
+        " so far; embed them all first with `enhanced-memory index` (or search --embed-first)",
+        file=sys.stderr,
+    )
+    return True
+
+
+def embed_first(engine: MemorySearch) -> None:
+    """Sync and embed what lacks a vector before answering (``--embed-first``).
+
+    Raises:
+        CliError: The embedder failed (the text index is updated; rerun to resume).
+    """
+    from ..core.errors import EmbeddingError
+
+    try:
+        engine.update_index(progress=progress_bar)
+    except EmbeddingError as exc:
+        raise CliError(f"embedding stopped: {exc} (rerun to resume)", exc.action) from None
 
 
 def progress_bar(total: int) -> Callable[[int], None] | None:

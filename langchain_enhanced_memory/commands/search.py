@@ -25,11 +25,13 @@ from .common import (
     add_filter_arguments,
     add_no_daemon_argument,
     dump,
+    embed_first,
     engine_from_args,
     filter_of,
     flag_error,
     parse_now,
     report_embedder,
+    say_keyword_only,
 )
 
 #: What a batch line may set (other keys, such as a benchmark's gold, are ignored).
@@ -60,6 +62,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="drop results whose calibrated score (0..1) is below this",
     )
     add_filter_arguments(p)
+    p.add_argument(
+        "--embed-first",
+        action="store_true",
+        help="embed what lacks a vector before answering (else keyword-only meanwhile)",
+    )
     add_no_daemon_argument(p)
 
 
@@ -77,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         raise flag_error(exc) from None
     engine = engine_from_args(args)
+    if args.embed_first:
+        embed_first(engine)
     response = engine.run(request)
+    say_keyword_only(response.embedded)
     if args.json:
         dump(response_json(response, engine.settings.snippet_chars))
     else:
@@ -91,15 +101,19 @@ def _run_batch(args: argparse.Namespace, now: Any) -> int:
     """Answer each line of ``--batch``; 1 when any line got an error object, else 0."""
     lines = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
     engine = engine_from_args(args, watch=True)
+    if args.embed_first:
+        embed_first(engine)
     if not args.json:
         report_embedder(engine)
     chars = engine.settings.snippet_chars
-    failed = False
+    failed = said = False  # keyword-only answers are said once a batch
     for n, item_id, request in lines:
         try:
             if isinstance(request, EnhancedMemoryError):
                 raise request
-            dump({"id": item_id, **response_json(engine.run(request), chars)})
+            response = engine.run(request)
+            said = said or say_keyword_only(None if said else response.embedded)
+            dump({"id": item_id, **response_json(response, chars)})
         except EnhancedMemoryError as exc:
             failed = True
             message = escape_controls(f"{args.batch}:{n}: {exc}")
