@@ -292,3 +292,28 @@ def test_corpus_through_the_command_line(ws: Path) -> None:
     assert "corpus: must be memory, sessions or all" in second["error"]
     got = run_cli("get", "sessions/s1.jsonl", "--workspace", str(ws), "--json")
     assert json.loads(got.stdout)["text"].startswith("user: turn 0 about database")
+
+
+@pytest.mark.slow
+def test_a_100_mb_transcript_is_indexed_and_grows_by_its_tail(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "big.jsonl"
+    path.parent.mkdir()
+    size, i = 0, 0
+    with path.open("w") as fh:
+        fh.write(json.dumps(HEADER) + "\n")
+        while size < 100 << 20:  # past the 64 MB a note may have
+            words = " ".join(f"w{(i * 7 + j) % 5000}" for j in range(40))
+            line = json.dumps(message("user" if i % 2 else "assistant", words, HEADER["timestamp"]))
+            fh.write(line + "\n")
+            size, i = size + len(line) + 1, i + 1
+    index = MemoryIndex(tmp_path)
+    first = index.sync()
+    assert first.changed == ["sessions/big.jsonl"] and first.chunks >= i // 16
+    with index.reader() as conn:
+        kept = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+    append_jsonl(path, [message("user", "the zanzibar handover", "2026-02-03T10:00:00Z")])
+    index.sync()
+    with index.reader() as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")]
+    assert len([x for x in ids if x > kept]) == 2  # the last chunk again, and the new day's
+    assert search(tmp_path, "zanzibar handover")[0].start_line == i + 2
