@@ -151,6 +151,14 @@ def test_corpus_keeps_notes_or_transcripts(ws: Path) -> None:
     assert {h.kind for h in search(ws, "database", corpus="all")} == {"daily", "session"}
 
 
+def test_the_session_prior_weighs_transcripts_against_notes(ws: Path) -> None:
+    said = "We chose the Postgres database for the billing service."
+    write_jsonl(ws / "sessions" / "s1.jsonl", [HEADER, message("user", said, "2026-02-01T10:00Z")])
+    request = SearchRequest("Postgres database billing service")
+    assert [h.kind for h in engine(ws).run(request).hits] == ["daily", "session"]
+    assert [h.kind for h in engine(ws, session_prior=2).run(request).hits] == ["session", "daily"]
+
+
 def test_more_transcript_folders_by_setting_and_environment(
     ws: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
