@@ -209,10 +209,15 @@ class Freshness:
             seen = w.changes
             if seen == self._synced_at:
                 return
-            if (
-                places(w.root, warn=False, settings=self.index.settings) != w.places
-            ):  # a link at the top was re-pointed
-                self._fall_back("the workspace's memory/ or MEMORY.md link changed")
+            where = places(w.root, warn=False, settings=self.index.settings)
+            # A link re-pointed, or a transcript folder outside the workspace named or gone
+            # (a sessions/ folder made inside it is watched already).
+            if (where.memory, where.files, where.outside()) != (
+                w.places.memory,
+                w.places.files,
+                w.places.outside(),
+            ):
+                self._fall_back("a memory/, MEMORY.md or transcript folder link changed")
                 return self.refresh()
             # Unknown changes (first search) or new events: the exact check decides.
             if self.index.is_stale():
