@@ -41,6 +41,7 @@ __all__ = [
     "Turn",
     "parse_turn",
     "transcript_day",
+    "transcript_time",
 ]
 
 #: The file name ending of a transcript.
@@ -50,6 +51,7 @@ TRANSCRIPT_SUFFIX = ".jsonl"
 _SPOKEN = frozenset({"user", "assistant"})
 _TOOL_ROLES = frozenset({"toolResult", "tool", "tool_result"})
 _DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,12 @@ def transcript_day(header: str) -> str | None:
     """The ISO day a transcript chunk's header starts with (None when it has no time)."""
     m = _DAY.match(header)
     return m[1] if m else None
+
+
+def transcript_time(header: str) -> str | None:
+    """``YYYY-MM-DDTHH:MM`` of a transcript chunk's first message (None when it has no time)."""
+    m = _TIME.match(header)
+    return f"{m[1]}T{m[2]}" if m else None
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.results import Hit, SearchResponse
 from ..core.text import snippet
+from ..core.transcripts import TRANSCRIPT_SUFFIX, transcript_time
 
 if TYPE_CHECKING:
     from ..store.notes import MemoryLines
@@ -60,6 +61,11 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
     }
     if mode == "hybrid":
         row["vectorScore"] = round(hit.signals.get("cosine", 0.0), 4)
+    if hit.kind == "session":
+        row["sessionId"] = hit.path.rsplit("/", 1)[-1].removesuffix(TRANSCRIPT_SUFFIX)
+        when = transcript_time(hit.header)
+        if when is not None:
+            row["timestamp"] = when
     return row
 
 

@@ -287,6 +287,8 @@ def test_corpus_through_the_command_line(ws: Path) -> None:
         jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
         results = doc["results"]
         assert {r["source"] for r in results} == {r["corpus"] for r in results} == sources
+        row = next(r for r in results if r["source"] == "sessions")
+        assert (row["sessionId"], row["timestamp"]) == ("s1", "2026-02-02T10:00")
     batch = ws / "q.jsonl"
     batch.write_text(
         json.dumps({"id": 1, "query": "database", "corpus": "memory"})
