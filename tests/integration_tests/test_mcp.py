@@ -160,6 +160,18 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     one = await call(session, "memory_related", path="memory/2026-02-08.md", startLine=3)
     assert all(int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one["outgoing"])
 
+    # A session transcript the agent writes: searched by corpus, read as turns.
+    turn = {"role": "user", "content": "the failover drill", "timestamp": "2026-02-08T10:00Z"}
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "s1.jsonl").write_text(json.dumps(turn) + "\n", encoding="utf-8")
+    doc = await call(session, "memory_search", query="failover drill", corpus="sessions")
+    validate(doc, "memory_search", "success")
+    assert [(r["path"], r["source"]) for r in doc["results"]] == [("sessions/s1.jsonl", "sessions")]
+    doc = await call(session, "memory_search", query="failover drill", corpus="memory")
+    assert all(r["source"] == "memory" for r in doc["results"])
+    got = await call(session, "memory_get", path="sessions/s1.jsonl")
+    assert got["text"] == "user: the failover drill"
+
 
 @pytest.fixture
 def ws(workspace: Path) -> Path:
