@@ -153,6 +153,9 @@ class MemorySearchInput(_Input):
     kind: Annotated[Any, WithJsonSchema(KIND_SCHEMA)] = Field(
         None, description="Only these kinds of file, one or a list: core (MEMORY.md), daily, topic."
     )
+    corpus: str | None = Field(
+        None, description="memory (notes), sessions (past conversations) or all (default)."
+    )
 
 
 class MemorySearchScopedInput(MemorySearchInput):
@@ -194,10 +197,11 @@ class MemorySearchTool(_MemoryTool):
         until: str | None = None,
         path: str | None = None,
         kind: str | list[str] | None = None,
+        corpus: str | None = None,
         scope: str | list[str] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        flt = {"since": since, "until": until, "path": path, "kind": kind}
+        flt = {"since": since, "until": until, "path": path, "kind": kind, "corpus": corpus}
         try:
             request = SearchRequest.from_body(
                 {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now

@@ -37,6 +37,7 @@ __all__ = [
     "config_from_args",
     "database_scope",
     "dump",
+    "embed_first",
     "engine_from_args",
     "filter_of",
     "flag_error",
@@ -44,6 +45,7 @@ __all__ = [
     "parse_now",
     "progress_bar",
     "report_embedder",
+    "say_keyword_only",
     "searcher_from_args",
 ]
 
@@ -98,7 +100,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_filter_arguments(p: argparse.ArgumentParser) -> None:
-    """``--since``, ``--until``, ``--path`` and ``--kind``: which chunks a search may return."""
+    """``--since``, ``--until``, ``--path``, ``--kind``, ``--corpus``: which chunks to search."""
     g = p.add_argument_group("filters (applied before ranking)")
     g.add_argument("--since", help="first day: ISO date or date words ('last week', '上个月')")
     g.add_argument("--until", help="last day: ISO date or date words")
@@ -106,13 +108,18 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--kind", action="append", choices=("core", "daily", "topic"), help="kind of file (repeat)"
     )
+    g.add_argument(
+        "--corpus",
+        choices=("memory", "sessions", "all"),
+        help="memory (notes), sessions (transcripts) or all (default)",
+    )
 
 
 def filter_of(args: argparse.Namespace) -> dict[str, Any]:
     """The filter fields the flags set."""
     return {
         name: getattr(args, name)
-        for name in ("since", "until", "path", "kind")
+        for name in ("since", "until", "path", "kind", "corpus")
         if getattr(args, name, None) is not None
     }
 
@@ -253,6 +260,39 @@ def report_embedder(engine: MemorySearch | ScopedSearch, response: Any = None) -
         reason = getattr(c, "reason", None)
         line += f", fallback {c.fallback}" + (f": {reason}" if reason else "")
     print(escape_controls(line), file=sys.stderr)
+
+
+def say_keyword_only(embedded: float | None) -> bool:
+    """Say on stderr that an answer is keyword-only while vectors are embedded; True if so."""
+    if embedded is None:
+        return False
+    print(
+        f"enhanced-memory: answering keyword-only: {embedded:.0%} of the chunks have a vector"
+        " so far; embed them all first with `enhanced-memory index` (or search --embed-first)",
+        file=sys.stderr,
+    )
+    return True
+
+
+def embed_first(engine: MemorySearch | ScopedSearch) -> None:
+    """Sync and embed what lacks a vector before answering (``--embed-first``).
+
+    Over scopes, each folder's; a database scope is embedded by whoever writes it.
+
+    Raises:
+        CliError: The embedder failed (the text index is updated; rerun to resume).
+    """
+    from ..core.errors import EmbeddingError
+    from ..engine import MemorySearch
+    from ..engine.scoped import ScopedSearch
+
+    local = [m for _, m in engine.members] if isinstance(engine, ScopedSearch) else [engine]
+    try:
+        for member in local:
+            if isinstance(member, MemorySearch):
+                member.update_index(progress=progress_bar)
+    except EmbeddingError as exc:
+        raise CliError(f"embedding stopped: {exc} (rerun to resume)", exc.action) from None
 
 
 def progress_bar(total: int) -> Callable[[int], None] | None:

@@ -13,7 +13,14 @@ from ..core.errors import SettingsError
 from ..core.settings import MemorySettings
 from ..core.text import escape_controls
 from ..engine import EngineConfig, MemorySearch
-from .common import CliError, add_common_arguments, add_no_daemon_argument, dump, progress_bar
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_no_daemon_argument,
+    dump,
+    embed_first,
+    progress_bar,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=10, help="results per query (default 10)")
     p.add_argument("--out", help="write ranked results here, in the scorer's format")
     p.add_argument("--only", help="comma-separated workspaces to run (default: all)")
+    p.add_argument(
+        "--no-embed-first",
+        action="store_true",
+        help="do not embed what lacks a vector first (answers are keyword-only meanwhile)",
+    )
     p.add_argument(
         "--set",
         dest="overrides",
@@ -64,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
     def engine_for(ws: Path) -> MemorySearch:
         # Each workspace keeps its own index (never $ENHANCED_MEMORY_INDEX).
-        return MemorySearch.from_config(replace(base, workspace=ws, index_path=None))
+        engine = MemorySearch.from_config(replace(base, workspace=ws, index_path=None))
+        if not args.no_embed_first:  # else a fresh workspace measures the keyword-only ranking
+            embed_first(engine)
+        return engine
 
     summary, results = evaluate(root, queries, engine_for, args.k, progress=progress_bar)
     summary.update(profile=profile, overrides=overrides)

@@ -28,10 +28,12 @@ from .common import (
     add_no_daemon_argument,
     add_scope_arguments,
     dump,
+    embed_first,
     filter_of,
     flag_error,
     parse_now,
     report_embedder,
+    say_keyword_only,
     searcher_from_args,
 )
 
@@ -64,6 +66,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_filter_arguments(p)
     add_scope_arguments(p, many=True)
+    p.add_argument(
+        "--embed-first",
+        action="store_true",
+        help="embed what lacks a vector before answering (else keyword-only meanwhile)",
+    )
     add_no_daemon_argument(p)
 
 
@@ -81,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         raise flag_error(exc) from None
     engine = searcher_from_args(args)
+    if args.embed_first:
+        embed_first(engine)
     response = engine.run(request)
+    say_keyword_only(response.embedded)
     if args.json:
         dump(response_json(response, engine.settings.snippet_chars))
     else:
@@ -96,16 +106,19 @@ def _run_batch(args: argparse.Namespace, now: Any) -> int:
     """Answer each line of ``--batch``; 1 when any line got an error object, else 0."""
     lines = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
     engine = searcher_from_args(args, watch=True)
+    if args.embed_first:
+        embed_first(engine)
     if not args.json:
         report_embedder(engine)
     chars = engine.settings.snippet_chars
-    failed = False
+    failed = said = False  # keyword-only answers are said once a batch
     for n, item_id, request, scope in lines:
         try:
             if isinstance(request, EnhancedMemoryError):
                 raise request
-            answer = narrowed(engine, scope).run(request)
-            dump({"id": item_id, **response_json(answer, chars)})
+            response = narrowed(engine, scope).run(request)
+            said = said or say_keyword_only(None if said else response.embedded)
+            dump({"id": item_id, **response_json(response, chars)})
         except EnhancedMemoryError as exc:
             failed = True
             message = escape_controls(f"{args.batch}:{n}: {exc}")

@@ -12,7 +12,9 @@ they name, ``until`` the last. A date filter keeps only dated chunks (daily
 notes, whose name starts with a date), since an undated file is from no period.
 ``path`` is a glob (``memory/topics/**``) when it holds ``*``, ``?`` or
 ``[``, else a prefix (``memory/topics`` keeps that folder and what is in it).
-``kind`` is one or more of ``core``, ``daily`` and ``topic``.
+``kind`` is one or more of ``core``, ``daily`` and ``topic``. ``corpus`` (OpenClaw's
+word) is ``memory`` (the notes), ``sessions`` (the session transcripts, dated
+by their messages) or ``all`` (both, the default).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from .globs import glob_match
 from .snapshot import Snapshot
 
 __all__ = [
+    "CORPORA",
     "FILTER_FIELDS",
     "KINDS",
     "KIND_SCHEMA",
@@ -49,6 +52,8 @@ KIND_SCHEMA: dict[str, Any] = {
         {"type": "null"},
     ]
 }
+#: OpenClaw's ``corpus`` values: the notes, the session transcripts, or both.
+CORPORA: tuple[str, ...] = ("memory", "sessions", "all")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _GLOB_CHARS = frozenset("*?[")
 
@@ -63,6 +68,8 @@ class SearchFilter:
         path: A glob (``memory/topics/**``) or a path prefix (``memory/topics``).
         kind: Kinds of file: ``core``, ``daily``, ``topic`` (a tuple, a list, or
             one string of them separated by commas or spaces).
+        corpus: ``memory`` (notes only), ``sessions`` (transcripts only) or
+            ``all`` (held as None: no filter).
 
     Raises:
         RequestError: A value that is not valid, naming its field.
@@ -72,6 +79,7 @@ class SearchFilter:
     until: str | None = None
     path: str | None = None
     kind: tuple[Kind, ...] | None = None
+    corpus: str | None = None
 
     def __post_init__(self) -> None:
         checked = {
@@ -79,6 +87,7 @@ class SearchFilter:
             "until": _when(self.until, "until"),
             "path": _path(self.path),
             "kind": _kind(self.kind),
+            "corpus": corpus_of(self.corpus),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -95,7 +104,7 @@ class SearchFilter:
         if isinstance(value, cls):
             return value
         if not isinstance(value, dict):
-            raise RequestError("must be an object of since, until, path, kind", "filter")
+            raise RequestError("must be an object of since, until, path, kind, corpus", "filter")
         unknown = sorted(value.keys() - set(FILTER_FIELDS))
         if unknown:
             raise RequestError("is not a known field", str(unknown[0])[:SHOWN_CHARS])
@@ -103,7 +112,7 @@ class SearchFilter:
 
     def __bool__(self) -> bool:
         """True when any field is set."""
-        return any(v is not None for v in (self.since, self.until, self.path, self.kind))
+        return any(getattr(self, f.name) is not None for f in fields(self))
 
     def days(self, now: datetime | date) -> tuple[date | None, date | None]:
         """``(since, until)`` as days, resolved against ``now``.
@@ -172,6 +181,19 @@ def _kind(value: Any) -> tuple[Kind, ...] | None:
     return tuple(dict.fromkeys(items))
 
 
+def corpus_of(value: Any) -> str | None:
+    """``memory`` or ``sessions`` as given, None for ``all`` or nothing.
+
+    Raises:
+        RequestError: Any other value.
+    """
+    if value is None or value == "all":
+        return None
+    if value not in CORPORA:
+        raise RequestError(f"must be memory, sessions or all, got {shown(value)}", "corpus")
+    return str(value)
+
+
 def resolve_day(value: str, now: datetime | date, *, last: bool) -> date:
     """The first (or ``last``) day an ISO date or date words name.
 
@@ -210,6 +232,9 @@ def filter_mask(snap: Snapshot, flt: SearchFilter, now: datetime | date) -> np.n
             keep &= snap.day <= hi.toordinal()
     if flt.kind is not None:
         keep &= np.fromiter((k in flt.kind for k in snap.kinds), bool, len(snap))
+    if flt.corpus is not None:
+        want = flt.corpus == "sessions"
+        keep &= np.fromiter((k == "session" for k in snap.kinds), bool, len(snap)) == want
     if flt.path is not None:
         match = _path_matcher(flt.path)
         keep &= np.fromiter((match(p) for p in snap.paths), bool, len(snap))

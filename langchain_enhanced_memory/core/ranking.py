@@ -169,9 +169,21 @@ def rank(
                 wide_vec = embed_query(text + " " + " ".join(expansion))
             rescored, _ = score(terms + expansion, wide_vec)
             scores = np.maximum(scores, rescored)
+    if settings.session_prior != 1.0:
+        scores = scores.copy()
+        scores[_session_rows(snap)] *= settings.session_prior
     # The index's own terms, whatever the recipe's lexical strategy reads: the calibrated
     # score weighs them against the text postings.
     return Ranking(scores, signals, dates, expansion, query_terms(text))
+
+
+def _session_rows(snap: Snapshot) -> np.ndarray:
+    """The rows of session transcripts (kept with the generation)."""
+    if "session_rows" not in snap.memo:
+        kinds = snap.kinds
+        snap.memo["session_rows"] = np.flatnonzero([k == "session" for k in kinds])
+    rows: np.ndarray = snap.memo["session_rows"]
+    return rows
 
 
 def _vector_signal(

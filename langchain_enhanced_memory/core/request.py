@@ -5,7 +5,7 @@ The command line, ``serve``, the LangChain tools and the retriever all build a
 query with at least one non-blank character, ``k`` from 1 (capped at
 :data:`MAX_K`), ``now`` as a ``datetime`` or an ISO date/datetime string, and
 a finite ``min_score``, and an optional :class:`~.filters.SearchFilter`
-(``since``, ``until``, ``path``, ``kind``). :meth:`SearchRequest.from_body`
+(``since``, ``until``, ``path``, ``kind``, ``corpus``). :meth:`SearchRequest.from_body`
 reads a JSON body in OpenClaw's words too (``maxResults``, ``minScore``, the
 filter fields at the top level). A bad value raises :class:`~.errors.RequestError` whose
 ``field`` names it, so each entry point can say it in its own words (``--k``
@@ -24,7 +24,7 @@ from datetime import date, datetime
 from typing import Any
 
 from .errors import SHOWN_CHARS, RequestError, one_line, shown
-from .filters import FILTER_FIELDS, SearchFilter
+from .filters import FILTER_FIELDS, SearchFilter, corpus_of
 
 __all__ = [
     "FILTER_FIELDS",
@@ -77,13 +77,12 @@ def parse_when(value: Any) -> datetime | None:
 
 
 def check_corpus(value: Any) -> None:
-    """Accept OpenClaw's ``corpus`` when it is ``memory`` or ``all`` (the only corpus here).
+    """Accept OpenClaw's ``corpus``: ``memory``, ``sessions`` or ``all``.
 
     Raises:
         RequestError: Any other corpus.
     """
-    if value not in (None, "memory", "all"):
-        raise RequestError(f"must be memory or all, got {shown(value)}", "corpus")
+    corpus_of(value)
 
 
 def _query(value: Any) -> str:
@@ -175,8 +174,7 @@ class SearchRequest:
         """A request from a JSON body: our names or OpenClaw's, filters at the top level.
 
         ``{"query", "k" | "maxResults", "now", "min_score" | "minScore", "since",
-        "until", "path", "kind"}``; ``defaults`` fill what the body leaves out.
-        ``corpus`` is accepted when it is ``memory`` or ``all`` (the only corpus here).
+        "until", "path", "kind", "corpus"}``; ``defaults`` fill what the body leaves out.
 
         Raises:
             RequestError: A bad or unknown field.
@@ -184,9 +182,7 @@ class SearchRequest:
         fields: dict[str, Any] = dict(defaults)
         flt: dict[str, Any] = {}
         for key, value in body.items():
-            if key == "corpus":
-                check_corpus(value)
-            elif key in FILTER_FIELDS:
+            if key in FILTER_FIELDS:
                 if value is not None:
                     flt[key] = value
             else:

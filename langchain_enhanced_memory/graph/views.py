@@ -35,7 +35,7 @@ __all__ = [
     "to_html",
 ]
 
-COLORS = {"core": "#d1495b", "daily": "#30638e", "topic": "#edae49"}
+COLORS = {"core": "#d1495b", "daily": "#30638e", "topic": "#edae49", "session": "#66a182"}
 #: Most files drawn; the rest (least connected) are left out and counted.
 MAX_NODES = 400
 _W, _H, _PAD = 1000.0, 720.0, 40.0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.results import Hit, SearchResponse
 from ..core.text import snippet
+from ..core.transcripts import TRANSCRIPT_SUFFIX, transcript_time
 
 if TYPE_CHECKING:
     from ..store.notes import MemoryLines
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKEND",
     "citation",
+    "corpus",
     "failure_json",
     "get_failure_json",
     "get_json",
@@ -31,8 +33,11 @@ __all__ = [
 
 #: ``debug.backend`` of every answer.
 BACKEND = "enhanced-memory"
-#: The one corpus this package searches (OpenClaw's ``corpus`` argument).
-CORPUS = "memory"
+
+
+def corpus(hit: Hit) -> str:
+    """OpenClaw's ``source``/``corpus`` of a hit: ``sessions`` for a transcript, else ``memory``."""
+    return "sessions" if hit.kind == "session" else "memory"
 
 
 def citation(path: str, start: int, end: int) -> str:
@@ -49,8 +54,8 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
         "score": hit.score,
         "snippet": snippet(hit.text, snippet_chars),
         "header": hit.header,
-        "source": CORPUS,
-        "corpus": CORPUS,
+        "source": corpus(hit),
+        "corpus": corpus(hit),
         "citation": citation(hit.path, hit.start_line, hit.end_line),
         "textScore": round(hit.signals.get("keyword", 0.0), 4),
     }
@@ -58,6 +63,11 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
         row["vectorScore"] = round(hit.signals.get("cosine", 0.0), 4)
     if hit.scope is not None:  # a search over scopes: which one it came from
         row["scope"] = hit.scope
+    if hit.kind == "session":
+        row["sessionId"] = hit.path.rsplit("/", 1)[-1].removesuffix(TRANSCRIPT_SUFFIX)
+        when = transcript_time(hit.header)
+        if when is not None:
+            row["timestamp"] = when
     return row
 
 

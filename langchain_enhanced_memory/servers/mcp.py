@@ -59,7 +59,9 @@ _WRITE = ToolAnnotations(
 
 # Filters and corpus are checked by SearchRequest, not by the schema, so that a bad
 # value is a one-line tool error in our words (as on the command line and in serve).
-Corpus = Annotated[str, Field(description="'memory' (or 'all': the same, the only corpus).")]
+Corpus = Annotated[
+    str, Field(description="'memory' (notes), 'sessions' (transcripts) or 'all' (both).")
+]
 Scope = Annotated[
     str | None, Field(description="The scope to read or write (servers started with scopes).")
 ]
@@ -154,7 +156,7 @@ def build_server(
         minScore: Annotated[  # noqa: N803
             float | None, Field(ge=0, le=1, description="Drop results scoring below (0..1).")
         ] = None,
-        corpus: Corpus = "memory",
+        corpus: Corpus = "all",
         since: Annotated[str | None, Field(description="First day: ISO date or words.")] = None,
         until: Annotated[str | None, Field(description="Last day: ISO date or words.")] = None,
         path: Annotated[str | None, Field(description="Glob or prefix: memory/topics/**")] = None,
@@ -178,7 +180,7 @@ def build_server(
             int, Field(validation_alias="from", ge=1, description="First line (1-based).")
         ] = 1,
         lines: Annotated[int | None, Field(ge=1, description="How many lines.")] = None,
-        corpus: Corpus = "memory",
+        corpus: Corpus = "all",
         scope: Scope = None,
     ) -> dict[str, Any]:
         """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""

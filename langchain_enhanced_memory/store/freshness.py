@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.transcripts import TRANSCRIPT_SUFFIX
 from .locations import make_private, open_private
 from .workspace import MEMORY_LINK, Places, places
 
@@ -119,7 +120,7 @@ class ChangeWatcher:
         if not rel or any(part.startswith(".") for part in rel.split(os.sep)):
             return False  # the index folder, editors' swap files, hidden folders
         # The memory link itself: re-pointed, it changes what is watched (see Freshness).
-        return is_dir or rel.endswith(".md") or rel == MEMORY_LINK
+        return is_dir or rel.endswith((".md", TRANSCRIPT_SUFFIX)) or rel == MEMORY_LINK
 
     def settle(self) -> bool:
         """Wait until every event of an edit finished before this call has been counted.
@@ -172,11 +173,10 @@ class Freshness:
 
     def _start_watcher(self) -> None:
         ws = self.index.workspace.resolve()
-        where = places(ws, warn=False)
-        linked = [where.memory, *where.files] if where.memory else list(where.files)
-        if any(not p.is_relative_to(ws) for p in linked):
+        where = places(ws, warn=False, settings=self.index.settings)
+        if where.outside():
             # Their events would come on other threads, in no order with the barrier's.
-            self.reason = "notes linked from outside the workspace are checked with a scan"
+            self.reason = "notes or transcripts outside the workspace are checked with a scan"
             log.debug("no file watcher: %s", self.reason)
             return
         barrier_dir = ws / ".enhanced-memory"
@@ -209,8 +209,15 @@ class Freshness:
             seen = w.changes
             if seen == self._synced_at:
                 return
-            if places(w.root, warn=False) != w.places:  # a link at the top was re-pointed
-                self._fall_back("the workspace's memory/ or MEMORY.md link changed")
+            where = places(w.root, warn=False, settings=self.index.settings)
+            # A link re-pointed, or a transcript folder outside the workspace named or gone
+            # (a sessions/ folder made inside it is watched already).
+            if (where.memory, where.files, where.outside()) != (
+                w.places.memory,
+                w.places.files,
+                w.places.outside(),
+            ):
+                self._fall_back("a memory/, MEMORY.md or transcript folder link changed")
                 return self.refresh()
             # Unknown changes (first search) or new events: the exact check decides.
             if self.index.is_stale():

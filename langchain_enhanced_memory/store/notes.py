@@ -10,17 +10,31 @@ symlinked ``memory/`` leads to, the files its top-level links lead to: see
 (hidden folders, the index folder, files outside ``memory/`` that are not core
 files). Only a file discovery lists is ever opened, after its resolved path is
 checked again to lie in those places.
+
+A session transcript (``sessions/<id>.jsonl``, a path search results gave) is
+confined the same way, and read as its turns: each message line of the range
+as ``speaker: text`` (the lines that hold no turn are left out), its line
+numbers the JSONL file's.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..core.errors import MissingNoteError, NoteError, shown
 from ..core.settings import MemorySettings
-from .workspace import UnreadableFileError, discover, places, read_lines
+from ..core.transcripts import TRANSCRIPT_SUFFIX, MalformedLine, parse_turn
+from .workspace import (
+    MAX_TRANSCRIPT_BYTES,
+    UnreadableFileError,
+    discover,
+    places,
+    read_blocks,
+    read_lines,
+)
 
 __all__ = [
     "MAX_GET_LINES",
@@ -51,8 +65,10 @@ class MemoryLines:
     truncated: bool
 
 
-def normalize_path(path: str) -> str:
+def normalize_path(path: str, *, transcripts: bool = False) -> str:
     """Validate an agent-supplied path and return it workspace-relative with ``/``.
+
+    ``transcripts``: a session transcript (``.jsonl``) is acceptable too.
 
     Raises:
         NoteError: The path is refused (see the module doc).
@@ -75,9 +91,11 @@ def normalize_path(path: str) -> str:
     if not parts:
         raise NoteError("give the path of a memory file, e.g. memory/2026-02-08.md")
     rel = str(PurePosixPath(*parts))
-    if not rel.lower().endswith(".md"):
-        raise NoteError(f"refused: {rel} is not a markdown memory file (.md)")
-    return rel
+    if rel.lower().endswith(".md") or (transcripts and rel.endswith(TRANSCRIPT_SUFFIX)):
+        return rel
+    if transcripts:
+        raise NoteError(f"refused: {rel} is not a markdown memory file (.md) or a transcript")
+    raise NoteError(f"refused: {rel} is not a markdown memory file (.md)")
 
 
 def get_lines(
@@ -100,9 +118,11 @@ def get_lines(
         MissingNoteError: No such memory file (the path itself is acceptable).
         NoteError: Refused path, bad range or unreadable file.
     """
-    rel = normalize_path(path)
+    rel = normalize_path(path, transcripts=True)
     check_range(from_line, lines)
-    where = places(workspace, warn=False)
+    settings = settings or MemorySettings()
+    transcript = rel.endswith(TRANSCRIPT_SUFFIX)
+    where = places(workspace, warn=False, settings=settings if transcript else None)
     candidate = where.root / rel
     try:  # a name the file system refuses (too long) is an OSError, not a missing file
         if candidate.is_symlink() and not where.holds(candidate):
@@ -110,7 +130,7 @@ def get_lines(
         exists = candidate.exists()
     except OSError as exc:
         raise NoteError(f"refused: {shown(rel)} cannot be read ({exc.strerror})") from None
-    files = {f.path: f for f in discover(where.root, settings, warn=False)}
+    files = {f.path: f for f in discover(where.root, settings, warn=False, transcripts=transcript)}
     found = files.get(rel)
     if found is None:
         if exists:
@@ -120,7 +140,7 @@ def get_lines(
     if not where.holds(real):  # changed under us since discovery
         raise NoteError(f"refused: {rel} leads outside the workspace")
     try:
-        text_lines = read_lines(real)
+        text_lines = _turn_lines(real, settings) if transcript else read_lines(real)
     except UnreadableFileError as exc:
         raise NoteError(f"cannot read {exc.named(rel)}") from None
     return sliced(rel, text_lines, from_line, lines)
@@ -134,7 +154,9 @@ def check_range(from_line: int, lines: int | None) -> None:
         raise NoteError(f"lines must be 1 or more, got {lines}")
 
 
-def sliced(rel: str, text_lines: list[str], from_line: int, lines: int | None) -> MemoryLines:
+def sliced(
+    rel: str, text_lines: Sequence[str | None], from_line: int, lines: int | None
+) -> MemoryLines:
     """``lines`` lines of a note's ``text_lines`` from ``from_line`` (``memory_get``'s answer).
 
     Raises:
@@ -153,6 +175,19 @@ def sliced(rel: str, text_lines: list[str], from_line: int, lines: int | None) -
         from_line=from_line,
         to_line=end,
         total_lines=total,
-        text="\n".join(text_lines[from_line - 1 : end]),
+        text="\n".join(s for s in text_lines[from_line - 1 : end] if s is not None),
         truncated=end < total and (lines is None or lines > want),
     )
+
+
+def _turn_lines(path: Path, settings: MemorySettings) -> list[str | None]:
+    """Each line of a transcript as its turn (``speaker: text``), None for a line with none."""
+    out: list[str | None] = []
+    for first, _, block in read_blocks(path, max_bytes=MAX_TRANSCRIPT_BYTES):
+        for i, raw in enumerate(block, first + 1):
+            try:
+                turn = parse_turn(raw, i, settings.session_extras)
+            except MalformedLine:
+                turn = None
+            out.append(None if turn is None else turn.render())
+    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
+from ..core.transcripts import transcript_day
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
@@ -230,6 +231,8 @@ def _load_text(
     def column(i: int) -> list:
         return np.asarray([f[i] for f in table] or [None], dtype=object)[of_row].tolist()
 
+    dates, day = column(2), np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row]
+    _date_transcripts(table, of_row, rows.header, dates, day)
     return Snapshot(
         generation=generation,
         ids=ids,
@@ -240,13 +243,34 @@ def _load_text(
         headers=rows.headers,
         texts=rows.texts,
         kinds=column(1),
-        dates=column(2),
-        day=np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row],
+        dates=dates,
+        day=day,
         text_post=posts["text"],
         phrase_post=posts["phrase"],
         header_post=posts["header"],
         path_post=posts["path"],
     )
+
+
+def _date_transcripts(
+    table: list[tuple], of_row: np.ndarray, header: Sequence[str], dates: list, day: np.ndarray
+) -> None:
+    """Date each transcript chunk by its first message (its header's day), in place."""
+    is_session = np.asarray([f[1] == "session" for f in table] or [False], dtype=bool)
+    if not is_session.any():
+        return
+    ordinal: dict[str, int] = {}
+    for i in np.flatnonzero(is_session[of_row]).tolist():
+        when = transcript_day(header[i])
+        if when is None:
+            continue
+        if when not in ordinal:
+            try:
+                ordinal[when] = date.fromisoformat(when).toordinal()
+            except ValueError:
+                ordinal[when] = -1
+        if ordinal[when] >= 0:
+            dates[i], day[i] = when, ordinal[when]
 
 
 def _select_rows(conn: sqlite3.Connection, files: dict[str, tuple]) -> tuple[np.ndarray, ChunkRows]:

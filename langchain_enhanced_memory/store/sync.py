@@ -10,6 +10,10 @@ a line) is chunked again only from where its old chunking left a chunk open
 run commits everything (files, chunks, postings, the new generation) in one
 transaction, so a crash leaves the previous state. The caller holds the writer
 lock.
+
+A session transcript (:mod:`..core.transcripts`) is chunked by turns, and only
+grows: it is read again from its last chunk's first message, whether or not
+its old end was a line end (a last line still being written was left out).
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from pathlib import Path
 from ..core.chunking import Chunk, Resume, line_texts
 from ..core.recipe import Chunker, recipe
 from ..core.settings import MemorySettings
-from ..core.text import TOKENIZER_VERSION, tokenize
+from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
+from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import generation_of, get_meta
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
 from .workspace import (
     BLOCK_BYTES,
+    MAX_TRANSCRIPT_BYTES,
     Digest,
     MemoryFile,
     UnreadableFileError,
@@ -53,6 +59,7 @@ __all__ = [
 ]
 
 POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
+TRANSCRIPT_FORMAT = 1  # how a transcript's turns become chunks
 
 
 @dataclass
@@ -66,6 +73,7 @@ class FileRead:
         chunks: Its chunks from line ``since`` on (1-based; 1: all of them).
         since: Stored chunks starting at this line or later are replaced; earlier ones kept.
         tail: Where it can be chunked again from if it only grows (JSON), or None.
+        malformed: A transcript's lines that are not JSON, in words (None: none).
     """
 
     file: MemoryFile
@@ -74,6 +82,7 @@ class FileRead:
     chunks: list[Chunk]
     since: int = 1
     tail: str | None = None
+    malformed: str | None = None
 
 
 @dataclass
@@ -160,6 +169,9 @@ def chunker_signature(settings: MemorySettings) -> str:
             _lines_make_chunks(s),  # the keys of chunk vectors
             list(s.include),
             list(s.exclude),
+            TRANSCRIPT_FORMAT,
+            s.session_window,
+            s.session_extras,
         ]
     )
 
@@ -195,12 +207,15 @@ def sync_text(
     report.files = len(stats)
     moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:3]) != st)
     chunker = recipe(settings).chunker
+    turns = TranscriptChunker(settings)
     fresh: list[FileRead] = []
     touched: list[tuple[str, os.stat_result]] = []
-    for f in memory_files(workspace, moved):
+    for f in memory_files(workspace, moved, settings):
         old = None if rechunk_all else known.get(f.path)
         try:
-            read = read_chunks(f, chunker, old and (old[0], old[3], old[4]))
+            read = read_chunks(
+                f, turns if f.kind == "session" else chunker, old and (old[0], old[3], old[4])
+            )
         except OSError:  # gone since the scan
             report.skipped.append(f.path)
             continue
@@ -208,6 +223,8 @@ def sync_text(
             warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
+        if read.malformed:
+            warn_once(f"{escape_controls(f.path)}: {read.malformed}")
         if old and old[3] == read.digest:
             touched.append((f.path, read.st))
             continue
@@ -345,7 +362,7 @@ def _grown(
         resume = Resume.loads(point)
         digest = hashlib.sha256()
         with open(f.abs_path, "rb") as fh:
-            if os.pread(fh.fileno(), 1, old_size - 1) != b"\n":
+            if f.kind != "session" and os.pread(fh.fileno(), 1, old_size - 1) != b"\n":
                 return None  # the old last line may go on: it is not a line of its own yet
             left = old_size
             while left and (data := fh.read(min(left, BLOCK_BYTES))):
@@ -374,7 +391,8 @@ def _chunked(
     stream = chunker.stream(f.abs_path.name, resume)
     chunks: list[Chunk] = []
     blocks: list[tuple[int, int]] = []  # (first line, byte offset) of each block
-    for first, at, lines in read_blocks(f.abs_path, offset, line, digest, hashed):
+    limit = MAX_TRANSCRIPT_BYTES if f.kind == "session" else None
+    for first, at, lines in read_blocks(f.abs_path, offset, line, digest, hashed, limit):
         blocks.append((first, at))
         chunks += stream.feed(lines, first)
     chunks += stream.close()
@@ -386,4 +404,9 @@ def _chunked(
         if at >= 0:
             tail = json.dumps([at, first, point.dumps()])
     since = resume.line + 1 if resume else 1
-    return FileRead(f, st, digest.hexdigest(), chunks, since, tail)
+    malformed = None
+    if isinstance(stream, TranscriptStream) and stream.malformed.count:
+        bad = stream.malformed
+        more = f" ({bad.count - 1} more such lines)" if bad.count > 1 else ""
+        malformed = f"line {bad.first}: {bad.reason}; skipped{more}"
+    return FileRead(f, st, digest.hexdigest(), chunks, since, tail, malformed)

@@ -12,6 +12,14 @@ the home folder is not followed either. Hidden paths (any component starting wit
 ``.``) are skipped, so the index folder ``.enhanced-memory/`` is never indexed.
 Each warning is logged once per process (a search scans twice).
 
+Session transcripts (``*.jsonl``) are listed from the folders
+``settings.session_dirs`` names (``sessions/`` in the workspace by default; an
+absolute folder, or one ``$ENHANCED_MEMORY_SESSION_DIRS`` adds, may lie
+outside it), one level deep. A transcript's path is workspace-relative
+(``sessions/<id>.jsonl``); one in a folder outside the workspace is named under
+``sessions/<folder>/`` (``sessions/main/<id>.jsonl`` for OpenClaw's
+``~/.openclaw/agents/main/sessions``), a name only discovery resolves.
+
 :func:`read_lines` turns a file into the exact lines an editor shows, so that
 1-based line numbers reported by search point at the right place;
 :func:`read_blocks` yields the same lines a block at a time, so a long note
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import itertools
 import logging
 import os
 import re
@@ -32,14 +41,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..core.globs import Globs
+from ..core.globs import Globs, glob_match
 from ..core.settings import CORE_FILES, MemorySettings
 from ..core.text import escape_controls
+from ..core.transcripts import TRANSCRIPT_SUFFIX
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
     "BLOCK_BYTES",
     "MAX_FILE_BYTES",
+    "MAX_TRANSCRIPT_BYTES",
+    "SESSION_DIRS_ENV",
     "FileKind",
     "MemoryFile",
     "Places",
@@ -64,10 +76,16 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 #: How many leading bytes are checked for NUL bytes to spot binary files.
 BINARY_SNIFF_BYTES = 8192
 
+#: A transcript may be larger: it is read a block at a time and, as it grows, only its tail.
+MAX_TRANSCRIPT_BYTES = 1 << 30
+
+#: More transcript folders, separated by :data:`os.pathsep`.
+SESSION_DIRS_ENV = "ENHANCED_MEMORY_SESSION_DIRS"
+
 #: Bytes :func:`read_blocks` reads at a time (a block is then cut after its last newline).
 BLOCK_BYTES = 1 << 20
 
-FileKind = Literal["core", "daily", "topic"]
+FileKind = Literal["core", "daily", "topic", "session"]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -115,8 +133,8 @@ class MemoryFile:
     Attributes:
         path: Workspace-relative path with ``/`` separators, e.g. ``memory/2026-02-08.md``.
         abs_path: Absolute path (under the resolved workspace) to open the file with.
-        kind: ``core`` (a core file at the root), ``daily`` (name starts with a date)
-            or ``topic`` (anything else).
+        kind: ``core`` (a core file at the root), ``daily`` (name starts with a date),
+            ``session`` (a transcript, ``.jsonl``) or ``topic`` (anything else).
         date: The date of a daily note, else ``None``.
     """
 
@@ -142,6 +160,8 @@ def classify(rel_path: str) -> tuple[FileKind, datetime.date | None]:
         norm = norm[2:]
     if norm in _CORE_SET:
         return "core", None
+    if norm.endswith(TRANSCRIPT_SUFFIX):
+        return "session", None  # dated per chunk, by its messages' time
     name = norm.rsplit("/", 1)[-1]
     m = _DATE_PREFIX.match(name)
     if m:
@@ -165,22 +185,70 @@ class Places:
         root: The workspace.
         memory: The folder a symlinked ``memory/`` leads to, None when it is not a followed link.
         files: The files the links at the top of the workspace lead to.
+        sessions: The transcript folders (:func:`session_folders`): as named, and resolved.
     """
 
     root: Path
     memory: Path | None
     files: frozenset[Path]
+    sessions: tuple[tuple[str, Path], ...] = ()
 
     def holds(self, path: Path) -> bool:
         """Whether ``path``, resolved, lies in these places."""
         real = path.resolve()
         if _is_within(real, self.root) or real in self.files:
             return True
+        if any(_is_within(real, folder) for _, folder in self.sessions):
+            return True
         return self.memory is not None and _is_within(real, self.memory)
 
+    def outside(self) -> list[Path]:
+        """The places that do not lie in the workspace (a watch of it misses their events)."""
+        linked = [*self.files, *(folder for _, folder in self.sessions)]
+        if self.memory is not None:
+            linked.append(self.memory)
+        return [p for p in linked if not _is_within(p, self.root)]
 
-def places(workspace: Path | str, *, warn: bool = True) -> Places:
+
+def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Path], ...]:
+    """``(prefix, resolved folder)`` of each transcript folder that exists.
+
+    ``prefix`` starts a transcript's path: the folder relative to the workspace
+    (``sessions``), or for a folder outside it ``sessions/`` and its name (its
+    parent's when it is named ``sessions``). Folders come from
+    ``settings.session_dirs`` and ``$ENHANCED_MEMORY_SESSION_DIRS``.
+    """
+    named = list(settings.session_dirs)
+    named += [d for d in os.environ.get(SESSION_DIRS_ENV, "").split(os.pathsep) if d.strip()]
+    out: dict[Path, str] = {}
+    for raw in named:
+        given = Path(raw.strip()).expanduser()
+        folder = given if given.is_absolute() else root / given
+        try:
+            real = folder.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue  # not there (yet): no transcripts
+        if not real.is_dir() or real in out:
+            continue
+        if _is_within(folder, root):
+            prefix = folder.relative_to(root).as_posix()
+        else:
+            name = real.parent.name if real.name == "sessions" else real.name
+            prefix = base = f"sessions/{name}"
+            n = 1
+            while prefix in out.values():
+                n += 1
+                prefix = f"{base}-{n}"
+        out[real] = prefix
+    return tuple((prefix, real) for real, prefix in out.items())
+
+
+def places(
+    workspace: Path | str, *, warn: bool = True, settings: MemorySettings | None = None
+) -> Places:
     """The :class:`Places` of ``workspace``; ``warn``: log why a ``memory`` link is not followed.
+
+    ``settings`` names the transcript folders (none without it).
 
     Raises:
         FileNotFoundError: The workspace does not exist.
@@ -214,11 +282,16 @@ def places(workspace: Path | str, *, warn: bool = True) -> Places:
                     )
             else:
                 memory = target
-    return Places(root, memory, frozenset(files))
+    sessions = session_folders(root, settings) if settings is not None else ()
+    return Places(root, memory, frozenset(files), sessions)
 
 
 def discover(
-    workspace: Path | str, settings: MemorySettings | None = None, *, warn: bool = True
+    workspace: Path | str,
+    settings: MemorySettings | None = None,
+    *,
+    warn: bool = True,
+    transcripts: bool = False,
 ) -> list[MemoryFile]:
     """List the workspace's memory files, sorted by relative path.
 
@@ -236,6 +309,7 @@ def discover(
         workspace: The workspace root.
         settings: Discovery settings; defaults to :class:`MemorySettings()`.
         warn: Log what is skipped (``get`` looks up one file and says nothing of others).
+        transcripts: List the session transcripts too (the index and ``get`` do).
 
     Returns:
         The memory files, sorted by ``path``.
@@ -244,11 +318,10 @@ def discover(
         FileNotFoundError: The workspace does not exist.
         NotADirectoryError: The workspace is not a directory.
     """
-    where = places(workspace, warn=warn)
+    settings = settings or MemorySettings()
+    where = places(workspace, warn=warn, settings=settings if transcripts else None)
     # (is_symlink, rel_path) sorts real files first, then by path, for de-duplication.
-    found = sorted(
-        _candidates(where, settings or MemorySettings(), warn), key=lambda c: (c[0], c[1])
-    )
+    found = sorted(_candidates(where, settings, warn), key=lambda c: (c[0], c[1]))
     seen: set[object] = set()
     files: list[MemoryFile] = []
     for _is_link, rel, entry, _st, inode in found:
@@ -273,7 +346,9 @@ def stamp(st: os.stat_result) -> tuple[int, int, int]:
 def scan(
     workspace: Path | str, settings: MemorySettings | None = None
 ) -> dict[str, tuple[int, int, int]]:
-    """``{path: stamp}`` (:func:`stamp`) of the files :func:`discover` lists, in one cheap pass.
+    """``{path: stamp}`` (:func:`stamp`) of the files the index reads, in one cheap pass.
+
+    The files :func:`discover` lists, transcripts included.
 
     The freshness check of every search without a watcher: one ``os.scandir``
     walk and the ``stat`` it needs, no ``Path`` per file and no classification.
@@ -285,8 +360,9 @@ def scan(
     """
     out: dict[str, tuple[int, int, int]] = {}
     seen: dict[object, tuple[bool, str]] = {}
+    settings = settings or MemorySettings()
     for is_link, rel, _entry, st, inode in _candidates(
-        places(workspace), settings or MemorySettings(), True
+        places(workspace, settings=settings), settings, True
     ):
         first = seen.get(inode)
         if first is not None:
@@ -299,10 +375,21 @@ def scan(
     return out
 
 
-def memory_files(workspace: Path | str, paths: list[str]) -> list[MemoryFile]:
-    """The :class:`MemoryFile` of each of ``paths``, relative paths :func:`scan` listed."""
+def memory_files(
+    workspace: Path | str, paths: list[str], settings: MemorySettings | None = None
+) -> list[MemoryFile]:
+    """The :class:`MemoryFile` of each of ``paths``, relative paths :func:`scan` listed.
+
+    ``settings`` names the transcript folders (whose paths may name a folder outside).
+    """
     root = _root(workspace)
-    return [MemoryFile(p, root / p, *classify(p)) for p in paths]
+    folders = dict(session_folders(root, settings)) if settings is not None else {}
+
+    def located(rel: str) -> Path:
+        head, _, name = rel.rpartition("/")
+        return folders[head] / name if head in folders else root / rel
+
+    return [MemoryFile(p, located(p), *classify(p)) for p in paths]
 
 
 def _root(workspace: Path | str) -> Path:
@@ -320,7 +407,8 @@ def _candidates(
     """``(is_symlink, rel, entry, stat, inode key)`` of every selected regular file."""
     root_str = str(where.root)
     say = warn_once if warn else _silent
-    for rel, entry in _walk(where, Globs(settings.include, settings.exclude), say):
+    found = _walk(where, Globs(settings.include, settings.exclude), say)
+    for rel, entry in itertools.chain(found, _transcripts(where, settings, say)):
         if not rel.isascii() and not _is_utf8(rel):
             # An undecodable name cannot be stored, searched or printed as JSON.
             say(f"skipping {escape_controls(rel)}: file name is not valid UTF-8")
@@ -339,6 +427,25 @@ def _candidates(
         # st_ino is 0 where the OS does not report it; fall back to the path then.
         key: object = (st.st_dev, st.st_ino) if st.st_ino else (root_str, rel)
         yield is_link, rel, entry, st, key
+
+
+def _transcripts(
+    where: Places, settings: MemorySettings, say: Callable[[str], None]
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Yield (path, entry) for the ``*.jsonl`` files at the top of each transcript folder."""
+    for prefix, folder in where.sessions:
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            say(f"skipping folder {escape_controls(prefix)}: {_reason(exc)}")
+            continue
+        for entry in entries:
+            rel = f"{prefix}/{entry.name}"
+            if entry.name.startswith(".") or not entry.name.endswith(TRANSCRIPT_SUFFIX):
+                continue
+            if not any(glob_match(rel, g) for g in settings.exclude):
+                yield rel, entry
 
 
 def _walk(
@@ -428,6 +535,7 @@ def read_blocks(
     line: int = 0,
     digest: Digest | None = None,
     hashed: int = 0,
+    max_bytes: int | None = None,
 ) -> Iterator[tuple[int, int, list[str]]]:
     r"""Read a file from ``offset`` as :func:`read_lines` does, a block of whole lines at a time.
 
@@ -442,6 +550,8 @@ def read_blocks(
         line: That line's index (0-based).
         digest: Fed the bytes read from ``hashed`` on (the caller fed it the ones before).
         hashed: Bytes ``digest`` has already seen.
+        max_bytes: The largest file read (:data:`MAX_FILE_BYTES` when None;
+            :data:`MAX_TRANSCRIPT_BYTES` for a transcript).
 
     Yields:
         ``(first line index, byte offset of the block, lines)``.
@@ -455,8 +565,10 @@ def read_blocks(
         raise UnreadableFileError(path, exc.strerror or type(exc).__name__) from exc
     try:
         size = os.fstat(fh.fileno()).st_size
-        if size > MAX_FILE_BYTES:
-            raise UnreadableFileError(path, _too_large(size))
+        if max_bytes is None:
+            max_bytes = MAX_FILE_BYTES
+        if size > max_bytes:
+            raise UnreadableFileError(path, _too_large(size, max_bytes))
         head = os.pread(fh.fileno(), BINARY_SNIFF_BYTES, 0)
         if any(head.startswith(bom) for bom in _UTF16_BOMS):
             yield line, -1, split_lines(_decode(_read_all(path, fh, digest, hashed)))
@@ -469,8 +581,8 @@ def read_blocks(
             if digest is not None and at + len(raw) > hashed:
                 digest.update(raw[max(hashed - at, 0) :])
             at += len(raw)
-            if at > MAX_FILE_BYTES:
-                raise UnreadableFileError(path, _too_large(at))
+            if at > max_bytes:
+                raise UnreadableFileError(path, _too_large(at, max_bytes))
             data = rest + raw
             cut = data.rfind(b"\n") + 1
             if cut:
@@ -538,5 +650,5 @@ def _reason(exc: BaseException) -> str:
     return escape_controls(str(exc))
 
 
-def _too_large(size: int) -> str:
-    return f"too large ({size / 1048576:.1f} MB, limit {MAX_FILE_BYTES // 1048576} MB)"
+def _too_large(size: int, limit: int = MAX_FILE_BYTES) -> str:
+    return f"too large ({size / 1048576:.1f} MB, limit {limit // 1048576} MB)"

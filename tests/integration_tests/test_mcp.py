@@ -133,8 +133,8 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     assert "not an ISO date" in await error_of(
         session, "memory_search", query="Postgres", since="someday soon"
     )
-    assert "must be memory or all" in await error_of(
-        session, "memory_search", query="Postgres", corpus="sessions"
+    assert "must be memory, sessions or all" in await error_of(
+        session, "memory_search", query="Postgres", corpus="chats"
     )
 
     got = await call(session, "memory_get", path="memory/2026-02-08.md", **{"from": 3}, lines=2)
@@ -159,6 +159,18 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     assert shown["path"] == "memory/2026-02-08.md" and "linked_files" in shown
     one = await call(session, "memory_related", path="memory/2026-02-08.md", startLine=3)
     assert all(int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one["outgoing"])
+
+    # A session transcript the agent writes: searched by corpus, read as turns.
+    turn = {"role": "user", "content": "the failover drill", "timestamp": "2026-02-08T10:00Z"}
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "s1.jsonl").write_text(json.dumps(turn) + "\n", encoding="utf-8")
+    doc = await call(session, "memory_search", query="failover drill", corpus="sessions")
+    validate(doc, "memory_search", "success")
+    assert [(r["path"], r["source"]) for r in doc["results"]] == [("sessions/s1.jsonl", "sessions")]
+    doc = await call(session, "memory_search", query="failover drill", corpus="memory")
+    assert all(r["source"] == "memory" for r in doc["results"])
+    got = await call(session, "memory_get", path="sessions/s1.jsonl")
+    assert got["text"] == "user: the failover drill"
 
 
 @pytest.fixture
@@ -280,8 +292,8 @@ def test_refusals_are_tool_errors_of_one_line_each(ws: Path) -> None:
             assert "cannot be read" in await error_of(
                 session, "memory_get", path="memory/" + "p" * 100_000 + ".md"
             )
-            assert "must be memory or all" in await error_of(
-                session, "memory_get", path="MEMORY.md", corpus="sessions"
+            assert "must be memory, sessions or all" in await error_of(
+                session, "memory_get", path="MEMORY.md", corpus="chats"
             )
             await error_of(session, "memory_related", path="../x.md")  # no vectors: one line
 

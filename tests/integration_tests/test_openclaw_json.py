@@ -160,7 +160,8 @@ def test_schema_rejects_wrong_shapes(doc: dict) -> None:
         {"path": "memory\\a.md"},
         {"path": "memory/../secret.md"},
         {"startLine": 0},
-        {"source": "sessions"},
+        {"source": "chats"},
+        {"corpus": "chats"},
         {"unexpected": True},
     ],
 )

@@ -153,6 +153,23 @@ def test_edits_show_up_in_the_next_answer(server: Server, workspace: Path) -> No
     assert doc["results"][0]["path"] == "memory/2026-02-09.md"
 
 
+def test_a_live_transcript_is_searched_by_corpus(server: Server, workspace: Path) -> None:
+    (workspace / "sessions").mkdir()
+    live = workspace / "sessions" / "s1.jsonl"
+    turn = {"role": "user", "content": "meet at the lighthouse", "timestamp": "2026-02-09T10:00Z"}
+    live.write_text(json.dumps(turn) + "\n", encoding="utf-8")
+    status, doc = server.search(query="lighthouse", corpus="sessions")
+    assert status == 200 and [r["path"] for r in doc["results"]] == ["sessions/s1.jsonl"]
+    with live.open("a", encoding="utf-8") as fh:  # the agent writes on: seen by the watcher
+        fh.write(json.dumps({**turn, "content": "bring the kayak"}) + "\n")
+    status, doc = server.search(query="kayak", corpus="sessions")
+    assert [(r["startLine"], r["endLine"], r["source"]) for r in doc["results"]] == [
+        (1, 2, "sessions")
+    ]
+    status, doc = server.search(query="lighthouse kayak", corpus="memory")
+    assert status == 200 and doc["results"] == []
+
+
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
@@ -246,7 +263,7 @@ def test_filters_and_openclaw_names_in_the_body(server: Server) -> None:
         ({"query": "x", "kind": "journal"}, '"kind" must be core, daily or topic'),
         ({"query": "x", "path": "../../etc"}, '"path"'),
         ({"query": "x", "since": "2026-03-01", "until": "2026-01-01"}, "is after until"),
-        ({"query": "x", "corpus": "sessions"}, '"corpus"'),
+        ({"query": "x", "corpus": "chats"}, '"corpus" must be memory, sessions or all'),
     ],
 )
 def test_malformed_filters_get_a_400(server: Server, body: dict, fragment: str) -> None:

@@ -82,8 +82,10 @@ def test_from_body_reads_openclaw_names_and_top_level_filters() -> None:
     assert (req.k, req.min_score) == (3, 0.2)
     assert req.filter == SearchFilter(since="last week", kind=("daily",))
     assert SearchRequest.from_body({"query": "q", "corpus": "all"}).filter == SearchFilter()
+    sessions = SearchRequest.from_body({"query": "q", "corpus": "sessions"}).filter
+    assert sessions == SearchFilter(corpus="sessions")
     with pytest.raises(RequestError, match="corpus"):
-        SearchRequest.from_body({"query": "q", "corpus": "sessions"})
+        SearchRequest.from_body({"query": "q", "corpus": "chats"})
 
 
 def test_mask_rows(many: Path) -> None:

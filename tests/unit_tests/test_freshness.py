@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -201,3 +202,23 @@ def test_edits_are_in_the_next_retriever_and_tool_call(workspace: Path) -> None:
     finally:
         retriever.engine.close()
         search_tool.engine.close()
+
+
+def test_a_transcript_folder_made_later_is_watched_and_an_outside_one_scanned(
+    workspace: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = {"role": "user", "content": "the heron nests", "timestamp": "2026-02-09T10:00Z"}
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        assert engine.search("heron").hits == []
+        (workspace / "sessions").mkdir()
+        (workspace / "sessions" / "s1.jsonl").write_text(json.dumps(turn) + "\n")
+        assert [h.path for h in engine.search("heron").hits] == ["sessions/s1.jsonl"]
+        assert engine.freshness.mode == "watch"  # inside the workspace: its events come
+    outside = tmp_path_factory.mktemp("agent")
+    monkeypatch.setenv("ENHANCED_MEMORY_SESSION_DIRS", str(outside))
+    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+        assert engine.freshness.mode == "scan"
+        (outside / "s2.jsonl").write_text(json.dumps({**turn, "content": "the egret"}) + "\n")
+        assert [h.path for h in engine.search("egret").hits] == [
+            f"sessions/{outside.name}/s2.jsonl"
+        ]

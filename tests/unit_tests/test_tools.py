@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
@@ -7,6 +8,7 @@ from langchain_core.messages import ToolMessage
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.retriever import EnhancedMemoryRetriever
 from langchain_enhanced_memory.store import logs
 from langchain_enhanced_memory.tools import (
     MemoryAppendTool,
@@ -227,3 +229,19 @@ def test_get_tool_quotes_a_huge_path_by_its_prefix(tools, path):
     msg = _call(tools["memory_get"], {"path": path})
     assert msg.content.startswith("Error: refused:") and len(msg.content) <= 310
     assert len(msg.artifact["path"]) <= 300 and len(msg.artifact["error"]) <= 300
+
+
+def test_search_tool_and_retriever_take_a_corpus(tools, workspace):
+    turn = {"role": "user", "content": "Postgres it is, said Ana", "timestamp": "2026-02-07T10:00Z"}
+    (workspace / "sessions").mkdir()
+    (workspace / "sessions" / "s1.jsonl").write_text(json.dumps(turn) + "\n")
+    for corpus, sources in (("sessions", {"sessions"}), ("memory", {"memory"})):
+        got = _call(tools["memory_search"], {"query": "Postgres", "corpus": corpus})
+        assert {r["source"] for r in got.artifact["results"]} == sources
+    both = _call(tools["memory_search"], {"query": "Postgres"}).artifact["results"]
+    assert {r["source"] for r in both} == {"memory", "sessions"}
+    bad = _call(tools["memory_search"], {"query": "Postgres", "corpus": "chats"})
+    assert bad.content == "Error: corpus: must be memory, sessions or all, got 'chats'"
+    retriever = EnhancedMemoryRetriever(workspace=workspace, embedder="none")
+    docs = retriever.invoke("Postgres", filter={"corpus": "sessions"})
+    assert [d.metadata["path"] for d in docs] == ["sessions/s1.jsonl"]

@@ -74,3 +74,9 @@ def test_collect_reads_the_stored_graph(tmp_path: Path) -> None:
     assert paths == sorted(paths) and "MEMORY.md" in paths
     assert next(n for n in data.nodes if n["path"] == "MEMORY.md")["salience"] == 0.9
     assert all(0 <= a < len(paths) and 0 <= b < len(paths) for a, b, _ in data.edges)
+
+
+def test_a_transcript_node_has_a_colour_of_its_own() -> None:
+    node = {"path": "sessions/s1.jsonl", "kind": "session", "chunks": 4, "links": 1}
+    data = GraphData(nodes=[*DATA.nodes, {**node, "salience": None}], edges=DATA.edges, totals={})
+    assert views.COLORS["session"] in to_html(data) and views.COLORS["session"] in to_dot(data)
