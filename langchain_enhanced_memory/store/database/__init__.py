@@ -289,6 +289,7 @@ class Database:
                 rows = conn.execute(
                     "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
                     (scope, missing),
+                    binary=True,  # blobs as they are, not as hex text to decode
                 ).fetchall()
                 for seg_id, blob in rows:
                     try:
