@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -159,7 +158,6 @@ def main() -> None:
     s.add_argument("--queries", type=int, default=60)
     a = ap.parse_args()
     parity(a) if a.command == "parity" else speed(a)
-
 
 
 if __name__ == "__main__":
