@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,11 +36,7 @@ import synthetic  # noqa: E402
 from langchain_enhanced_memory.analysis.evaluation import evaluate, load_queries  # noqa: E402
 from langchain_enhanced_memory.engine import MemorySearch  # noqa: E402
 from langchain_enhanced_memory.engine.database import DatabaseSearch  # noqa: E402
-from langchain_enhanced_memory.store.database import Database  # noqa: E402
-
-
-def _owner(ws: Path) -> str:
-    return f"{socket.gethostname()}:{ws.resolve()}"
+from langchain_enhanced_memory.store.database import Database, local_owner  # noqa: E402
 
 
 class _Published:
@@ -51,7 +46,7 @@ class _Published:
         local = MemorySearch(ws, embedder=embedder)  # type: ignore[arg-type]
         local.update_index()
         t0 = time.perf_counter()
-        db.publish(ws.name, local.index, local.model_id, owner=_owner(ws), take_over=True)
+        db.publish(ws.name, local.index, local.model_id, owner=local_owner(ws), take_over=True)
         print(f"  published {ws.name} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
         self.engine = DatabaseSearch(db, ws.name, embedder=embedder)  # type: ignore[arg-type]
         self.settings = self.engine.settings
@@ -127,13 +122,13 @@ def speed(a: argparse.Namespace) -> None:
             eng.update_index()
             scope = f"speed-{size}"
             t0 = time.perf_counter()
-            first = db.publish(scope, eng.index, None, owner=_owner(ws), take_over=True)
+            first = db.publish(scope, eng.index, None, owner=local_owner(ws), take_over=True)
             publish_s = time.perf_counter() - t0
             note = sorted((ws / "memory").glob("*.md"))[0]
             note.write_text(note.read_text() + "\n## Later\n\none more line\n")
             eng.update_index()
             t0 = time.perf_counter()
-            db.publish(scope, eng.index, None, owner=_owner(ws))
+            db.publish(scope, eng.index, None, owner=local_owner(ws))
             republish_s = time.perf_counter() - t0
             row = {
                 "chunks": first.chunks,
