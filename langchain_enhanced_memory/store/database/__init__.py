@@ -72,6 +72,7 @@ class Database:
 
     def __init__(self, writer: Pool, reader: Pool, settings: MemorySettings) -> None:
         self._writer, self._reader = writer, reader
+        self._pools = [writer] if reader is writer else [writer, reader]  # released by close
         self.settings = settings
         self._lock = threading.Lock()
         self._segments: dict[int, Segment] = {}  # decoded, by id (immutable)
@@ -92,7 +93,7 @@ class Database:
         try:
             with writer.connection("migrating the schema") as conn:
                 migrate(conn, shown_url(url))
-            reader = shared_pool(read_url) if read_url else writer
+            reader = shared_pool(read_url) if read_url and read_url != url else writer
         except BaseException:
             release(writer)
             raise
@@ -105,9 +106,10 @@ class Database:
 
     def close(self) -> None:
         """Release the connections (the last user of a URL's pool closes it)."""
-        if self._reader is not self._writer:
-            release(self._reader)
-        release(self._writer)
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            release(pool)
 
     def __enter__(self) -> Database:
         return self
