@@ -223,7 +223,7 @@ class Database:
 
     @staticmethod
     def _generations(pool: Pool, names: list[str]) -> dict[str, int]:
-        with pool.connection("reading generations") as conn:
+        with pool.connection("reading generations", transaction=False) as conn:
             found = conn.execute(
                 "SELECT name, generation FROM em_scopes WHERE name = ANY(%s)", (names,)
             ).fetchall()
@@ -258,21 +258,21 @@ class Database:
         return snap
 
     def _snapshot(self, pool: Pool, scope: str) -> Snapshot:
-        with pool.connection(f"reading scope {scope}") as conn:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            row = conn.execute(
-                "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
-            ).fetchone()
-            generation, model = (int(row[0]), row[1]) if row else (0, None)
+        with pool.connection(f"reading scope {scope}", transaction=False) as conn:
+            generation, _ = self._generation(conn, scope)
             with self._lock:
                 held = self._snapshots.get(scope)
             if held is not None and held.generation == generation:
-                return held
-            files = conn.execute(
-                "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0", (scope,)
-            ).fetchall()
-            ids = sorted({int(s) for _, s in files})
-            segments = self._fetcher(conn, scope)(ids)
+                return held  # the one query of a search whose scope did not move
+            with conn.transaction():  # the generation, its files and segments, as of one moment
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                generation, model = self._generation(conn, scope)
+                files = conn.execute(
+                    "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0",
+                    (scope,),
+                ).fetchall()
+                ids = sorted({int(s) for _, s in files})
+                segments = self._fetcher(conn, scope)(ids)
         live: dict[int, set[str]] = {i: set() for i in ids}
         for path, seg_id in files:
             live[int(seg_id)].add(path)
@@ -285,6 +285,14 @@ class Database:
             keep = {i for used in self._uses.values() for i in used}
             self._segments = {i: s for i, s in self._segments.items() if i in keep}
         return snap
+
+    @staticmethod
+    def _generation(conn: psycopg.Connection, scope: str) -> tuple[int, str | None]:
+        """The scope's generation and model ((0, None): no such scope yet)."""
+        row = conn.execute(
+            "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
+        ).fetchone()
+        return (int(row[0]), row[1]) if row else (0, None)
 
     def _fetcher(self, conn: psycopg.Connection, scope: str) -> Fetch:
         """Segments by id: those this process holds decoded, the others read in ``conn``."""

@@ -100,17 +100,28 @@ class Pool:
             open=True,
             timeout=POOL_TIMEOUT_S,
             check=psycopg_pool.ConnectionPool.check_connection,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            # Autocommit: a lone read (a search's generation check) is one round trip;
+            # writes and multi-statement reads open their transaction (``connection``).
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
             name="enhanced-memory",
         )
         self.users = 0
 
     @contextlib.contextmanager
-    def connection(self, doing: str = "") -> Iterator[psycopg.Connection]:
-        """A connection in a transaction (committed when the block ends, else rolled back)."""
+    def connection(self, doing: str = "", transaction: bool = True) -> Iterator[psycopg.Connection]:
+        """A connection, in a transaction (committed when the block ends, else rolled back).
+
+        Args:
+            doing: What the caller does, for the error message.
+            transaction: False: each statement commits alone (a single read).
+        """
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield conn
+            with self._pool.connection() as conn:
+                if not transaction:
+                    yield conn
+                    return
+                with conn.transaction():
+                    yield conn
         except self._pool_timeout:
             self.probe()  # says why no connection came (refused, down, a bad password) ...
             raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
