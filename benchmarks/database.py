@@ -7,7 +7,8 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
   (``MemorySearch`` on the folder, ``DatabaseSearch`` on the scope); prints
   mrr@10 of each (``score.py``'s metric) and how many queries' top 10 differ.
 - ``speed [--sizes 1000,10000]``: a seeded synthetic workspace per size
-  (``synthetic.py``), indexed keyword-only; the first publish, a one-file
+  (``synthetic.py``), indexed keyword-only (``--vectors``: with its projection
+  embedder); the first publish, a one-file
   republish, then search latency in fresh processes: the first search of a
   process (connect and load included) and the p50 of warm searches, each beside
   the embedded store's.
@@ -86,13 +87,18 @@ _CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 kind, target, scope, queries = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+kw = {"embedder": "none"}
+if sys.argv[5] == "vectors":
+    sys.path.insert(0, sys.argv[6])
+    import synthetic
+    kw = {"embeddings": synthetic.ProjectionEmbeddings()}
 if kind == "local":
     from langchain_enhanced_memory.engine import MemorySearch
-    eng = MemorySearch(target, embedder="none", auto_index=False)
+    eng = MemorySearch(target, auto_index=False, **kw)
 else:
     from langchain_enhanced_memory.engine.database import DatabaseSearch
     from langchain_enhanced_memory.store.database import Database
-    eng = DatabaseSearch(Database.connect(target), scope, embedder="none")
+    eng = DatabaseSearch(Database.connect(target), scope, **kw)
 eng.search(queries[0], k=10)
 first = time.perf_counter() - t0
 warm = []
@@ -103,9 +109,12 @@ print(json.dumps({"first_ms": first * 1000, "warm_p50_ms": warm[len(warm) // 2] 
 """
 
 
-def _latency(kind: str, target: str, scope: str, queries: list[str]) -> dict[str, float]:
+def _latency(
+    kind: str, target: str, scope: str, queries: list[str], vectors: bool
+) -> dict[str, float]:
+    mode = "vectors" if vectors else "none"
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, target, scope, json.dumps(queries)],
+        [sys.executable, "-c", _CHILD, kind, target, scope, json.dumps(queries), mode, str(HERE)],
         capture_output=True,
         text=True,
         check=True,
@@ -118,24 +127,28 @@ def speed(a: argparse.Namespace) -> None:
     with Database.connect(a.database) as db, tempfile.TemporaryDirectory() as tmp:
         for size in [int(s) for s in a.sizes.split(",")]:
             ws = synthetic.generate(Path(tmp) / f"w{size}", size)
-            eng = MemorySearch(ws, embedder="none")
+            kw: dict[str, Any] = {"embedder": "none"}
+            if a.vectors:
+                kw = {"embeddings": synthetic.ProjectionEmbeddings()}
+            eng = MemorySearch(ws, **kw)
             eng.update_index()
-            scope = f"speed-{size}"
+            scope = f"speed-{size}-{int(time.time())}"  # a new scope: a first publish
             t0 = time.perf_counter()
-            first = db.publish(scope, eng.index, None, owner=local_owner(ws), take_over=True)
+            first = db.publish(scope, eng.index, eng.model_id, owner=local_owner(ws))
             publish_s = time.perf_counter() - t0
             note = sorted((ws / "memory").glob("*.md"))[0]
             note.write_text(note.read_text() + "\n## Later\n\none more line\n")
             eng.update_index()
             t0 = time.perf_counter()
-            db.publish(scope, eng.index, None, owner=local_owner(ws))
+            db.publish(scope, eng.index, eng.model_id, owner=local_owner(ws))
             republish_s = time.perf_counter() - t0
             row = {
                 "chunks": first.chunks,
                 "publish_s": round(publish_s, 3),
                 "one_file_republish_s": round(republish_s, 3),
-                "local": _latency("local", str(ws), scope, qs),
-                "database": _latency("database", a.database, scope, qs),
+                "vectors": a.vectors,
+                "local": _latency("local", str(ws), scope, qs, a.vectors),
+                "database": _latency("database", a.database, scope, qs, a.vectors),
             }
             print(json.dumps(row))
 
@@ -151,6 +164,7 @@ def main() -> None:
     s = sub.add_parser("speed")
     s.add_argument("--sizes", default="1000,10000")
     s.add_argument("--queries", type=int, default=60)
+    s.add_argument("--vectors", action="store_true", help="synthetic.py's projection embedder")
     a = ap.parse_args()
     parity(a) if a.command == "parity" else speed(a)
 

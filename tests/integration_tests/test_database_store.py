@@ -387,3 +387,14 @@ def test_a_read_only_role_searches_and_cannot_append(
         with psycopg.connect(database_url, autocommit=True) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_damaged_segment_is_a_one_line_error(database_url: str) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a fact", now=DAY)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE em_segments SET data = substring(data from 1 for 40)")
+    with Database.connect(database_url) as db, pytest.raises(DatabaseError) as err:
+        _found(db, "fact")
+    assert "segment" in str(err.value) and "damaged" in str(err.value)
+    assert "\n" not in str(err.value) and "publish the scope again" in err.value.action
