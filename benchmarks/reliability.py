@@ -3,7 +3,8 @@
     python benchmarks/reliability.py            # or: make reliability
 
 Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
-``remember`` beside a plain appender and killed),
+``remember`` beside a plain appender and killed, publishes and appends to PostgreSQL
+killed, or the server under them),
 the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
 marker on, then prints a markdown table of what was tried and what held. Exits
 non-zero when anything failed.
@@ -113,6 +114,27 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 rkills["survived"] if not rkills["problems"] else 0,
             )
         )
+    for name, what, whole in (
+        ("db_publish_kills", "a publish to PostgreSQL (`index --database`)",
+         "the scope is the previous generation or the new one, every chunk and stored note of"
+         " one version, no unnamed segment; the next publish goes through"),
+        ("db_append_kills", "`remember --database` (two-line bullets)",
+         "the note holds the whole bullet or none of it and its index matches it; the next"
+         " append goes through"),
+    ):  # fmt: skip
+        db = load(name)
+        if db:
+            ph = db["phases"]
+            rows.append(
+                (
+                    f"SIGKILL of {what} or of the PostgreSQL server ({ph['inside the transaction']}"
+                    f" inside the write's transaction, {ph['at a random moment']} at a random"
+                    f" moment, {ph['server killed']} the server, then crash recovery;"
+                    f" {db['landed']} had committed): {whole}",
+                    db["kills"],
+                    db["survived"] if not db["problems"] and db["final_ok"] else 0,
+                )
+            )
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
     rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
                  " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"
