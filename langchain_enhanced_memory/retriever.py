@@ -5,23 +5,22 @@ from __future__ import annotations
 import asyncio
 import threading
 from datetime import date, datetime
-from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
 )
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import BeforeValidator, ConfigDict, Field, InstanceOf, PrivateAttr
+from pydantic import BeforeValidator, ConfigDict, InstanceOf, PrivateAttr
 
 from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
-from .core.settings import MemorySettings
-from .engine import Embedder, EngineConfig, MemorySearch
+from .engine import MemorySearch
+from .engine.scoped import ScopedSearch
+from .options import MemoryOptions
 
 
 def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
@@ -45,10 +44,12 @@ def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
         metadata["temporal_dates"] = response.temporal_dates
     if response.prf_terms:
         metadata["prf_terms"] = response.prf_terms
+    if hit.scope is not None:  # a search over scopes: which one it came from
+        metadata["scope"] = hit.scope
     return Document(page_content=hit.text, metadata=metadata)
 
 
-class EnhancedMemoryRetriever(BaseRetriever):
+class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
     """Hybrid, date-aware search over an agent's markdown memory.
 
     Fuses vector similarity, keyword (BM25), header and file-path matches,
@@ -68,8 +69,17 @@ class EnhancedMemoryRetriever(BaseRetriever):
             # Filters apply before ranking: k results come back when k match.
             docs = retriever.invoke("decisions", filter={"since": "last week", "kind": "daily"})
 
+            # Several memories as one ranking; each Document says its metadata["scope"].
+            shared = EnhancedMemoryRetriever(
+                scopes={"me": "~/.openclaw/workspace", "team:0.5": "/srv/team-notes"}
+            )
+
     Args:
-        workspace: Folder holding ``MEMORY.md`` and ``memory/``.
+        workspace: Folder holding ``MEMORY.md`` and ``memory/`` (or give ``scopes``).
+        scopes: Scopes searched as one ranking: ``{"NAME[:WEIGHT]": folder}``, a
+            folder of None (or a list of names) for scopes of ``database_url``.
+        database_url: PostgreSQL holding the database scopes (default:
+            ``$ENHANCED_MEMORY_DATABASE_URL``).
         embeddings: Any LangChain ``Embeddings``; when set, ``embedder`` is ignored.
         embedder: ``auto`` (Ollama, then the local model, then keyword-only),
             ``ollama``, ``local`` or ``none``.
@@ -95,46 +105,19 @@ class EnhancedMemoryRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    workspace: str | Path
-    embeddings: Embeddings | None = None
-    embedder: str = "auto"
-    model: str | None = None
-    ollama_url: str | None = None
     k: int = 5
-    # Dataclasses, built by their own checks (a profile's preset included), not pydantic's.
-    settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
-        default_factory=MemorySettings
-    )
-    index_path: str | Path | None = None
-    auto_index: bool = True
-    watch: bool = True
-    check_interval_s: float = 0.0
-    background_embedding: bool = True
+    # A dataclass, built by its own checks, not pydantic's.
     filter: Annotated[InstanceOf[SearchFilter], BeforeValidator(SearchFilter.of)] | None = None
 
-    _engine: MemorySearch | None = PrivateAttr(default=None)
+    _engine: MemorySearch | ScopedSearch | None = PrivateAttr(default=None)
     _engine_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
-    def engine(self) -> MemorySearch:
-        """The underlying search engine (created on first use)."""
+    def engine(self) -> MemorySearch | ScopedSearch:
+        """The underlying search (created on first use): a workspace's, or the scopes'."""
         with self._engine_lock:  # batch's threads: one engine, not one each
             if self._engine is None:
-                # Field by field: a renamed one fails to type-check instead of being dropped.
-                config = EngineConfig(
-                    workspace=Path(self.workspace),
-                    settings=self.settings,
-                    embedder=cast(Embedder, self.embedder),  # checked by EngineConfig
-                    model=self.model,
-                    ollama_url=self.ollama_url,
-                    embeddings=self.embeddings,
-                    index_path=Path(self.index_path) if self.index_path else None,
-                    auto_index=self.auto_index,
-                    watch=self.watch,
-                    check_interval_s=self.check_interval_s,
-                    background_embedding=self.background_embedding,
-                )
-                self._engine = MemorySearch.from_config(config)
+                self._engine = self.build_search()
             return self._engine
 
     def _request(

@@ -25,29 +25,38 @@ notes while it writes.
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    InstanceOf,
     PrivateAttr,
     ValidationError,
     WithJsonSchema,
+    model_validator,
 )
 
 from .analysis import salience, tool_json
-from .core.errors import CrossrefError, NoteError, RequestError, WriteError, one_line, shown
+from .core.errors import (
+    CrossrefError,
+    NoteError,
+    RequestError,
+    ScopeError,
+    WriteError,
+    one_line,
+    shown,
+)
 from .core.filters import KIND_SCHEMA
 from .core.request import SearchRequest, argument_errors
 from .core.settings import MemorySettings
-from .engine import EngineConfig, MemorySearch
+from .engine import MemorySearch
+from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
+from .options import MemoryOptions
 
 __all__ = [
     "MemoryAppendTool",
@@ -63,58 +72,51 @@ def _refused(exc: ValidationError) -> str:
     return "\n".join(f"Error: {e}" for e in argument_errors(exc.errors(include_url=False)))
 
 
-class _MemoryTool(BaseTool):
-    """Shared configuration: which workspace, which embedder, or a ready engine."""
+class _MemoryTool(BaseTool, MemoryOptions):
+    """Shared configuration: which workspace or scopes, which embedder, or a ready engine.
+
+    A tool over scopes (``scopes``, or a :class:`~.engine.scoped.ScopedSearch`
+    engine) takes a ``scope`` argument: the scopes to search, or the one to read
+    or write (needed when there are several).
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    workspace: str | Path | None = None
-    """The workspace folder (ignored when ``engine`` is given)."""
-    embedder: Literal["auto", "ollama", "local", "none"] = "auto"
-    """``auto``, ``ollama``, ``local`` or ``none``."""
-    model: str | None = None
-    """Ollama embedding model (default ``nomic-embed-text``)."""
-    ollama_url: str | None = None
-    """Ollama's base URL."""
-    embeddings: Embeddings | None = None
-    """Any LangChain embeddings; overrides ``embedder``."""
-    # A dataclass, built by its own checks (a profile's preset included), not pydantic's.
-    settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
-        default_factory=MemorySettings
-    )
-    index_path: str | Path | None = None
-    watch: bool = True
-    """Learn of edits from file-system events instead of a scan per call."""
-    background_embedding: bool = True
-    """Embed missing vectors on a thread, answering keyword-only meanwhile."""
-    engine: MemorySearch | None = None
-    """A shared engine (see :func:`create_memory_tools`)."""
+    engine: MemorySearch | ScopedSearch | None = None
+    """A shared engine (see :func:`create_memory_tools`); the other fields then do not count."""
+    scoped_schema: ClassVar[type[BaseModel] | None] = None
+    """The arguments with ``scope``, for a tool over scopes."""
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_validation_error: Any = _refused
     """Arguments the schema refuses: one line each, for the model to act on (not raised)."""
     _engine_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
-    def get_engine(self) -> MemorySearch:
+    @model_validator(mode="after")
+    def _scope_argument(self) -> "_MemoryTool":
+        scoped = self.scopes is not None or isinstance(self.engine, ScopedSearch)
+        if scoped and self.scoped_schema is not None:
+            self.args_schema = self.scoped_schema
+        return self
+
+    def get_engine(self) -> MemorySearch | ScopedSearch:
         """The engine, created on first use (once, when threads call at once)."""
         with self._engine_lock:
             if self.engine is None:
-                if self.workspace is None:
-                    raise ValueError("give the tool a workspace or an engine")
-                # Field by field: a renamed one fails to type-check instead of being dropped.
-                self.engine = MemorySearch.from_config(
-                    EngineConfig(
-                        workspace=Path(self.workspace),
-                        settings=self.settings,
-                        embedder=self.embedder,
-                        model=self.model,
-                        ollama_url=self.ollama_url,
-                        embeddings=self.embeddings,
-                        index_path=Path(self.index_path) if self.index_path else None,
-                        watch=self.watch,
-                        background_embedding=self.background_embedding,
-                    )
-                )
+                if self.workspace is None and self.scopes is None:
+                    raise ValueError("give the tool a workspace, scopes or an engine")
+                self.engine = self.build_search()
             return self.engine
+
+    def workspace_engine(self) -> MemorySearch:
+        """The engine of the one workspace a tool of the index (salience, crossref) reads.
+
+        Raises:
+            ScopeError: The tool searches scopes.
+        """
+        engine = self.get_engine()
+        if isinstance(engine, ScopedSearch):
+            raise ScopeError(f"{self.name} reads one workspace's index, not scopes")
+        return engine
 
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
@@ -153,13 +155,22 @@ class MemorySearchInput(_Input):
     )
 
 
+class MemorySearchScopedInput(MemorySearchInput):
+    """Arguments of ``memory_search`` over scopes."""
+
+    scope: str | list[str] | None = Field(
+        None, description="The scope(s) to search: a name or a list (default: all of them)."
+    )
+
+
 class MemorySearchTool(_MemoryTool):
     """Hybrid, date-aware search over the agent's markdown memory.
 
     Content: one block per result, ``[n] path:start-end (score) header``
     followed by the snippet and the related chunks from the cross-reference
     graph. Artifact: the OpenClaw ``memory_search`` JSON (``results``,
-    ``provider``, ``model``, ``fallback``), each row with ``related``.
+    ``provider``, ``model``, ``fallback``), each row with ``related`` (and
+    ``scope`` over scopes, also before each cited path in the content).
     """
 
     name: str = "memory_search"
@@ -169,6 +180,7 @@ class MemorySearchTool(_MemoryTool):
         "path:startLine-endLine; read more of a file with memory_get."
     )
     args_schema: type[BaseModel] = MemorySearchInput
+    scoped_schema: ClassVar[type[BaseModel] | None] = MemorySearchScopedInput
     snippet_chars: int = 400
     now: datetime | None = None
     """Fixed clock for relative dates (tests, replays); default the real clock."""
@@ -182,6 +194,7 @@ class MemorySearchTool(_MemoryTool):
         until: str | None = None,
         path: str | None = None,
         kind: str | list[str] | None = None,
+        scope: str | list[str] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         flt = {"since": since, "until": until, "path": path, "kind": kind}
@@ -189,8 +202,9 @@ class MemorySearchTool(_MemoryTool):
             request = SearchRequest.from_body(
                 {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now
             )
-            response, artifact = tool_json.search(self.get_engine(), request)
-        except RequestError as exc:
+            engine = narrowed(self.get_engine(), scope)
+            response, artifact = tool_json.search(engine, request)
+        except (RequestError, ScopeError) as exc:
             return self._error(str(exc))
         blocks = []
         for n, h in enumerate(response.hits, 1):
@@ -198,6 +212,8 @@ class MemorySearchTool(_MemoryTool):
             if len(body) > self.snippet_chars:
                 body = body[: self.snippet_chars] + "..."
             cite = f"{h.path}:{h.start_line}-{h.end_line}"
+            if h.scope is not None:
+                cite = f"{h.scope}: {cite}"
             block = f"[{n}] {cite} ({h.score:.2f}) {h.headers or h.header}\n{body}"
             if h.related:
                 refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
@@ -220,6 +236,14 @@ class MemoryGetInput(_Input):
     model_config = ConfigDict(populate_by_name=True)  # and _Input's extra="forbid"
 
 
+class MemoryGetScopedInput(MemoryGetInput):
+    """Arguments of ``memory_get`` over scopes."""
+
+    scope: str | None = Field(
+        None, description="The scope the file is in, as search gave it (needed if several)."
+    )
+
+
 class MemoryGetTool(_MemoryTool):
     """Read lines of one memory file (confined to the workspace's memory files)."""
 
@@ -229,15 +253,21 @@ class MemoryGetTool(_MemoryTool):
         "from=12, lines=20. Only the workspace's markdown memory files can be read."
     )
     args_schema: type[BaseModel] = MemoryGetInput
+    scoped_schema: ClassVar[type[BaseModel] | None] = MemoryGetScopedInput
 
     def _run(
         self,
         path: str,
         from_line: int = 1,
         lines: int | None = None,
+        scope: str | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        got = tool_json.get(self.get_engine(), path, from_line, lines)
+        try:
+            engine = one_scope(self.get_engine(), scope)
+        except ScopeError as exc:
+            return self._error(str(exc))
+        got = tool_json.get(engine, path, from_line, lines)
         if got.get("disabled"):
             return f"Error: {got['error']}", got
         if "from" not in got:
@@ -277,7 +307,11 @@ class MemorySalienceTool(_MemoryTool):
     def _run(
         self, top: int = 3, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
-        result = tool_json.salience(self.get_engine(), top, self.now)
+        try:
+            engine = self.workspace_engine()
+        except ScopeError as exc:
+            return self._error(str(exc))
+        result = tool_json.salience(engine, top, self.now)
         return salience.format_text(result), result
 
 
@@ -307,8 +341,9 @@ class MemoryCrossrefTool(_MemoryTool):
         self, path: str | None = None, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            shown = tool_json.related(self.get_engine(), path, build=self.build_if_missing)
-        except (CrossrefError, NoteError) as exc:
+            engine = self.workspace_engine()
+            shown = tool_json.related(engine, path, build=self.build_if_missing)
+        except (CrossrefError, NoteError, ScopeError) as exc:
             return self._error(str(exc))
         if path is None:
             return views.format_summary(shown), shown
@@ -329,6 +364,12 @@ class MemoryAppendInput(_Input):
     )
 
 
+class MemoryAppendScopedInput(MemoryAppendInput):
+    """Arguments of ``memory_append`` over scopes."""
+
+    scope: str | None = Field(None, description="The scope to write to (needed if several).")
+
+
 class MemoryAppendTool(_MemoryTool):
     """Write memory: append a bullet to today's daily note or a memory file (atomic)."""
 
@@ -339,6 +380,7 @@ class MemoryAppendTool(_MemoryTool):
         "file (MEMORY.md, memory/topics/x.md). Never edits or removes existing text."
     )
     args_schema: type[BaseModel] = MemoryAppendInput
+    scoped_schema: ClassVar[type[BaseModel] | None] = MemoryAppendScopedInput
     now: datetime | None = None
     """Fixed clock for "today" (tests, replays); default the real clock."""
 
@@ -347,21 +389,24 @@ class MemoryAppendTool(_MemoryTool):
         text: str,
         section: str | None = None,
         file: str | None = None,
+        scope: str | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
-            done = tool_json.append(
-                self.get_engine(), text, section=section, file=file, now=self.now
-            )
-        except WriteError as exc:
+            engine = one_scope(self.get_engine(), scope)
+            done = tool_json.append(engine, text, section=section, file=file, now=self.now)
+        except (WriteError, ScopeError) as exc:
             return self._error(str(exc))
         where = f" under '{done['section']}'" if done["section"] else ""
-        return f"Remembered in {done['path']}:{done['line']}{where}.", done
+        into = f"{scope}: " if scope else ""
+        return f"Remembered in {into}{done['path']}:{done['line']}{where}.", done
 
 
 def create_memory_tools(
-    workspace: str | Path,
+    workspace: str | Path | None = None,
     *,
+    scopes: dict[str, str | Path | None] | list[str] | None = None,
+    database_url: str | None = None,
     embedder: Literal["auto", "ollama", "local", "none"] = "auto",
     model: str | None = None,
     ollama_url: str | None = None,
@@ -373,8 +418,16 @@ def create_memory_tools(
 ) -> list[BaseTool]:
     """The four memory tools sharing one engine (one index, one embedder), and the writer.
 
+    Over ``scopes`` the toolkit is ``memory_search`` and ``memory_get`` (and
+    ``memory_append``), each with a ``scope`` argument; salience and
+    cross-references read one workspace's index, so they come with a workspace.
+
     Args:
-        workspace: The workspace folder.
+        workspace: The workspace folder (or give ``scopes``).
+        scopes: Scopes searched as one: ``{"NAME[:WEIGHT]": folder or None}`` or
+            database scopes' names (see :class:`~.options.MemoryOptions`).
+        database_url: PostgreSQL of the database scopes (default:
+            ``$ENHANCED_MEMORY_DATABASE_URL``).
         embedder: ``auto``, ``ollama``, ``local`` or ``none``.
         model: Ollama embedding model (default ``nomic-embed-text``).
         ollama_url: Ollama's base URL.
@@ -385,26 +438,21 @@ def create_memory_tools(
         allow_write: Add ``memory_append`` (off: many users want read-only memory).
     """
     settings = settings or MemorySettings()
-    engine = MemorySearch.from_config(
-        EngineConfig(
-            workspace=Path(workspace),
-            settings=settings,
-            embedder=embedder,
-            model=model,
-            ollama_url=ollama_url,
-            embeddings=embeddings,
-            index_path=Path(index_path) if index_path else None,
-            watch=True,
-            background_embedding=True,
-        )
-    )
+    engine = MemoryOptions(
+        workspace=workspace,
+        scopes=scopes,
+        database_url=database_url,
+        embedder=embedder,
+        model=model,
+        ollama_url=ollama_url,
+        embeddings=embeddings,
+        settings=settings,
+        index_path=index_path,
+    ).build_search()
     common: dict[str, Any] = {"engine": engine, "settings": settings}
-    tools: list[BaseTool] = [
-        MemorySearchTool(now=now, **common),
-        MemoryGetTool(**common),
-        MemorySalienceTool(now=now, **common),
-        MemoryCrossrefTool(**common),
-    ]
+    tools: list[BaseTool] = [MemorySearchTool(now=now, **common), MemoryGetTool(**common)]
+    if isinstance(engine, MemorySearch):
+        tools += [MemorySalienceTool(now=now, **common), MemoryCrossrefTool(**common)]
     if allow_write:
         tools.append(MemoryAppendTool(now=now, **common))
     return tools

@@ -23,6 +23,8 @@ from ..core.errors import (
     one_line,
 )
 from ..core.request import SearchRequest
+from ..engine import MemorySearch
+from ..engine.database import DatabaseSearch
 from ..graph import queries, storage
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
 from ..store import logs, notes
@@ -31,12 +33,12 @@ from . import salience as salience_mod
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
-    from ..engine import MemorySearch
+    from ..engine.scoped import ScopeSearcher
 
 __all__ = ["append", "get", "read", "related", "salience", "search", "status"]
 
 
-def search(engine: MemorySearch, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
+def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
     """Run a search: the response and its ``memory_search`` JSON (each row with ``related``)."""
     response = engine.run(request)
     doc = response_json(response, engine.settings.snippet_chars)
@@ -45,20 +47,25 @@ def search(engine: MemorySearch, request: SearchRequest) -> tuple[SearchResponse
     return response, doc
 
 
-def read(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer for lines that could be read.
+
+    ``engine``: a workspace's engine, or one scope's (:func:`~..engine.scoped.one_scope`).
 
     Raises:
         MissingNoteError: No such memory file.
         NoteError: A refused path or range, or an unreadable file.
     """
+    if isinstance(engine, DatabaseSearch):
+        return get_json(engine.database.read(engine.scope, path, from_line, lines))
+    engine = _local(engine)
     ws = engine.index.workspace
     got = notes.get_lines(ws, path, from_line, lines, engine.settings)
     logs.record_access(ws, engine.settings, [got.path])
     return get_json(got)
 
 
-def get(engine: MemorySearch, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def get(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``).
 
     The path and the message are the caller's own up to a few hundred characters.
@@ -156,7 +163,7 @@ def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]
 
 
 def append(
-    engine: MemorySearch,
+    engine: ScopeSearcher,
     text: str,
     *,
     section: str | None = None,
@@ -168,7 +175,18 @@ def append(
     Raises:
         WriteError: A refused or failed write.
     """
-    done = append_memory(engine.index.workspace, text, section=section, file=file, now=now)
+    if isinstance(engine, DatabaseSearch):  # a database-backed scope
+        done = engine.remember(text, section=section, file=file, now=now)
+    else:
+        ws = _local(engine).index.workspace
+        done = append_memory(ws, text, section=section, file=file, now=now)
     out = done.as_dict()
     out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
     return out
+
+
+def _local(engine: ScopeSearcher) -> MemorySearch:
+    """The workspace engine ``engine`` is (a database scope's reads and writes go elsewhere)."""
+    if not isinstance(engine, MemorySearch):
+        raise TypeError(f"not a workspace's engine: {type(engine).__name__}")
+    return engine

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -22,20 +23,28 @@ from ..core.text import escape_controls
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..engine import EnginePool, MemorySearch
+    from ..core.settings import MemorySettings
+    from ..engine import EngineConfig, EnginePool, MemorySearch
+    from ..engine.scoped import ScopedSearch
+    from ..store.database import Database
 
 __all__ = [
     "CliError",
     "add_common_arguments",
     "add_filter_arguments",
     "add_no_daemon_argument",
+    "add_scope_arguments",
+    "config_from_args",
+    "database_scope",
     "dump",
     "engine_from_args",
     "filter_of",
     "flag_error",
+    "open_database",
     "parse_now",
     "progress_bar",
     "report_embedder",
+    "searcher_from_args",
 ]
 
 #: Set by the resident engine: commands then reuse its warm engines.
@@ -119,10 +128,100 @@ def add_no_daemon_argument(p: argparse.ArgumentParser) -> None:
 
 def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
     """The engine the common flags describe (flag, then environment, then default)."""
-    from ..engine import EngineConfig, MemorySearch
+    from ..engine import MemorySearch
 
-    config = EngineConfig.from_env(
-        workspace=args.workspace,
+    config = config_from_args(args, **fields)
+    if POOL is not None:
+        return POOL.get(config)
+    return MemorySearch.from_config(config)
+
+
+def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
+    """``--scope`` (repeatable when ``many``: a search's) and ``--database``."""
+    if many:
+        p.add_argument(
+            "--scope",
+            action="append",
+            metavar="NAME[:WEIGHT][=FOLDER]",
+            help="search this scope (repeat for one ranking over several): a workspace here"
+            " (team=~/team-notes) or a scope of --database (team); WEIGHT scales its scores"
+            " (team:0.5, default 1); each result then says its scope",
+        )
+    else:
+        p.add_argument(
+            "--scope", metavar="NAME", help="the scope of --database this command is about"
+        )
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="PostgreSQL holding the scopes (default: $ENHANCED_MEMORY_DATABASE_URL), e.g."
+        " postgresql://user@host/db",
+    )
+
+
+def database_scope(args: argparse.Namespace) -> str | None:
+    """The one database scope ``--scope`` names (None: the command works on the workspace).
+
+    Raises:
+        CliError: ``--scope`` without a database, or ``--database`` without ``--scope``.
+        ScopeError: An invalid name.
+    """
+    from ..core.scopes import validate_scope
+    from ..engine.scoped import DATABASE_ENV
+
+    if args.scope is None:
+        if args.database:
+            raise CliError("--database needs --scope NAME (the scope to work on)")
+        return None
+    if not (args.database or os.environ.get(DATABASE_ENV)):
+        raise CliError(
+            f"--scope {validate_scope(args.scope)} needs --database URL (or ${DATABASE_ENV})"
+        )
+    return validate_scope(args.scope)
+
+
+def open_database(args: argparse.Namespace, settings: MemorySettings | None = None) -> Database:
+    """The database of ``--database`` (else ``$ENHANCED_MEMORY_DATABASE_URL``), connected.
+
+    Raises:
+        DatabaseError: Unreachable or refused (one line, the password never in it).
+    """
+    from ..engine.scoped import DATABASE_ENV
+    from ..store.database import Database
+
+    return Database.connect(args.database or os.environ[DATABASE_ENV], settings)
+
+
+def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch | ScopedSearch:
+    """The search over the ``--scope``s, or without any the workspace's (:func:`engine_from_args`).
+
+    Raises:
+        CliError: ``--database`` without ``--scope``, or ``--scope`` with ``--workspace``
+            or ``--index`` (each scope names its folder, which keeps its own index).
+        ScopeError: A bad scope (:func:`~..engine.scoped.scoped_search`).
+    """
+    if not args.scope:
+        if args.database:
+            raise CliError("--database needs --scope NAME (the scopes to search)")
+        return engine_from_args(args, **fields)
+    for flag, value in (("--workspace", args.workspace), ("--index", args.index_path)):
+        if value:
+            raise CliError(f"{flag} and --scope: name each folder as a scope (--scope NAME=FOLDER)")
+    from ..engine import MemorySearch
+    from ..engine.scoped import parse_scope_arg, scoped_search
+
+    config = config_from_args(args, workspace=".", **fields)
+    specs = [parse_scope_arg(spec) for spec in args.scope]
+    engines = POOL.get if POOL is not None else MemorySearch.from_config
+    return scoped_search(config, specs, args.database, engines=engines)
+
+
+def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
+    """The engine config the common flags describe (flag, then environment, then default)."""
+    from ..engine import EngineConfig
+
+    fields.setdefault("workspace", args.workspace)
+    return EngineConfig.from_env(
         profile=args.profile,
         embedder=args.embedder,
         model=args.model,
@@ -130,9 +229,6 @@ def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
         index_path=args.index_path,
         **fields,
     )
-    if POOL is not None:
-        return POOL.get(config)
-    return MemorySearch.from_config(config)
 
 
 def parse_now(value: str | None) -> datetime | None:
@@ -143,12 +239,19 @@ def parse_now(value: str | None) -> datetime | None:
         raise CliError(f"--now {exc}") from None
 
 
-def report_embedder(engine: MemorySearch) -> None:
-    """One stderr line naming the active embedder (text mode)."""
-    c = engine.choice
+def report_embedder(engine: MemorySearch | ScopedSearch, response: Any = None) -> None:
+    """One stderr line naming the active embedder (text mode).
+
+    A search over scopes says what its ``response`` was made with (each scope
+    resolves its own embedder).
+    """
+    c = getattr(engine, "choice", None) or response
+    if c is None:
+        return
     line = f"embedder: {c.provider}" + (f" ({c.model})" if c.model else "")
     if c.fallback:
-        line += f", fallback {c.fallback}" + (f": {c.reason}" if c.reason else "")
+        reason = getattr(c, "reason", None)
+        line += f", fallback {c.fallback}" + (f": {reason}" if reason else "")
     print(escape_controls(line), file=sys.stderr)
 
 

@@ -1,4 +1,10 @@
-"""``enhanced-memory export``: write the original's vectors.json and crossrefs.json."""
+"""``enhanced-memory export``: the original's vectors.json and crossrefs.json, or a scope's notes.
+
+``export --vectors-json``/``--crossrefs-json`` write the original's files of
+the workspace's index; ``export --database URL --scope NAME DIR`` writes the
+notes of scope ``NAME`` under ``DIR`` as a workspace (``MEMORY.md``,
+``memory/...``), e.g. to keep a copy or to move a scope to a folder.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,15 @@ from ..openclaw.export import (
     vectors_json,
     write_json,
 )
-from .common import CliError, add_common_arguments, dump, engine_from_args
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_scope_arguments,
+    database_scope,
+    dump,
+    engine_from_args,
+    open_database,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,10 +48,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"write the original's crossrefs.json (default path {CROSSREFS_JSON})",
     )
+    add_scope_arguments(p, many=False)
+    p.add_argument(
+        "folder", nargs="?", metavar="DIR", help="with --scope: where to write its notes"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the requested files (``-``: stdout)."""
+    """Write the requested files (``-``: stdout), or the notes of ``--scope`` under DIR."""
+    scope = database_scope(args)
+    if scope is not None:
+        return _export_scope(args, scope)
+    if args.folder is not None:
+        raise CliError("DIR is where a scope's notes go: give --database URL --scope NAME too")
     if args.vectors_json is None and args.crossrefs_json is None:
         raise CliError("give --vectors-json and/or --crossrefs-json")
     if args.vectors_json == "-" and args.crossrefs_json == "-":
@@ -69,4 +92,22 @@ def run(args: argparse.Namespace) -> int:
         for key in ("vectors_json", "crossrefs_json"):
             if key in written:
                 print(f"wrote {written[key]}", file=sys.stderr)
+    return 0
+
+
+def _export_scope(args: argparse.Namespace, scope: str) -> int:
+    """Write the notes of ``scope`` under ``args.folder``; print what was written."""
+    if args.folder is None:
+        raise CliError("give the DIR to write the notes of scope " + scope + " to")
+    if args.vectors_json is not None or args.crossrefs_json is not None or args.workspace:
+        raise CliError(
+            "--scope exports the scope's notes: no --workspace, --vectors-json"
+            " or --crossrefs-json with it"
+        )
+    with open_database(args) as db:
+        written = db.export(scope, args.folder)
+    if args.json:
+        dump({"scope": scope, "folder": args.folder, "files": written})
+    else:
+        print(f"wrote {len(written)} notes of scope {scope} to {args.folder}", file=sys.stderr)
     return 0

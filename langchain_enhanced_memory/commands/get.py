@@ -1,4 +1,8 @@
-"""``enhanced-memory get``: read lines of a memory file (``--json``: OpenClaw's ``memory_get``)."""
+"""``enhanced-memory get``: read lines of a memory file (``--json``: OpenClaw's ``memory_get``).
+
+With ``--database URL --scope NAME`` the note is read from the scope in the
+database (a folder-backed scope's notes are published with its index).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,14 @@ from ..openclaw.response import get_failure_json, get_json
 from ..store.logs import record_access
 from ..store.notes import MAX_GET_LINES, get_lines
 from . import print_error
-from .common import add_common_arguments, dump
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_scope_arguments,
+    database_scope,
+    dump,
+    open_database,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--lines", type=int, help=f"how many lines (default: to the end, max {MAX_GET_LINES})"
     )
+    add_scope_arguments(p, many=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,10 +45,18 @@ def run(args: argparse.Namespace) -> int:
     (exit 2); without it both are a one-line error. Printed for people, the
     text's control characters other than newline and tab are escaped (``\x1b``).
     """
-    workspace = resolve_workspace(args.workspace)
+    scope = database_scope(args)
+    if scope is not None and args.workspace:
+        raise CliError("--workspace and --scope: the scope's notes are read from the database")
+    workspace = None
     settings = MemorySettings()
     try:
-        got = get_lines(workspace, args.path, args.from_line, args.lines, settings)
+        if scope is None:
+            workspace = resolve_workspace(args.workspace)
+            got = get_lines(workspace, args.path, args.from_line, args.lines, settings)
+        else:
+            with open_database(args, settings) as db:
+                got = db.read(scope, args.path, args.from_line, args.lines)
     except NoteError as exc:
         if not args.json:
             raise
@@ -47,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print_error(str(exc))
         return 2
-    record_access(workspace, settings, [got.path])
+    if workspace is not None:  # the access log lives in the workspace
+        record_access(workspace, settings, [got.path])
     if args.json:
         dump(get_json(got))
     else:

@@ -6,13 +6,21 @@ import argparse
 import sys
 
 from ..core.errors import EmbeddingError
+from ..engine import MemorySearch
 from ..store import heap
-from .common import CliError, add_common_arguments, engine_from_args, parse_now
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_scope_arguments,
+    parse_now,
+    searcher_from_args,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory mcp``."""
     add_common_arguments(p)
+    add_scope_arguments(p, many=True)
     p.add_argument(
         "--http", action="store_true", help="serve streamable HTTP instead of stdio (at /mcp)"
     )
@@ -38,11 +46,15 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived, like serve: follow file events, embed off the answering path.
-    engine = engine_from_args(args, watch=True, background_embedding=True)
-    try:
-        engine.update_index()
-    except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
-        print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
+    engine = searcher_from_args(args, watch=True, background_embedding=True)
+    if isinstance(engine, MemorySearch):
+        try:
+            engine.update_index()
+        except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
+            print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
+        serves = str(engine.index.workspace)
+    else:
+        serves = "scopes " + ", ".join(engine.scopes)
     server = build_server(
         engine, allow_write=args.allow_write, now=now, host=args.host, port=args.port
     )
@@ -50,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         server.run("stdio")
         return 0
     print(
-        f"enhanced-memory: MCP on http://{args.host}:{args.port}/mcp for {engine.index.workspace}",
+        f"enhanced-memory: MCP on http://{args.host}:{args.port}/mcp for {serves}",
         file=sys.stderr,
         flush=True,
     )

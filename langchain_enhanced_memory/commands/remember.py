@@ -1,15 +1,31 @@
-"""``enhanced-memory remember``: append a bullet to today's daily note or a memory file."""
+"""``enhanced-memory remember``: append a bullet to today's daily note or a memory file.
+
+With ``--database URL --scope NAME`` the bullet goes to the database-backed
+scope ``NAME`` (created by its first append) in one transaction, indexed with
+this command's embedder: every host's next search finds it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 
 from ..core.errors import EnhancedMemoryError
 from ..engine import resolve_workspace
-from ..store.append import append_memory, daily_path, today
+from ..engine.database import DatabaseSearch
+from ..store.append import AppendResult, append_memory, daily_path, today
 from . import PROG
-from .common import CliError, add_common_arguments, dump, parse_now
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_scope_arguments,
+    config_from_args,
+    database_scope,
+    dump,
+    open_database,
+    parse_now,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--file", help="MEMORY.md or memory/...md instead of today's memory/YYYY-MM-DD.md"
     )
     p.add_argument("--now", help="what 'today' is, ISO date or datetime (default: now)")
+    add_scope_arguments(p, many=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,13 +48,17 @@ def run(args: argparse.Namespace) -> int:
     """
     try:
         now = parse_now(args.now)
-        done = append_memory(
-            resolve_workspace(args.workspace),
-            args.text,
-            section=args.section,
-            file=args.file,
-            now=now,
-        )
+        scope = database_scope(args)
+        if scope is None:
+            done = append_memory(
+                resolve_workspace(args.workspace),
+                args.text,
+                section=args.section,
+                file=args.file,
+                now=now,
+            )
+        else:
+            done = _append_to_scope(args, scope, now)
     except EnhancedMemoryError as exc:
         if not args.json:
             raise
@@ -46,10 +67,21 @@ def run(args: argparse.Namespace) -> int:
         dump({"path": _aimed_at(args), "error": str(exc), "action": action})
         return 2
     if args.json:
-        dump(done.as_dict())
+        dump(done.as_dict() | ({"scope": args.scope} if args.scope else {}))
     else:
-        print(f"remembered in {done.path}:{done.line}")
+        where = f"scope {args.scope}: " if args.scope else ""
+        print(f"remembered in {where}{done.path}:{done.line}")
     return 0
+
+
+def _append_to_scope(args: argparse.Namespace, scope: str, now: datetime | None) -> AppendResult:
+    """Append to database-backed ``scope``, indexed with the embedder the flags name."""
+    if args.workspace:
+        raise CliError("--workspace and --scope: a database scope's notes live in the database")
+    config = config_from_args(args, workspace=".")
+    with open_database(args, config.settings) as db:
+        engine = DatabaseSearch.from_config(db, scope, config)
+        return engine.remember(args.text, section=args.section, file=args.file, now=now)
 
 
 def _aimed_at(args: argparse.Namespace) -> str | None:

@@ -16,6 +16,8 @@ from typing import Any
 from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import SearchRequest
 from ..core.text import escape_controls
+from ..engine import MemorySearch
+from ..engine.scoped import narrowed
 from ..openclaw.response import failure_json, response_json
 from ..servers import client
 from . import common, print_error
@@ -24,18 +26,19 @@ from .common import (
     add_common_arguments,
     add_filter_arguments,
     add_no_daemon_argument,
+    add_scope_arguments,
     dump,
-    engine_from_args,
     filter_of,
     flag_error,
     parse_now,
     report_embedder,
+    searcher_from_args,
 )
 
 #: What a batch line may set (other keys, such as a benchmark's gold, are ignored).
 BATCH_FIELDS = ("query", "now", "since", "until", "path", "kind", "corpus")
 #: How a batch line is spelled, for a line that is not.
-BATCH_LINE = '{"id", "query", "now"?, "since"?, ...} a line'
+BATCH_LINE = '{"id", "query", "now"?, "since"?, "scope"?, ...} a line'
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="drop results whose calibrated score (0..1) is below this",
     )
     add_filter_arguments(p)
+    add_scope_arguments(p, many=True)
     add_no_daemon_argument(p)
 
 
@@ -76,30 +80,32 @@ def run(args: argparse.Namespace) -> int:
         )
     except RequestError as exc:
         raise flag_error(exc) from None
-    engine = engine_from_args(args)
+    engine = searcher_from_args(args)
     response = engine.run(request)
     if args.json:
         dump(response_json(response, engine.settings.snippet_chars))
     else:
         _print_text(engine, response, args.min_score)
     sys.stdout.flush()  # the answer first; starting the resident engine comes after
-    _start_resident_if_it_pays(args, engine, response)
+    if isinstance(engine, MemorySearch):  # one workspace's engine: scopes answer here
+        _start_resident_if_it_pays(args, engine, response)
     return 0
 
 
 def _run_batch(args: argparse.Namespace, now: Any) -> int:
     """Answer each line of ``--batch``; 1 when any line got an error object, else 0."""
     lines = _read_batch(args.batch, args.k, now, args.min_score, filter_of(args))
-    engine = engine_from_args(args, watch=True)
+    engine = searcher_from_args(args, watch=True)
     if not args.json:
         report_embedder(engine)
     chars = engine.settings.snippet_chars
     failed = False
-    for n, item_id, request in lines:
+    for n, item_id, request, scope in lines:
         try:
             if isinstance(request, EnhancedMemoryError):
                 raise request
-            dump({"id": item_id, **response_json(engine.run(request), chars)})
+            answer = narrowed(engine, scope).run(request)
+            dump({"id": item_id, **response_json(answer, chars)})
         except EnhancedMemoryError as exc:
             failed = True
             message = escape_controls(f"{args.batch}:{n}: {exc}")
@@ -138,7 +144,7 @@ def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: 
 
 
 def _print_text(engine: Any, response: Any, min_score: float | None) -> None:
-    report_embedder(engine)
+    report_embedder(engine, response)
     if response.temporal_dates:
         print(f"dates: {', '.join(response.temporal_dates)}", file=sys.stderr)
     # What --min-score dropped is said, so "no results" never hides matches.
@@ -149,6 +155,8 @@ def _print_text(engine: Any, response: Any, min_score: float | None) -> None:
     for n, h in enumerate(response.hits, 1):
         # A note's text or a file's name must not drive the terminal, nor split the line.
         title = f"{h.path}:{h.start_line}-{h.end_line}  [{h.score:.3f}]  {h.headers or h.header}"
+        if h.scope is not None:
+            title = f"{h.scope}: {title}"
         print(f"{n}. {escape_controls(title)}")
         body = " ".join(h.text.split())
         print(f"   {escape_controls(body[:240])}{'...' if len(body) > 240 else ''}")
@@ -158,8 +166,11 @@ def _print_text(engine: Any, response: Any, min_score: float | None) -> None:
 
 def _read_batch(
     path: str, k: int, now: Any, min_score: float | None, flt: dict[str, Any]
-) -> list[tuple[int, Any, SearchRequest | EnhancedMemoryError]]:
-    """``(line number, id, request)`` of every line; a bad line's error stands for its request."""
+) -> list[tuple[int, Any, SearchRequest | EnhancedMemoryError, Any]]:
+    """``(line, id, request, scope)`` of every line; a bad line's error stands for its request.
+
+    A line's ``scope`` (a name or a list) picks among the command's ``--scope``s.
+    """
     try:
         with open(path, encoding="utf-8") as fh:
             lines = fh.readlines()
@@ -167,20 +178,19 @@ def _read_batch(
         raise CliError(f"cannot read batch file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CliError(f"batch file {path} is not UTF-8") from None
-    out: list[tuple[int, Any, SearchRequest | EnhancedMemoryError]] = []
+    out: list[tuple[int, Any, SearchRequest | EnhancedMemoryError, Any]] = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            out.append((n, None, CliError(f"not JSON ({exc.msg})", BATCH_LINE)))
+            out.append((n, None, CliError(f"not JSON ({exc.msg})", BATCH_LINE), None))
             continue
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             item_id = item.get("id") if isinstance(item, dict) else None
-            out.append(
-                (n, item_id, CliError('expected an object with a "query" string', BATCH_LINE))
-            )
+            problem = CliError('expected an object with a "query" string', BATCH_LINE)
+            out.append((n, item_id, problem, None))
             continue
         body = {key: value for key, value in item.items() if key in BATCH_FIELDS}
         try:
@@ -189,5 +199,5 @@ def _read_batch(
             )
         except RequestError as exc:
             request = exc
-        out.append((n, item.get("id"), request))
+        out.append((n, item.get("id"), request, item.get("scope")))
     return out

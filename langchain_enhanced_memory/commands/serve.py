@@ -7,16 +7,18 @@ import signal
 import sys
 from typing import Any
 
+from ..engine import MemorySearch
 from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store import heap
 from ..store.locations import resolve_workspace
-from .common import CliError, add_common_arguments, dump, engine_from_args
+from .common import CliError, add_common_arguments, add_scope_arguments, dump, searcher_from_args
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory serve``."""
     add_common_arguments(p)
+    add_scope_arguments(p, many=True)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
     p.add_argument(
@@ -63,8 +65,12 @@ def run(args: argparse.Namespace) -> int:
         )
     heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
-    engine = engine_from_args(args, watch=True, background_embedding=True)
-    engine.index.sync()
+    engine = searcher_from_args(args, watch=True, background_embedding=True)
+    if isinstance(engine, MemorySearch):
+        engine.index.sync()
+        serves = str(engine.index.workspace)
+    else:
+        serves = "scopes " + ", ".join(engine.scopes)
     try:
         server = SearchServer((args.host, args.port), engine, allowed)
     except OSError as exc:
@@ -72,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
     host, port = str(server.server_address[0]), int(server.server_address[1])
     url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     if args.json:
-        dump({"url": url, "port": port, "workspace": str(engine.index.workspace)})
-    print(f"enhanced-memory: serving {engine.index.workspace} on {url}", file=sys.stderr)
+        where = (
+            {"workspace": serves} if isinstance(engine, MemorySearch) else {"scopes": engine.scopes}
+        )
+        dump({"url": url, "port": port, **where})
+    print(f"enhanced-memory: serving {serves} on {url}", file=sys.stderr)
     sys.stdout.flush()
     signal.signal(signal.SIGTERM, _stop)
     try:

@@ -398,9 +398,10 @@ class VectorSet:
         rows = np.asarray(rows, dtype=np.int64)
         if rows.size and not self.has_vector[rows].all():
             raise ValueError("a row to take has no vector")
-        if len({p.matrix.dtype for p in self.parts}) > 1 or len(
-            {p.scale is None for p in self.parts}
-        ) > 1:
+        if (
+            len({p.matrix.dtype for p in self.parts}) > 1
+            or len({p.scale is None for p in self.parts}) > 1
+        ):
             raise ValueError("the parts mix vector formats")
         first = self.parts[0] if self.parts else None
         dtype = first.matrix.dtype if first is not None else np.dtype(np.int8)

@@ -56,6 +56,8 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
     }
     if mode == "hybrid":
         row["vectorScore"] = round(hit.signals.get("cosine", 0.0), 4)
+    if hit.scope is not None:  # a search over scopes: which one it came from
+        row["scope"] = hit.scope
     return row
 
 

@@ -205,6 +205,8 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
     """
     if not argv or argv[0] not in ROUTED or opted_out(argv) or "-h" in argv or "--help" in argv:
         return None
+    if any(a.startswith(("--scope", "--database")) for a in argv):
+        return None  # scopes are searched here: an engine serves its own workspace only
     ws = workspace_of(argv)
     if ws is None:
         return None  # the command itself says what is wrong

@@ -3,10 +3,12 @@
 For agents that want to skip process start altogether. Endpoints:
 
 - ``POST /search`` with ``{"query": str, "k"?: int, "now"?: ISO datetime,
-  "min_score"?: float, "since"?, "until"?, "path"?, "kind"?}`` (or OpenClaw's
-  ``maxResults``/``minScore``) answers the same JSON as ``search --json``
+  "min_score"?: float, "since"?, "until"?, "path"?, "kind"?, "scope"?}`` (or
+  OpenClaw's ``maxResults``/``minScore``) answers the same JSON as ``search --json``
   (OpenClaw ``memory_search``); a bad request, a malformed filter included, gets
-  status 400 and the failure object with a one-line ``error``.
+  status 400 and the failure object with a one-line ``error``. A server started
+  with scopes (``serve --scope``) searches them all, or those ``scope`` names (a
+  name or a list of the server's own; another is a 400).
 - ``GET /health`` answers ``{"status": "ok", ...}`` with the index's counts.
 
 The engine follows file-system events (a watcher; a scan per search where
@@ -38,8 +40,9 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import EnhancedMemoryError, RequestError
+from ..core.errors import EnhancedMemoryError, RequestError, ScopeError
 from ..core.request import SearchRequest
+from ..engine.scoped import ScopedSearch, narrowed
 from ..openclaw.response import failure_json, response_json
 
 if TYPE_CHECKING:
@@ -180,8 +183,10 @@ def check_content_type(value: str | None) -> None:
         )
 
 
-def request_error_text(exc: RequestError) -> str:
+def request_error_text(exc: RequestError | ScopeError) -> str:
     """A request error in a JSON body's words (``"k" must be at least 1, got 0``)."""
+    if isinstance(exc, ScopeError):
+        return str(exc)  # it names the scope
     return f'"{exc.field}" {exc.problem}' if exc.field else exc.problem
 
 
@@ -194,7 +199,7 @@ class SearchServer(ThreadingHTTPServer):
     def __init__(
         self,
         address: tuple[str, int],
-        engine: MemorySearch,
+        engine: MemorySearch | ScopedSearch,
         allowed: frozenset[str] = frozenset(LOOPBACK_NAMES),
     ) -> None:
         """Bind ``address`` (raises ``OSError``), answering the ``Host`` names ``allowed``."""
@@ -214,14 +219,18 @@ class SearchServer(ThreadingHTTPServer):
         log.warning("serve: a request failed: %s: %s", type(exc).__name__, text)
 
     def search(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Answer one ``/search`` request body (raises ``RequestError`` on a bad one)."""
-        request = SearchRequest.from_body(body)
+        """Answer one ``/search`` request body (raises ``RequestError`` or ``ScopeError``)."""
+        fields = dict(body)
+        searcher = narrowed(self.engine, fields.pop("scope", None))
+        request = SearchRequest.from_body(fields)
         with self.lock:
-            response = self.engine.run(request)
+            response = searcher.run(request)
         return response_json(response, self.engine.settings.snippet_chars)
 
     def health(self) -> dict[str, Any]:
-        """Counts of the index and the active embedder."""
+        """Counts of the index and the active embedder (the scopes of a search over scopes)."""
+        if isinstance(self.engine, ScopedSearch):
+            return {"status": "ok", "scopes": self.engine.scopes}
         with self.lock:
             stats = self.engine.index.stats()
             choice = self.engine.choice
@@ -308,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             answer = self.server.search(body)
-        except RequestError as exc:
+        except (RequestError, ScopeError) as exc:
             self._fail(400, request_error_text(exc), exc.action)
         except EnhancedMemoryError as exc:
             self._fail(503, str(exc), exc.action)

@@ -13,6 +13,13 @@ Tools, each answering the JSON the command line prints (built by
 - ``memory_status``: index state, embedder, counts, staleness.
 - ``memory_append``: only with ``allow_write`` (``--allow-write``).
 
+``memory_search``, ``memory_get`` and ``memory_append`` take a ``scope``: on a
+server started with scopes (``mcp --scope``), the scope(s) to search (default:
+all) or the one to read or write (needed when there are several); on a
+single workspace's server any scope is refused. A server over scopes offers
+those three and not the tools of one workspace's index (salience, related,
+status).
+
 All but ``memory_append`` carry ``readOnlyHint``. Every refusal is a tool
 error (``isError``) of one line per problem, ``<tool>: <argument>: <problem>``
 in the words ``serve`` and the command line use: a bad or unknown argument
@@ -37,6 +44,7 @@ from ..analysis import tool_json
 from ..core.errors import EnhancedMemoryError, one_line
 from ..core.filters import KIND_SCHEMA
 from ..core.request import SearchRequest, argument_errors, check_corpus
+from ..engine.scoped import ScopedSearch, narrowed, one_scope
 
 if TYPE_CHECKING:
     from ..engine import MemorySearch
@@ -52,6 +60,13 @@ _WRITE = ToolAnnotations(
 # Filters and corpus are checked by SearchRequest, not by the schema, so that a bad
 # value is a one-line tool error in our words (as on the command line and in serve).
 Corpus = Annotated[str, Field(description="'memory' (or 'all': the same, the only corpus).")]
+Scope = Annotated[
+    str | None, Field(description="The scope to read or write (servers started with scopes).")
+]
+Scopes = Annotated[
+    str | list[str] | None,
+    Field(description="Scopes to search: a name or a list (default: all the server's)."),
+]
 Kinds = Annotated[
     Any,
     WithJsonSchema(KIND_SCHEMA),
@@ -104,7 +119,7 @@ def _lines(tool: str, problems: Sequence[object]) -> str:
 
 
 def build_server(
-    engine: MemorySearch,
+    engine: MemorySearch | ScopedSearch,
     *,
     allow_write: bool = False,
     now: datetime | None = None,
@@ -144,15 +159,17 @@ def build_server(
         until: Annotated[str | None, Field(description="Last day: ISO date or words.")] = None,
         path: Annotated[str | None, Field(description="Glob or prefix: memory/topics/**")] = None,
         kind: Kinds = None,
+        scope: Scopes = None,
     ) -> dict[str, Any]:
         """Search the agent's memory (hybrid keywords + vectors, date-aware).
 
         Returns OpenClaw's memory_search JSON: results with path, startLine, endLine,
-        score (0..1, the chance of answering), snippet and citation.
+        score (0..1, the chance of answering), snippet and citation (and scope).
         """
         body = {"query": query, "maxResults": maxResults, "minScore": minScore, "corpus": corpus}
         body |= {"since": since, "until": until, "path": path, "kind": kind}
-        return tool_json.search(engine, SearchRequest.from_body(body, now=now))[1]
+        request = SearchRequest.from_body(body, now=now)
+        return tool_json.search(narrowed(engine, scope), request)[1]
 
     @server.tool(annotations=_READ)
     def memory_get(
@@ -162,10 +179,31 @@ def build_server(
         ] = 1,
         lines: Annotated[int | None, Field(ge=1, description="How many lines.")] = None,
         corpus: Corpus = "memory",
+        scope: Scope = None,
     ) -> dict[str, Any]:
         """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""
         check_corpus(corpus)
-        return tool_json.read(engine, path, from_line, lines)
+        return tool_json.read(one_scope(engine, scope), path, from_line, lines)
+
+    if allow_write:
+
+        @server.tool(annotations=_WRITE)
+        def memory_append(
+            text: Annotated[str, Field(description="What to remember, in plain words.")],
+            section: Annotated[
+                str | None, Field(description="A header to file it under, e.g. Decisions.")
+            ] = None,
+            file: Annotated[
+                str | None, Field(description="MEMORY.md or memory/...md instead of today's.")
+            ] = None,
+            scope: Scope = None,
+        ) -> dict[str, Any]:
+            """Remember: append a bullet to today's daily note or a memory file (atomic)."""
+            target = one_scope(engine, scope)
+            return tool_json.append(target, text, section=section, file=file, now=now)
+
+    if isinstance(engine, ScopedSearch):  # the tools below read one workspace's index
+        return server
 
     @server.tool(annotations=_READ)
     def memory_salience(
@@ -188,20 +226,5 @@ def build_server(
     def memory_status() -> dict[str, Any]:
         """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
         return tool_json.status(engine, allow_write=allow_write)
-
-    if allow_write:
-
-        @server.tool(annotations=_WRITE)
-        def memory_append(
-            text: Annotated[str, Field(description="What to remember, in plain words.")],
-            section: Annotated[
-                str | None, Field(description="A header to file it under, e.g. Decisions.")
-            ] = None,
-            file: Annotated[
-                str | None, Field(description="MEMORY.md or memory/...md instead of today's.")
-            ] = None,
-        ) -> dict[str, Any]:
-            """Remember: append a bullet to today's daily note or a memory file (atomic)."""
-            return tool_json.append(engine, text, section=section, file=file, now=now)
 
     return server

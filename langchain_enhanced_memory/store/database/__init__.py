@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo"]
 
+
 @dataclass(frozen=True)
 class ScopeInfo:
     """One scope as :meth:`Database.scopes` lists it."""
@@ -137,7 +138,9 @@ class Database:
         """
         validate_scope(scope)
         with self._writer.connection(f"publishing scope {scope}") as conn:
-            report = publish_folder(conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope))
+            report = publish_folder(
+                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope)
+            )
         self._wrote(scope, report.generation)
         return report
 
@@ -297,10 +300,11 @@ class Database:
                             "publish the scope again",
                         ) from None
                 if len(out) < len(ids):
-                    raise DatabaseError(f"database {self.shown}: a segment of scope {scope} is missing")
+                    raise DatabaseError(
+                        f"database {self.shown}: a segment of scope {scope} is missing"
+                    )
                 with self._lock:
                     self._segments.update(out)
             return out
 
         return fetch
-

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Pool", "redact", "shared_pool"]
 
-# user:password@ in a URL, and password=... in a key=value connection string.
-_URL_SECRET = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+# user:password@ in a URL (also a mistyped one), and password=... in a key=value string.
+_URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
 _KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 15.0
@@ -36,6 +36,9 @@ def _password(url: str) -> str | None:
     except ValueError:
         secret = None
     if secret is None:
+        found = _URL_SECRET.search(url)
+        secret = found.group(2) if found else None
+    if not secret:
         found = _KEY_SECRET.search(url)
         secret = found.group(2).strip("'") if found else None
     return unquote(secret) if secret else None

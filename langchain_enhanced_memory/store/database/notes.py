@@ -66,8 +66,7 @@ def append_note(
     backing, owner, _, had_model, had_chunker = lock_scope(conn, scope, "database", model, chunker)
     if backing != "database":
         raise ScopeError(
-            f"scope {scope} is published from {owner}: write it on the owning host,"
-            " in its folder"
+            f"scope {scope} is published from {owner}: write it on the owning host, in its folder"
         )
     if had_model is not None and had_model != model:
         raise ScopeError(

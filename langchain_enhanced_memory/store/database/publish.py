@@ -132,24 +132,16 @@ def publish_folder(
         changed = sorted(p for p, h in hashes.items() if rewrite or known.get(p) != h)
         deleted = sorted(p for p in known if p not in hashes)
         segments = _cut(lite, snap, set(changed)) if changed else []
-    if rewrite:
-        for table in ("em_files", "em_notes", "em_segments"):
-            conn.execute(f"DELETE FROM {table} WHERE scope = %s", (scope,))  # type: ignore[arg-type]
+    if rewrite:  # another model or chunker: every file is written again
+        conn.execute("DELETE FROM em_files WHERE scope = %s", (scope,))
+        conn.execute("DELETE FROM em_notes WHERE scope = %s", (scope,))
     elif deleted:
-        for table in ("em_files", "em_notes"):
-            conn.execute(
-                f"DELETE FROM {table} WHERE scope = %s AND path = ANY(%s)",  # type: ignore[arg-type]
-                (scope, deleted),
-            )
+        conn.execute("DELETE FROM em_files WHERE scope = %s AND path = ANY(%s)", (scope, deleted))
+        conn.execute("DELETE FROM em_notes WHERE scope = %s AND path = ANY(%s)", (scope, deleted))
     store(conn, scope, [(seg, {p: hashes[p] for p in seg.names()}) for seg in segments])
     held = {p for seg in segments for p in seg.names()}
-    chunkless = [(p, hashes[p]) for p in changed if p not in held]  # an empty note: no rows
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO em_files (scope, path, segment, hash, chunks) VALUES (%s, %s, 0, %s, 0)"
-            " ON CONFLICT (scope, path) DO UPDATE SET segment = 0, hash = excluded.hash, chunks = 0",
-            [(scope, p, h) for p, h in chunkless],
-        )
+    # A file without chunks (an empty note) is named with segment 0: no segment.
+    name_files(conn, scope, [(p, 0, hashes[p], 0) for p in changed if p not in held])
     _store_notes(conn, scope, index, changed)
     merged_count = tidy(conn, scope, fetch)
     moved = bool(changed or deleted or rewrite or had_owner != owner)
@@ -161,11 +153,13 @@ def publish_folder(
         ).fetchone()
         generation = int(row[0]) if row else generation
     files, chunks, count = counts(conn, scope)
-    return PublishReport(scope, int(generation), files, chunks, changed, deleted, count, merged_count)
+    return PublishReport(
+        scope, int(generation), files, chunks, changed, deleted, count, merged_count
+    )
 
 
 def _cut(lite: Any, snap: Snapshot, files: set[str]) -> list[Segment]:
-    """The segments of ``files``' rows of ``snap``: whole files, about :data:`SEGMENT_CHUNKS` each."""
+    """The segments of ``files``' rows of ``snap``: whole files, :data:`SEGMENT_CHUNKS` or so."""
     picked = np.fromiter((p in files for p in snap.paths), bool, len(snap))
     rows = np.flatnonzero(picked)
     by_file: dict[str, list[int]] = {}
@@ -195,19 +189,26 @@ def store(
             (scope, seg_id, seg.chunks, encode(seg)),
         )
         per_file = np.bincount(seg.rows.path, minlength=len(seg.kinds)).tolist()
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO em_files (scope, path, segment, hash, chunks) VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (scope, path) DO UPDATE SET segment = excluded.segment,"
-                " hash = excluded.hash, chunks = excluded.chunks",
-                [
-                    (scope, name, seg_id, hashes[name], n)
-                    for name, n in zip(seg.names(), per_file, strict=True)
-                ],
-            )
+        names = zip(seg.names(), per_file, strict=True)
+        name_files(conn, scope, [(name, seg_id, hashes[name], n) for name, n in names])
 
 
-def _store_notes(conn: psycopg.Connection, scope: str, index: MemoryIndex, paths: list[str]) -> None:
+def name_files(
+    conn: psycopg.Connection, scope: str, files: list[tuple[str, int, str, int]]
+) -> None:
+    """Name ``(path, segment, hash, chunks)`` as the live files of ``scope``."""
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO em_files (scope, path, segment, hash, chunks)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (scope, path) DO UPDATE SET"
+            " segment = excluded.segment, hash = excluded.hash, chunks = excluded.chunks",
+            [(scope, *f) for f in files],
+        )
+
+
+def _store_notes(
+    conn: psycopg.Connection, scope: str, index: MemoryIndex, paths: list[str]
+) -> None:
     """Store the text of the published ``paths`` (``get`` without the folder)."""
     rows = []
     for path in paths:
@@ -267,7 +268,7 @@ def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
         live_paths[int(seg_id)].add(path)
     segs = [got[i] for i in pick]
     one = merged(segs, [live_rows(s, live_paths[i]) for s, i in zip(segs, pick, strict=True)])
-    hashes = dict(
+    hashes: dict[str, str] = dict(
         conn.execute(
             "SELECT path, hash FROM em_files WHERE scope = %s AND segment = ANY(%s)", (scope, pick)
         ).fetchall()

@@ -62,17 +62,21 @@ MIGRATIONS: list[list[str]] = [
         " updated timestamptz NOT NULL DEFAULT now())",
         "CREATE SEQUENCE em_segment_ids",
         *_partitioned(
-            "em_segments", "scope text NOT NULL, id bigint NOT NULL, chunks integer NOT NULL,"
-            " data bytea NOT NULL", "scope, id"
+            "em_segments",
+            "scope text NOT NULL, id bigint NOT NULL, chunks integer NOT NULL, data bytea NOT NULL",
+            "scope, id",
         ),
         # Blobs of int8 vectors and offsets gain little from TOAST's compression.
         "ALTER TABLE em_segments ALTER COLUMN data SET STORAGE EXTERNAL",
         *_partitioned(
-            "em_files", "scope text NOT NULL, path text NOT NULL, segment bigint NOT NULL,"
-            " hash text NOT NULL, chunks integer NOT NULL", "scope, path"
+            "em_files",
+            "scope text NOT NULL, path text NOT NULL, segment bigint NOT NULL,"
+            " hash text NOT NULL, chunks integer NOT NULL",
+            "scope, path",
         ),
         *_partitioned(
-            "em_notes", "scope text NOT NULL, path text NOT NULL, body text NOT NULL",
+            "em_notes",
+            "scope text NOT NULL, path text NOT NULL, body text NOT NULL",
             "scope, path",
         ),
     ],
@@ -117,7 +121,7 @@ def migrate(conn: psycopg.Connection, shown: str) -> int:
         )
     for steps in MIGRATIONS[have:]:
         for sql in steps:
-            conn.execute(sql)  # type: ignore[arg-type]  # constants of this module only
+            conn.execute(sql)  # constants of this module only, no input
     conn.execute("DELETE FROM em_schema")
     conn.execute("INSERT INTO em_schema VALUES (%s)", (newest,))
     return newest - have

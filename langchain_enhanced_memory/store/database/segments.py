@@ -77,7 +77,7 @@ def encode(seg: Segment) -> bytes:
             if value is not None:
                 arrays[f"vec.{p}"] = np.asarray(value)
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    np.savez(buf, allow_pickle=False, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
     return buf.getvalue()
 
 
@@ -131,10 +131,19 @@ def from_snapshot(lite: sqlite3.Connection, snap: Snapshot, rows: np.ndarray) ->
         raise ValueError("the index moved on while it was read")
     table = dict.fromkeys(paths)
     first = {p: i for i, p in reversed(list(zip(picked, paths, strict=True)))}
-    posts = postings_of((terms[i], snap.headers[r], p) for i, r, p in zip(ids, picked, paths, strict=True))
+    posts = postings_of(
+        (terms[i], snap.headers[r], p) for i, r, p in zip(ids, picked, paths, strict=True)
+    )
     seg_rows = SegmentRows.build(
         [
-            (p, int(snap.start[r]), int(snap.end[r]), snap.header[r], snap.headers[r], snap.texts[r])
+            (
+                p,
+                int(snap.start[r]),
+                int(snap.end[r]),
+                snap.header[r],
+                snap.headers[r],
+                snap.texts[r],
+            )
             for r, p in zip(picked, paths, strict=True)
         ]
     )
@@ -168,7 +177,9 @@ def live_rows(seg: Segment, live_paths: set[str]) -> np.ndarray:
 def merged(segments: list[Segment], live: list[np.ndarray]) -> Segment:
     """One segment of the live rows of ``segments`` (in order), as a fresh build of them."""
     where, n = _places(live)
-    rows = SegmentRows.concat([s.rows.take(np.flatnonzero(m)) for s, m in zip(segments, live, strict=True)])
+    rows = SegmentRows.concat(
+        [s.rows.take(np.flatnonzero(m)) for s, m in zip(segments, live, strict=True)]
+    )
     facts: dict[str, tuple[str, str]] = {}
     for s in segments:
         facts.update(zip(s.names(), zip(s.kinds, s.dates, strict=True), strict=True))
@@ -176,7 +187,9 @@ def merged(segments: list[Segment], live: list[np.ndarray]) -> Segment:
     posts = {f: compacted([s.posts[f] for s in segments], where) for f in FIELDS}
     vectors = None
     if all(s.vectors is not None for s in segments):
-        parts = [replace(s.vectors, rows=w) for s, w in zip(segments, where, strict=True) if s.vectors]
+        parts = [
+            replace(s.vectors, rows=w) for s, w in zip(segments, where, strict=True) if s.vectors
+        ]
         vectors = VectorSet(parts, n).take(np.arange(n))
     return Segment(rows, [facts[p][0] for p in names], [facts[p][1] for p in names], posts, vectors)
 
@@ -198,7 +211,9 @@ def assemble(
     table: list[tuple[str, str, str | None, int]] = []
     for s in segments:
         for name, kind, day in zip(s.names(), s.kinds, s.dates, strict=True):
-            table.append((name, kind, day or None, date.fromisoformat(day).toordinal() if day else -1))
+            table.append(
+                (name, kind, day or None, date.fromisoformat(day).toordinal() if day else -1)
+            )
     of_row = np.asarray(chunks.path, dtype=np.intp)
 
     def column(i: int) -> list:
@@ -207,9 +222,7 @@ def assemble(
     if len(segments) == 1 and bool(live[0].all()):
         posts: dict[str, PostingLists] = dict(segments[0].posts)  # the lists as they are
     else:
-        posts = {
-            f: SegmentedPostings([s.posts[f] for s in segments], where, n) for f in FIELDS
-        }
+        posts = {f: SegmentedPostings([s.posts[f] for s in segments], where, n) for f in FIELDS}
     snap = Snapshot(
         generation=generation,
         ids=np.arange(n, dtype=np.int64),

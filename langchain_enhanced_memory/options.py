@@ -1,0 +1,92 @@
+"""What the retriever and the tools search: one set of fields, one place that builds the search.
+
+:class:`MemoryOptions` holds the fields both take (a workspace or scopes, the
+embedder, the recipe, how the index is kept fresh) and :meth:`MemoryOptions.build_search`
+builds the :class:`~.engine.MemorySearch` of one workspace or the
+:class:`~.engine.scoped.ScopedSearch` of several scopes from them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from langchain_core.embeddings import Embeddings
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf
+
+from .core.errors import ScopeError
+from .core.settings import MemorySettings
+from .engine import EngineConfig, MemorySearch
+from .engine.scoped import ScopedSearch, scope_specs, scoped_search
+
+__all__ = ["MemoryOptions"]
+
+
+class MemoryOptions(BaseModel):
+    """The fields that make a memory search (the retriever's and every tool's)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    workspace: str | Path | None = None
+    """Folder holding ``MEMORY.md`` and ``memory/`` (or give ``scopes``)."""
+    scopes: dict[str, str | Path | None] | list[str] | None = None
+    """Scopes searched as one: ``{"NAME[:WEIGHT]": folder, or None for a database scope}``,
+    or database scopes' names (``["alice", "team:0.5"]``). Each hit then says its ``scope``."""
+    database_url: str | None = None
+    """PostgreSQL holding the database scopes (default: ``$ENHANCED_MEMORY_DATABASE_URL``)."""
+    embeddings: Embeddings | None = None
+    """Any LangChain ``Embeddings``; when set, ``embedder`` is ignored."""
+    embedder: Literal["auto", "ollama", "local", "none"] = "auto"
+    """``auto`` (Ollama, then the local model, then keyword-only), ``ollama``, ``local``
+    or ``none``."""
+    model: str | None = None
+    """Ollama embedding model (default ``nomic-embed-text``)."""
+    ollama_url: str | None = None
+    """Ollama's base URL."""
+    # A dataclass, built by its own checks (a profile's preset included), not pydantic's.
+    settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
+        default_factory=MemorySettings
+    )
+    """Weights, thresholds and the scoring profile."""
+    index_path: str | Path | None = None
+    """Where the workspace's SQLite index lives (default: inside it; not with ``scopes``)."""
+    auto_index: bool = True
+    """Bring a stale index up to date before searching."""
+    watch: bool = True
+    """Learn of edits from file-system events instead of a scan per call."""
+    check_interval_s: float = 0.0
+    """Without a watcher, scan for edits at most this often (0: every call)."""
+    background_embedding: bool = True
+    """Embed missing vectors on a thread, answering keyword-only (and saying so) meanwhile."""
+
+    def build_search(self) -> MemorySearch | ScopedSearch:
+        """A new search over the workspace, or over the scopes.
+
+        Raises:
+            ValueError: Neither a workspace nor scopes.
+            ScopeError: Both, ``index_path`` with scopes, or a bad scope.
+            DatabaseError: The database cannot be reached.
+        """
+        config = EngineConfig(
+            workspace=Path(self.workspace or "."),
+            settings=self.settings,
+            embedder=self.embedder,
+            model=self.model,
+            ollama_url=self.ollama_url,
+            embeddings=self.embeddings,
+            index_path=Path(self.index_path) if self.index_path else None,
+            auto_index=self.auto_index,
+            watch=self.watch,
+            check_interval_s=self.check_interval_s,
+            background_embedding=self.background_embedding,
+        )
+        if self.scopes is None:
+            if self.workspace is None:
+                raise ValueError("give a workspace or scopes")
+            return MemorySearch.from_config(config)
+        for name, value in (("workspace", self.workspace), ("index_path", self.index_path)):
+            if value is not None:
+                raise ScopeError(
+                    f"{name} and scopes: name each folder as a scope ({{'NAME': folder}})"
+                )
+        return scoped_search(config, scope_specs(self.scopes), self.database_url)

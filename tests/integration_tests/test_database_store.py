@@ -1,0 +1,304 @@
+"""The PostgreSQL store against a real server: publish, append, freshness, the same ranking.
+
+Every test gets a fresh database (``database_url``). "Another host" is another
+:class:`Database` (its own caches) or another process.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import random
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from langchain_enhanced_memory.core.errors import (
+    DatabaseError,
+    MissingNoteError,
+    ScopeError,
+)
+from langchain_enhanced_memory.engine.database import DatabaseSearch
+from langchain_enhanced_memory.engine.search import MemorySearch
+from langchain_enhanced_memory.store.database import Database
+from langchain_enhanced_memory.store.database.schema import MIGRATIONS
+from tests.workspaces import SMALL_WORKSPACE, write_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = date(2026, 12, 9)
+WORDS = (
+    "postgres replica shard vector index coffee roast deadline budget review alpha beta"
+    " gamma launch onboarding invoice contract design sprint retro latency cache merge"
+    " segment kernel python rust deploy rollback incident pager metric dashboard"
+).split()
+QUERIES = [
+    "coffee roast",
+    "replica latency incident",
+    "what did we decide about the budget",
+    "deploy rollback",
+    "project alpha deadline",
+    "design review sprint",
+    "yesterday",
+    "vector index merge",
+]
+
+
+def _notes(seed: int, days: int = 12) -> dict[str, str]:
+    """A workspace of daily notes and topics with overlapping words (ties are rare)."""
+    rng = random.Random(seed)
+
+    def para() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 30))) + "."
+
+    files = dict(SMALL_WORKSPACE)
+    for d in range(1, days + 1):
+        body = [f"# 2026-12-{d:02d}", ""]
+        for s in range(rng.randint(1, 3)):
+            body += [f"## Section {s} {rng.choice(WORDS)}", "", para(), "", f"- {para()}", ""]
+        files[f"memory/2026-12-{d:02d}.md"] = "\n".join(body)
+    for t in ("people", "infra", "plans"):
+        files[f"memory/topics/{t}.md"] = f"# {t.title()}\n\n" + "\n\n".join(
+            para() for _ in range(4)
+        )
+    return files
+
+
+def _engine(ws: Path, embedder: str = "none") -> MemorySearch:
+    eng = MemorySearch(ws, embedder=embedder)  # type: ignore[arg-type]
+    eng.update_index()
+    return eng
+
+
+def _top(resp: object) -> list[tuple[str, int, int]]:
+    return [(h.path, h.start_line, h.end_line) for h in resp.hits]  # type: ignore[attr-defined]
+
+
+def _publish(db: Database, scope: str, eng: MemorySearch, owner: str = "host-a:/w") -> object:
+    eng.update_index()
+    return db.publish(scope, eng.index, eng.model_id, owner=owner)
+
+
+def test_a_published_folder_is_searched_from_a_process_without_it(
+    database_url: str, tmp_path: Path
+) -> None:
+    ws = write_workspace(tmp_path / "w", SMALL_WORKSPACE)
+    with Database.connect(database_url) as db:
+        report = _publish(db, "alpha", _engine(ws))
+    assert report.files == 4 and report.generation == 1  # type: ignore[attr-defined]
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    code = (
+        "import json, sys\n"
+        "from langchain_enhanced_memory.store.database import Database\n"
+        "from langchain_enhanced_memory.engine.database import DatabaseSearch\n"
+        "db = Database.connect(sys.argv[1])\n"
+        "r = DatabaseSearch(db, 'alpha', embedder='none').search('dark roast coffee', k=3)\n"
+        "print(json.dumps([[h.path, h.scope, h.text] for h in r.hits]))\n"
+        "print(db.read('alpha', 'MEMORY.md').text.splitlines()[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, database_url],
+        cwd=empty,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(empty)},
+    )
+    assert out.returncode == 0, out.stderr
+    hits, first = out.stdout.splitlines()
+    found = json.loads(hits)
+    assert found[0][0] == "MEMORY.md" and found[0][1] == "alpha" and "coffee" in found[0][2]
+    assert first == "# Preferences"
+
+
+def _same_ranking(db: Database, scope: str, eng: MemorySearch, embedder: str) -> None:
+    remote = DatabaseSearch(db, scope, embedder=embedder)  # type: ignore[arg-type]
+    for query in QUERIES:
+        for k in (10,):
+            want = eng.search(query, k=k, now=DAY)
+            got = remote.search(query, k=k, now=DAY)
+            assert got.mode == want.mode and got.fallback == want.fallback
+            assert _top(got) == _top(want), query
+            assert [h.score for h in got.hits] == [h.score for h in want.hits], query
+
+
+@pytest.mark.parametrize("embedder", ["none", "local"])
+def test_the_same_ranking_as_the_local_store(
+    database_url: str, tmp_path: Path, embedder: str
+) -> None:
+    ws = write_workspace(tmp_path / "w", _notes(1, days=12 if embedder == "none" else 6))
+    eng = _engine(ws, embedder)
+    assert eng.model_id is None if embedder == "none" else eng.model_id
+    with Database.connect(database_url) as db:
+        _publish(db, "alpha", eng)
+        _same_ranking(db, "alpha", eng, embedder)
+        # Changes published as a second segment: rows of the first one replaced.
+        (ws / "memory/2026-12-02.md").write_text("# 2026-12-02\n\nA new budget for the replica.\n")
+        (ws / "memory/2026-12-03.md").unlink()
+        (ws / "memory/topics/new.md").write_text("# New\n\ncoffee deploy rollback review\n")
+        report = _publish(db, "alpha", eng)
+        # Two segments (rows of the first replaced), or one merged from them.
+        assert report.segments == (2 if embedder == "none" else 1)  # type: ignore[attr-defined]
+        _same_ranking(db, "alpha", eng, embedder)
+
+
+def test_a_republished_change_is_found_and_the_old_text_and_deleted_file_are_not(
+    database_url: str, tmp_path: Path
+) -> None:
+    ws = write_workspace(tmp_path / "w", _notes(2, days=4))
+    (ws / "memory/topics/gone.md").write_text("# Gone\n\nzebracorn migration plan\n")
+    note = ws / "memory/topics/infra.md"
+    note.write_text("# Infra\n\nthe old quokkadb cluster\n")
+    eng = _engine(ws)
+    with Database.connect(database_url) as a, Database.connect(database_url) as b:
+        _publish(a, "alpha", eng)
+        reader = DatabaseSearch(b, "alpha", embedder="none")  # another host, its own cache
+        assert _top(reader.search("quokkadb"))[0][0] == "memory/topics/infra.md"
+        assert reader.search("zebracorn").hits
+        note.write_text("# Infra\n\nthe new platypusql cluster\n")
+        (ws / "memory/topics/gone.md").unlink()
+        report = _publish(a, "alpha", eng)
+        assert report.changed == ["memory/topics/infra.md"]  # type: ignore[attr-defined]
+        assert report.deleted == ["memory/topics/gone.md"]  # type: ignore[attr-defined]
+        # The next search on the other host sees the commit.
+        assert _top(reader.search("platypusql"))[0][0] == "memory/topics/infra.md"
+        assert reader.search("quokkadb").hits == []
+        assert reader.search("zebracorn").hits == []
+        assert "platypusql" in b.read("alpha", "memory/topics/infra.md").text
+        with pytest.raises(MissingNoteError):
+            b.read("alpha", "memory/topics/gone.md")
+        # Nothing changed: the generation stays (readers keep their snapshot).
+        again = _publish(a, "alpha", eng)
+        assert again.generation == report.generation and not again.changed  # type: ignore[attr-defined]
+
+
+def _append_one(url: str, i: int) -> None:
+    with Database.connect(url) as db:
+        db.append("team", f"fact number {i} from worker {i}\nsecond line {i}", now=DAY)
+
+
+def test_eight_concurrent_appends_keep_every_line_whole(database_url: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_one, args=(database_url, i)) for i in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 8
+    with Database.connect(database_url) as db:
+        text = db.read("team", "memory/2026-12-09.md").text
+        lines = text.splitlines()
+        assert lines[0] == "# 2026-12-09"
+        for i in range(8):
+            at = lines.index(f"- fact number {i} from worker {i}")
+            assert lines[at + 1] == f"  second line {i}"  # none interleaved
+        assert len([x for x in lines if x.startswith("- ")]) == 8
+        search = DatabaseSearch(db, "team", embedder="none")
+        for i in range(8):
+            hits = search.search(f"fact number {i} from worker {i}", k=20).hits
+            assert any(f"worker {i}" in h.text for h in hits)
+        assert db.scopes()[0].generation == 8
+        with psycopg.connect(database_url) as conn:
+            segments = conn.execute("SELECT count(*) FROM em_segments").fetchone()
+        assert segments is not None and segments[0] <= 9  # small segments get merged
+
+
+def test_a_scope_never_returns_another_scopes_rows(database_url: str, tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "w", SMALL_WORKSPACE)
+    with Database.connect(database_url) as db:
+        _publish(db, "alpha", _engine(ws))
+        db.append("team", "coffee with the team about dark roast", now=DAY)
+        alpha = DatabaseSearch(db, "alpha", embedder="none").search("coffee dark roast", k=50)
+        team = DatabaseSearch(db, "team", embedder="none").search("coffee dark roast", k=50)
+    assert alpha.hits and {h.scope for h in alpha.hits} == {"alpha"}
+    assert all(h.path != "memory/2026-12-09.md" for h in alpha.hits)
+    assert [h.path for h in team.hits] == ["memory/2026-12-09.md"]
+    assert team.hits[0].scope == "team"
+
+
+def test_owners_and_backings_are_kept(database_url: str, tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "w", SMALL_WORKSPACE)
+    eng = _engine(ws)
+    with Database.connect(database_url) as db:
+        _publish(db, "alpha", eng, owner="host-a:/w")
+        with pytest.raises(ScopeError) as refused:
+            _publish(db, "alpha", eng, owner="host-b:/other")
+        assert str(refused.value) == (
+            "scope alpha is published from host-a:/w; pass --take-over to publish it from here"
+        )
+        taken = db.publish("alpha", eng.index, None, owner="host-b:/other", take_over=True)
+        assert taken.generation == 2
+        assert [s.owner for s in db.scopes()] == ["host-b:/other"]
+        with pytest.raises(ScopeError, match="write it on the owning host"):
+            db.append("alpha", "not here")
+        db.append("team", "a team fact", now=DAY)
+        with pytest.raises(ScopeError, match="database-backed"):
+            _publish(db, "team", eng)
+
+
+def test_export_writes_the_notes_and_refuses_to_replace_a_different_file(
+    database_url: str, tmp_path: Path
+) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "first", now=DAY)
+        db.append("team", "a decision", section="Decisions", file="memory/topics/team.md")
+        out = tmp_path / "out"
+        assert db.export("team", out) == ["memory/2026-12-09.md", "memory/topics/team.md"]
+        assert (out / "memory/topics/team.md").read_text() == "## Decisions\n\n- a decision\n"
+        assert db.export("team", out) == ["memory/2026-12-09.md", "memory/topics/team.md"]
+        (out / "memory/2026-12-09.md").write_text("mine\n")
+        with pytest.raises(ScopeError, match="exists and differs"):
+            db.export("team", out)
+        assert (out / "memory/2026-12-09.md").read_text() == "mine\n"
+        # The exported folder, indexed here, ranks as the scope does.
+        (out / "memory/2026-12-09.md").write_text(db.read("team", "memory/2026-12-09.md").text)
+        want = _engine(out).search("a decision first", k=5, now=DAY)
+        got = DatabaseSearch(db, "team", embedder="none").search("a decision first", k=5, now=DAY)
+        assert _top(got) == _top(want) and got.hits
+
+
+def test_bad_names_and_urls_are_one_line_without_the_password(
+    database_url: str, pg_server: object
+) -> None:
+    with Database.connect(database_url) as db:
+        for bad in ("Alpha", "", "a/b", "-x", "x" * 64, "a b"):
+            with pytest.raises(ScopeError) as err:
+                db.snapshot(bad, None)
+            assert "\n" not in str(err.value)
+    secret = "s3cr3t-Pa55"
+    url = f"postgresql://someone:{secret}@127.0.0.1:1/nothing?connect_timeout=2"
+    for wrong in (url, url.replace("postgresql://", "postgresql//"), f"host=x password={secret}"):
+        with pytest.raises(DatabaseError) as err:
+            Database.connect(wrong)
+        message = f"{err.value} {err.value.action}"
+        assert secret not in message and "\n" not in message, message
+        assert "***" in message or "password" not in message
+    # A wrong password on the real server: refused in one line, the password not in it.
+    real = database_url.replace(database_url.split("@")[0].rsplit(":", 1)[1], secret)
+    with pytest.raises(DatabaseError) as err:
+        Database.connect(real)
+    assert secret not in str(err.value) and "password authentication failed" in str(err.value)
+
+
+def test_migrations_are_versioned(database_url: str) -> None:
+    with Database.connect(database_url):
+        pass
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'em_%'")
+        before = tables.fetchone()
+    with Database.connect(database_url):  # a second connect changes nothing
+        pass
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
+        after = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'em_%'")
+        assert after.fetchone() == before
+        conn.execute("UPDATE em_schema SET version = %s", (len(MIGRATIONS) + 1,))
+    with pytest.raises(DatabaseError) as err:
+        Database.connect(database_url)
+    assert f"has schema version {len(MIGRATIONS) + 1}" in str(err.value)
+    assert "upgrade langchain-enhanced-memory" in err.value.action
