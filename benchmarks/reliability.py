@@ -29,6 +29,8 @@ TARGETS = [
     "tests/integration_tests/test_hostile_files.py",
     "tests/integration_tests/test_hostile_queries.py",
     "tests/unit_tests/test_fuzz.py",
+    "tests/integration_tests/test_database_faults.py",
+    "tests/integration_tests/test_database_serve_faults.py",
 ]
 
 
@@ -135,6 +137,14 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                     db["survived"] if not db["problems"] and db["final_ok"] else 0,
                 )
             )
+    t, h = tally(res, "test_serve_answers_again_after_a_restart_and_a_crash_of_the_database",
+                 "test_serve_answers_a_stopped_database_with_one_line_then_reconnects",
+                 "test_a_stopped_database_is_a_one_line_error_and_the_next_search_reconnects",
+                 "test_a_lost_connection_never_leaves_a_half_written_note")  # fmt: skip
+    rows.append(("PostgreSQL restarted, crashed or stopped under a `serve` and a long-lived"
+                 " process, a connection cut inside an append: one-line error without the"
+                 " password while it is down, the next call reconnects, no half-written note",
+                 t, h))  # fmt: skip
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
     rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
                  " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"

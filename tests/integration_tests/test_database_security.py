@@ -6,6 +6,7 @@ security limits a role to some scopes; no error or log line holds a password.
 
 from __future__ import annotations
 
+import json
 import logging
 
 import psycopg
@@ -15,6 +16,7 @@ from psycopg import sql
 from langchain_enhanced_memory.core.errors import DatabaseError, MissingNoteError
 from langchain_enhanced_memory.store.database import Database
 from scripts.postgres import free_port
+from tests.cli_run import run_cli
 from tests.postgres import PgServer
 from tests.reliability.db_driver import FAKE, MODEL
 
@@ -144,3 +146,22 @@ def test_the_password_is_in_no_error_and_no_log_line(
         ):
             assert password not in message
     assert secret not in caplog.text and pg_server.password not in caplog.text
+
+
+def test_a_select_only_role_on_the_command_line(pg_server: PgServer, database_url: str) -> None:
+    """``search`` with the reader's URL answers; its ``remember`` is one line, no password."""
+    db = ["--scope", "team", "--embedder", "none"]
+    wrote = run_cli("remember", "kestrel seen at the lake", "--database", database_url, *db)
+    assert wrote.returncode == 0, wrote.stderr
+    reader_url = _role(pg_server, database_url, "cli")
+    secrets = (reader_url.split("@")[0].rsplit(":", 1)[1], pg_server.password)
+    found = run_cli("search", "kestrel", "--json", "--database", reader_url, *db)
+    assert found.returncode == 0, found.stderr
+    doc = json.loads(found.stdout)
+    assert [row["scope"] for row in doc["results"]] == ["team"]
+    refused = run_cli("remember", "written by a reader", "--database", reader_url, *db)
+    assert refused.returncode != 0
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "permission denied" in refused.stderr
+    for out in (found, refused):
+        assert not any(s in out.stdout + out.stderr for s in secrets)
