@@ -16,7 +16,7 @@ import pytest
 from langchain_enhanced_memory.core.errors import DatabaseError, MissingNoteError
 from langchain_enhanced_memory.store.database import Database, Embedding, connect
 from tests.postgres import PgServer
-from tests.reliability.db_driver import FAKE, MODEL, hash_vectors
+from tests.reliability.db_driver import DAY, FAKE, MODEL, hash_vectors
 from tests.reliability.db_faults import append_kills, note_lines, publish_kills, scope_problems
 
 
@@ -37,18 +37,18 @@ def test_a_stopped_database_is_a_one_line_error_and_the_next_search_reconnects(
     monkeypatch.setattr(connect, "POOL_TIMEOUT_S", 4.0)
     url = pg_private.create_database("faults")
     with Database.connect(url) as db:
-        db.append("team", "kestrel seen at the lake", embed=FAKE)
+        db.append("team", "kestrel seen at the lake", embed=FAKE, now=DAY)
         assert len(db.snapshot("team", MODEL)) == 1
         # Between two calls: the next one reconnects, no error.
         pg_private.restart()
         assert len(db.snapshot("team", MODEL)) == 1
         pg_private.kill()  # a crash: every open connection cut
         pg_private.start()
-        db.append("team", "written after the crash", embed=FAKE)
+        db.append("team", "written after the crash", embed=FAKE, now=DAY)
         # Down during a call: a one-line error; once it is back, the next call works.
         pg_private.stop()
         with pytest.raises(DatabaseError) as stopped:
-            db.append("team", "written while the server was down", embed=FAKE)
+            db.append("team", "written while the server was down", embed=FAKE, now=DAY)
         _one_line_without(stopped.value, pg_private.password)
         pg_private.start()
         (note,) = set(db.snapshot("team", MODEL).paths)
@@ -75,19 +75,19 @@ def test_a_lost_connection_never_leaves_a_half_written_note(
 
     cutting = Embedding(MODEL, cut_then_embed)
     with Database.connect(database_url) as db:
-        db.append("team", "first line", embed=FAKE)
+        db.append("team", "first line", embed=FAKE, now=DAY)
         (note,) = set(db.snapshot("team", MODEL).paths)
         before = note_lines(db, "team", note)
         for file in (None, "memory/topic.md"):  # the existing note, and a new one
             with pytest.raises(DatabaseError) as lost:
-                db.append("team", "the lost line", embed=cutting, file=file)
+                db.append("team", "the lost line", embed=cutting, file=file, now=DAY)
             _one_line_without(lost.value, pg_server.password)
         assert note_lines(db, "team", note) == before
         with pytest.raises(MissingNoteError):
             db.read("team", "memory/topic.md")
         assert scope_problems(database_url, "team", {note: before}) == []
         # The next call gets a new connection; its bullet lands once.
-        db.append("team", "the next line", embed=FAKE)
+        db.append("team", "the next line", embed=FAKE, now=DAY)
         after = note_lines(db, "team", note)
     assert after.count("- the next line") == 1
     assert [line for line in after if line != "- the next line"] == before
@@ -114,7 +114,7 @@ def test_an_append_killed_inside_its_transaction_leaves_no_part_of_its_bullet(
 def test_the_kill_check_sees_a_torn_scope(pg_server: PgServer, database_url: str) -> None:
     """The campaign's check is not blind: a note changed behind the index is reported."""
     with Database.connect(database_url) as db:
-        db.append("team", "kestrel seen at the lake", embed=FAKE)
+        db.append("team", "kestrel seen at the lake", embed=FAKE, now=DAY)
         (note,) = set(db.snapshot("team", MODEL).paths)
         lines = note_lines(db, "team", note)
     with psycopg.connect(database_url, autocommit=True) as conn:

@@ -18,7 +18,7 @@ from langchain_enhanced_memory.store.database import Database
 from scripts.postgres import free_port
 from tests.cli_run import run_cli
 from tests.postgres import PgServer
-from tests.reliability.db_driver import FAKE, MODEL
+from tests.reliability.db_driver import DAY, FAKE, MODEL
 
 TABLES = ("em_schema", "em_scopes", "em_segments", "em_files", "em_notes")
 
@@ -53,8 +53,8 @@ def _role(pg_server: PgServer, database_url: str, name: str) -> str:
 def _shared(database_url: str) -> str:
     """Two scopes written by the owner: ``team`` and ``alpha``; the note of ``team``."""
     with Database.connect(database_url) as db:
-        db.append("team", "kestrel seen at the lake", embed=FAKE)
-        db.append("alpha", "quasar budget approved", embed=FAKE)
+        db.append("team", "kestrel seen at the lake", embed=FAKE, now=DAY)
+        db.append("alpha", "quasar budget approved", embed=FAKE, now=DAY)
         (note,) = set(db.snapshot("team", MODEL).paths)
     return note
 
@@ -76,7 +76,7 @@ def test_a_select_only_role_searches_and_cannot_append(
         assert _texts(reader, "team") == ["kestrel seen at the lake"]
         assert reader.read("team", note).text.endswith("- kestrel seen at the lake")
         with pytest.raises(DatabaseError, match="permission denied") as refused:
-            reader.append("team", "written by a reader", embed=FAKE)
+            reader.append("team", "written by a reader", embed=FAKE, now=DAY)
     message = str(refused.value)
     assert "\n" not in message and reader_password not in message
     with Database.connect(database_url) as db:

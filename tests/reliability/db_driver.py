@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import sys
+from datetime import datetime
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.upkeep import embed_missing
 
 MODEL = "test/hash-16"
+#: The day appends are dated (their daily note), whatever the clock says.
+DAY = datetime(2026, 12, 9, 10, 0)
 
 
 def hash_vectors(texts: list[str]) -> np.ndarray:
@@ -50,7 +53,7 @@ def main(argv: list[str]) -> int:
                 report = db.publish(scope, index, MODEL, owner=owner)
                 print(f"done {report.generation}", flush=True)
             else:
-                result = db.append(scope, arg, embed=FAKE)
+                result = db.append(scope, arg, embed=FAKE, now=DAY)
                 print(f"done {result.line}", flush=True)
     except EnhancedMemoryError as exc:
         print(str(exc), file=sys.stderr)
