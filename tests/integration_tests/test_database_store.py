@@ -11,6 +11,8 @@ import multiprocessing
 import random
 import subprocess
 import sys
+import time
+import uuid
 from datetime import date
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.engine.search import MemorySearch
 from langchain_enhanced_memory.store.database import Database
 from langchain_enhanced_memory.store.database.schema import MIGRATIONS
+from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,3 +305,85 @@ def test_migrations_are_versioned(database_url: str) -> None:
         Database.connect(database_url)
     assert f"has schema version {len(MIGRATIONS) + 1}" in str(err.value)
     assert "upgrade langchain-enhanced-memory" in err.value.action
+
+
+def _found(db: Database, query: str) -> bool:
+    return bool(DatabaseSearch(db, "team", embedder="none").search(query).hits)
+
+
+def test_searches_read_the_replica_and_a_writer_reads_its_own_write(pg_replica: PgServer) -> None:
+    primary = pg_replica.primary
+    assert primary is not None
+    name = f"rw_{uuid.uuid4().hex[:8]}"
+    url = primary.create_database(name)
+    try:
+        replica_url = pg_replica.url_of(name)
+        writer = Database.connect(url, read_url=replica_url)
+        other = Database.connect(url, read_url=replica_url)  # another host, reading the replica
+        writer.append("team", "the first fact", now=DAY)
+        pg_replica.wait_caught_up()
+        assert _found(other, "first fact") and _found(writer, "first fact")
+        with pg_replica.connect(name) as conn:
+            conn.execute("SELECT pg_wal_replay_pause()")
+            while conn.execute("SELECT pg_get_wal_replay_pause_state()").fetchone() != ("paused",):
+                time.sleep(0.01)
+        try:
+            writer.append("team", "the zebracorn arrived", now=DAY)
+            assert not _found(other, "zebracorn")  # the replica lags: reads do go there
+            assert _found(writer, "zebracorn")  # the writer's own write: read on the primary
+            assert writer.generations(["team"]) == {"team": 2}
+            assert other.generations(["team"]) == {"team": 1}
+        finally:
+            with pg_replica.connect(name) as conn:
+                conn.execute("SELECT pg_wal_replay_resume()")
+        pg_replica.wait_caught_up()
+        assert _found(other, "zebracorn")
+        writer.close()
+        other.close()
+    finally:
+        primary.drop_database(name)
+
+
+def test_a_restarted_server_is_reconnected_and_a_stopped_one_is_one_line(
+    pg_private: PgServer,
+) -> None:
+    url = pg_private.create_database("restarts")
+    with Database.connect(url) as db:
+        db.append("team", "before the restart", now=DAY)
+        assert _found(db, "restart")
+        pg_private.restart()
+        try:  # the pool's connection died: this search reconnects, or says so in one line
+            _found(db, "restart")
+        except DatabaseError as exc:
+            assert "\n" not in str(exc) and pg_private.password not in str(exc)
+        assert _found(db, "restart")  # the next one answers
+        pg_private.stop()
+        with pytest.raises(DatabaseError) as err:
+            db.append("team", "the server is down", now=DAY)
+        assert "\n" not in str(err.value) and pg_private.password not in str(err.value)
+        assert "***" in str(err.value)
+
+
+def test_a_read_only_role_searches_and_cannot_append(
+    pg_server: PgServer, database_url: str
+) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a fact all agents read", now=DAY)
+    name = database_url.rsplit("/", 1)[1]
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro-secret-1'")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    try:
+        with Database.connect(pg_server.url_of(name, user=role, password="ro-secret-1")) as ro:
+            assert _found(ro, "fact all agents")
+            with pytest.raises(DatabaseError) as err:
+                ro.append("team", "not allowed", now=DAY)
+            assert "permission denied" in str(err.value) and "ro-secret-1" not in str(err.value)
+            assert "\n" not in str(err.value)
+        with Database.connect(database_url) as db:
+            assert "not allowed" not in db.read("team", "memory/2026-12-09.md").text
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

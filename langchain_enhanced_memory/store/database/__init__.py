@@ -18,6 +18,7 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
+import socket
 import threading
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -40,7 +41,12 @@ from .segments import Segment, assemble, decode, live_rows
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo"]
+__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
+
+
+def local_owner(workspace: str | Path) -> str:
+    """Who publishes ``workspace`` from this host: ``host:realpath`` (a scope's owner)."""
+    return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()}"
 
 
 @dataclass(frozen=True)
@@ -289,6 +295,7 @@ class Database:
                 rows = conn.execute(
                     "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
                     (scope, missing),
+                    binary=True,  # blobs as they are, not as hex text to decode
                 ).fetchall()
                 for seg_id, blob in rows:
                     try:

@@ -27,7 +27,7 @@ __all__ = ["Pool", "redact", "shared_pool"]
 _URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
 _KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 CONNECT_TIMEOUT_S = 10
-POOL_TIMEOUT_S = 15.0
+POOL_TIMEOUT_S = 5.0
 
 
 def _password(url: str) -> str | None:
@@ -87,13 +87,12 @@ class Pool:
     def __init__(self, url: str) -> None:
         self.url = url
         psycopg, psycopg_pool = _modules()
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
-        try:
-            # One plain connection first: a bad URL or a server that is down is said
-            # at once and in words, not as a pool timeout.
-            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S).close()
-        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
-            raise failure(url, exc, "cannot connect") from None
+        self._psycopg = psycopg
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
+        # One plain connection first: a bad URL or a server that is down is said
+        # at once and in words, not as a pool timeout.
+        self.probe()
         self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -112,8 +111,18 @@ class Pool:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 yield conn
+        except self._pool_timeout:
+            self.probe()  # says why no connection came (refused, down, a bad password) ...
+            raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
             raise failure(self.url, exc, doing) from None
+
+    def probe(self) -> None:
+        """Open and close one connection (raises the one-line error of a failure)."""
+        try:
+            self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
+            raise failure(self.url, exc, "cannot connect") from None
 
     def close(self) -> None:
         """Close every connection."""

@@ -14,7 +14,8 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
   searchers compare), the model of its vectors and the chunker that made its chunks.
 * ``em_segments``: immutable blobs (:mod:`.segments`), each the chunk rows,
   postings and vectors of some files of one scope.
-* ``em_files``: each live file of a scope and the one segment holding its rows.
+* ``em_files``: each live file of a scope, its content hash and the one segment
+  holding its rows (0: none, a file without chunks).
 * ``em_notes``: each note's text (``get`` and ``export`` without the folder).
 
 The three per-scope tables are partitioned by ``HASH (scope)`` (16 parts): a
