@@ -44,6 +44,8 @@ def _stop(signum: int, frame: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the server until interrupted (Ctrl-C or SIGTERM)."""
     if args.daemon:
+        if args.scope or args.database:
+            raise CliError("--daemon serves one workspace: --scope and --database run in serve")
         status = client.start_and_wait(resolve_workspace(args.workspace))
         if args.json:
             dump(status)

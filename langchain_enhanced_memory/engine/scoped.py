@@ -191,7 +191,8 @@ class ScopedSearch:
             raise ScopeError("name at least one scope")
         _checked([(ref, None) for ref, _ in members])
         self.members = list(members)
-        if pool is None and len(members) > 1:
+        self._owns_pool = pool is None and len(members) > 1
+        if self._owns_pool:
             pool = ThreadPoolExecutor(len(members), thread_name_prefix="scope")
         self._pool = pool
         self._holds = list(holds)
@@ -252,7 +253,7 @@ class ScopedSearch:
 
     def close(self) -> None:
         """Stop the threads, and each searcher that holds any (a workspace's watcher)."""
-        if self._pool is not None:
+        if self._pool is not None and self._owns_pool:  # not the threads of the whole it is of
             self._pool.shutdown(wait=False)
         for _, searcher in self.members:
             close = getattr(searcher, "close", None)

@@ -95,6 +95,11 @@ def test_cli_bad_scopes_are_one_line_exit_2(args: list[str], message: str) -> No
     assert len(lines) == 1 and message in lines[0] and "secret" not in r.stderr, r.stderr
 
 
+def test_serve_daemon_is_for_one_workspace(scopes: dict[str, Path]) -> None:
+    r = run_cli("serve", "--daemon", *scope_args(scopes))
+    assert r.returncode == 2 and "--daemon serves one workspace" in r.stderr
+
+
 def test_cli_batch_lines_pick_scopes(scopes: dict[str, Path], tmp_path: Path) -> None:
     batch = tmp_path / "q.jsonl"
     lines = [
@@ -116,9 +121,10 @@ def test_cli_batch_lines_pick_scopes(scopes: dict[str, Path], tmp_path: Path) ->
 
 
 @contextlib.contextmanager
-def serving_scopes(scopes: dict[str, Path]) -> Iterator[Server]:
+def serving(*args: str) -> Iterator[Server]:
+    """``serve ARGS`` (no workspace: its scopes) on a free port; stopped on exit."""
     proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--embedder", "none", "--json", *scope_args(scopes)],
+        [*CLI, "serve", "--port", "0", "--embedder", "none", "--json", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_serve_env(),
     )  # fmt: skip
     try:
@@ -130,7 +136,7 @@ def serving_scopes(scopes: dict[str, Path]) -> Iterator[Server]:
 
 
 def test_serve_searches_its_scopes_and_refuses_others(scopes: dict[str, Path]) -> None:
-    with serving_scopes(scopes) as server:
+    with serving(*scope_args(scopes)) as server:
         status, doc = server.search(query="Postgres", k=10)
         assert status == 200 and {row["scope"] for row in doc["results"]} == {"alpha", "team"}
         status, doc = server.search(query="Postgres", k=10, scope="team")

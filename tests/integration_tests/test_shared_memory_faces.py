@@ -8,19 +8,15 @@ worker's next search finds it, tagged with its scope, never another's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
 from langchain_enhanced_memory.tools import create_memory_tools
-from tests.cli_run import CLI, stop
 from tests.integration_tests.test_mcp import error_of, stdio_session
-from tests.integration_tests.test_serve import Server, _serve_env
+from tests.integration_tests.test_scopes_faces import serving
 from tests.workspaces import write_workspace
 
 
@@ -69,20 +65,6 @@ def test_retriever_reads_the_database_from_the_environment(
     retriever = EnhancedMemoryRetriever(scopes={"me": mine, "team": None}, embedder="none")
     docs = retriever.invoke("deploy", k=10)
     assert {d.metadata["scope"] for d in docs} == {"me", "team"}
-
-
-@contextlib.contextmanager
-def serving(*args: str) -> Iterator[Server]:
-    proc = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--embedder", "none", "--json", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_serve_env(),
-    )  # fmt: skip
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line, proc.stderr.read() if proc.stderr else ""
-        yield Server(proc, json.loads(line)["port"])
-    finally:
-        stop(proc, timeout=20)
 
 
 def test_serve_and_mcp_over_database_scopes(database_url: str) -> None:
