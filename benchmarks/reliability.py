@@ -137,9 +137,8 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                     db["survived"] if not db["problems"] and db["final_ok"] else 0,
                 )
             )
-    t, h = tally(res, "test_serve_answers_again_after_a_restart_and_a_crash_of_the_database",
-                 "test_serve_answers_a_stopped_database_with_one_line_then_reconnects",
-                 "test_a_stopped_database_is_a_one_line_error_and_the_next_search_reconnects",
+    t, h = tally(res, "test_serve_answers_a_restart_a_crash_and_a_stopped_database",
+                 "test_a_restart_or_a_crash_between_two_calls_is_reconnected",
                  "test_a_lost_connection_never_leaves_a_half_written_note")  # fmt: skip
     rows.append(("PostgreSQL restarted, crashed or stopped under a `serve` and a long-lived"
                  " process, a connection cut inside an append: one-line error without the"

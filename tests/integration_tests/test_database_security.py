@@ -66,23 +66,6 @@ def _texts(db: Database, scope: str) -> list[str]:
     return [line[2:] for line in chunks.splitlines() if line.startswith("- ")]
 
 
-def test_a_select_only_role_searches_and_cannot_append(
-    pg_server: PgServer, database_url: str
-) -> None:
-    note = _shared(database_url)
-    reader_url = _role(pg_server, database_url, "reader")
-    reader_password = reader_url.split("@")[0].rsplit(":", 1)[1]
-    with Database.connect(reader_url) as reader:
-        assert _texts(reader, "team") == ["kestrel seen at the lake"]
-        assert reader.read("team", note).text.endswith("- kestrel seen at the lake")
-        with pytest.raises(DatabaseError, match="permission denied") as refused:
-            reader.append("team", "written by a reader", embed=FAKE, now=DAY)
-    message = str(refused.value)
-    assert "\n" not in message and reader_password not in message
-    with Database.connect(database_url) as db:
-        assert _texts(db, "team") == ["kestrel seen at the lake"]
-
-
 def test_row_level_security_gives_a_role_some_scopes_only(
     pg_server: PgServer, database_url: str
 ) -> None:
