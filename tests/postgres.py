@@ -255,8 +255,8 @@ class PgServer:
         )
 
     def connect(self, database: str = DATABASE, **kwargs: Any) -> psycopg.Connection[Any]:
-        """A psycopg connection (autocommit) to ``database`` as the superuser."""
-        return psycopg.connect(self.url_of(database), autocommit=True, **kwargs)
+        """A psycopg connection (autocommit unless told) to ``database`` as the superuser."""
+        return psycopg.connect(self.url_of(database), **{"autocommit": True, **kwargs})
 
     def psql(self, sql: str, database: str = DATABASE) -> str:
         """Run ``sql`` with ``psql``, stopping at the first error; its tuples-only output."""
