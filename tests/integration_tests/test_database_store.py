@@ -16,6 +16,7 @@ import uuid
 from datetime import date
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -26,7 +27,7 @@ from langchain_enhanced_memory.core.errors import (
 )
 from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.engine.search import MemorySearch
-from langchain_enhanced_memory.store.database import Database
+from langchain_enhanced_memory.store.database import Database, Embedding
 from langchain_enhanced_memory.store.database.schema import MIGRATIONS
 from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
@@ -398,3 +399,29 @@ def test_a_damaged_segment_is_a_one_line_error(database_url: str) -> None:
         _found(db, "fact")
     assert "segment" in str(err.value) and "damaged" in str(err.value)
     assert "\n" not in str(err.value) and "publish the scope again" in err.value.action
+
+
+def _vectors(texts: list[str]) -> np.ndarray:
+    """A stand-in embedder: a unit vector per text, the same for the same text."""
+    out = np.stack([np.random.default_rng(sum(t.encode())).normal(size=8) for t in texts])
+    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_a_keyword_only_scope_gains_vectors_and_keeps_them(database_url: str) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a keyword-only fact", now=DAY)
+        db.append("team", "a topic fact", file="memory/topics/t.md")
+        assert db.snapshot("team", "fake/words").vectors is None
+        db.append("team", "a fact with vectors", now=DAY, embed=Embedding("fake/words", _vectors))
+        snap = db.snapshot("team", "fake/words")
+        # Every note indexed again with the embedder: all rows have vectors of one model.
+        assert snap.model == "fake/words" and snap.has_vector is not None
+        assert snap.has_vector.all() and len(snap) == 2
+        assert snap.vectors is not None and snap.vectors.dim == 8
+        assert db.snapshot("team", None).vectors is None  # another model: keyword-only view
+        with pytest.raises(ScopeError, match="holds vectors of fake/words"):
+            db.append("team", "no embedder", now=DAY)
+        with pytest.raises(ScopeError, match="holds vectors of fake/words"):
+            db.append("team", "another one", embed=Embedding("other/model", _vectors))
+        text = db.read("team", "memory/2026-12-09.md").text
+        assert "keyword-only fact" in text and "with vectors" in text and "no embedder" not in text
