@@ -425,3 +425,20 @@ def test_a_keyword_only_scope_gains_vectors_and_keeps_them(database_url: str) ->
             db.append("team", "another one", embed=Embedding("other/model", _vectors))
         text = db.read("team", "memory/2026-12-09.md").text
         assert "keyword-only fact" in text and "with vectors" in text and "no embedder" not in text
+
+
+def test_a_cold_load_reads_segments_a_merge_removed_since_its_transaction_began(
+    database_url: str,
+) -> None:
+    with Database.connect(database_url) as db:
+        for i in range(3):  # three segments
+            db.append("team", f"fact {i}", file=f"memory/topics/t{i}.md")
+    with Database.connect(database_url) as db:
+        pool = db._reader
+        with pool.connection() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            ids = [r[0] for r in conn.execute("SELECT id FROM em_segments ORDER BY id")]
+            with psycopg.connect(database_url, autocommit=True) as other:  # a merge commits
+                other.execute("DELETE FROM em_segments WHERE id = %s", (ids[0],))
+            got = db._fetcher(conn, "team", pool)(ids)  # read at once on other connections ...
+        assert sorted(got) == ids  # ... and the one they no longer see, in this transaction

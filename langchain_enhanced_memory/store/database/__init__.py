@@ -18,10 +18,13 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +43,10 @@ from .segments import Segment, assemble, decode, live_rows
 
 if TYPE_CHECKING:
     import psycopg
+
+#: Segments read at once on a cold load (the pool holds up to 8 connections).
+FETCH_THREADS = 4
+FETCH_WAIT_S = 0.2  # for a free connection to read one on, else it is read in the caller's
 
 __all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
 
@@ -272,7 +279,7 @@ class Database:
                     (scope,),
                 ).fetchall()
                 ids = sorted({int(s) for _, s in files})
-                segments = self._fetcher(conn, scope)(ids)
+                segments = self._fetcher(conn, scope, pool)(ids)
         live: dict[int, set[str]] = {i: set() for i in ids}
         for path, seg_id in files:
             live[int(seg_id)].add(path)
@@ -294,34 +301,65 @@ class Database:
         ).fetchone()
         return (int(row[0]), row[1]) if row else (0, None)
 
-    def _fetcher(self, conn: psycopg.Connection, scope: str) -> Fetch:
-        """Segments by id: those this process holds decoded, the others read in ``conn``."""
+    def _fetcher(self, conn: psycopg.Connection, scope: str, pool: Pool | None = None) -> Fetch:
+        """Segments by id: those this process holds decoded, the others read from the database.
+
+        With ``pool``, several are read at once on its other connections (a cold
+        load of a large scope takes about half the time); any those do not see
+        (a merge removed it since, or this transaction wrote it) is read in ``conn``.
+        """
 
         def fetch(ids: list[int]) -> dict[int, Segment]:
             with self._lock:
                 out = {i: self._segments[i] for i in ids if i in self._segments}
             missing = [i for i in ids if i not in out]
+            if pool is not None and len(missing) > 1:
+                for got in _fetch_threads().map(lambda i: self._read(pool, scope, [i]), missing):
+                    out |= got
+                missing = [i for i in missing if i not in out]
             if missing:
-                rows = conn.execute(
-                    "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
-                    (scope, missing),
-                    binary=True,  # blobs as they are, not as hex text to decode
-                ).fetchall()
-                for seg_id, blob in rows:
-                    try:
-                        out[int(seg_id)] = decode(bytes(blob))
-                    except ValueError as exc:
-                        raise DatabaseError(
-                            f"database {self.shown}: segment {seg_id} of scope {scope} is damaged"
-                            f" ({exc})",
-                            "publish the scope again",
-                        ) from None
-                if len(out) < len(ids):
-                    raise DatabaseError(
-                        f"database {self.shown}: a segment of scope {scope} is missing"
-                    )
-                with self._lock:
-                    self._segments.update(out)
+                out |= self._read_in(conn, scope, missing)
+            if len(out) < len(ids):
+                raise DatabaseError(f"database {self.shown}: a segment of scope {scope} is missing")
+            with self._lock:
+                self._segments.update(out)
             return out
 
         return fetch
+
+    def _read(self, pool: Pool, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """``_read_in`` on another connection of ``pool``; none when none is free at once."""
+        try:
+            with pool.connection(f"reading scope {scope}", False, FETCH_WAIT_S) as conn:
+                return self._read_in(conn, scope, ids)
+        except DatabaseError:
+            return {}  # many cold loads at once: the caller reads them in its own connection
+
+    def _read_in(self, conn: psycopg.Connection, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """The segments ``ids`` of ``scope`` that ``conn`` sees, decoded."""
+        rows = conn.execute(
+            "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
+            (scope, ids),
+            binary=True,  # blobs as they are, not as hex text to decode
+        ).fetchall()
+        out = {}
+        for seg_id, blob in rows:
+            try:
+                out[int(seg_id)] = decode(bytes(blob))
+            except ValueError as exc:
+                raise DatabaseError(
+                    f"database {self.shown}: segment {seg_id} of scope {scope} is damaged ({exc})",
+                    "publish the scope again",
+                ) from None
+        return out
+
+
+def _fetch_threads() -> ThreadPoolExecutor:
+    """The threads segments are read on (one set per process, like the engine's scan thread)."""
+    return _threads(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _threads(pid: int) -> ThreadPoolExecutor:
+    # Keyed by process: a forked child has none of its parent's threads.
+    return ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")

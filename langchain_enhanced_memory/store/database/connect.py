@@ -108,15 +108,18 @@ class Pool:
         self.users = 0
 
     @contextlib.contextmanager
-    def connection(self, doing: str = "", transaction: bool = True) -> Iterator[psycopg.Connection]:
+    def connection(
+        self, doing: str = "", transaction: bool = True, wait_s: float | None = None
+    ) -> Iterator[psycopg.Connection]:
         """A connection, in a transaction (committed when the block ends, else rolled back).
 
         Args:
             doing: What the caller does, for the error message.
             transaction: False: each statement commits alone (a single read).
+            wait_s: How long to wait for a free connection (default :data:`POOL_TIMEOUT_S`).
         """
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=wait_s) as conn:
                 if not transaction:
                     yield conn
                     return
