@@ -442,3 +442,40 @@ def test_a_cold_load_reads_segments_a_merge_removed_since_its_transaction_began(
                 other.execute("DELETE FROM em_segments WHERE id = %s", (ids[0],))
             got = db._fetcher(conn, "team", pool)(ids)  # read at once on other connections ...
         assert sorted(got) == ids  # ... and the one they no longer see, in this transaction
+
+
+def test_a_hosts_copies_of_segments_serve_a_fresh_process_and_follow_the_scope(
+    pg_server: PgServer, database_url: str, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    with Database.connect(database_url, cache=cache) as db:
+        db.append("team", "the okapi fact", file="memory/topics/a.md")
+        assert _found(db, "okapi")  # read once: copied
+    copies = list(cache.rglob("*.emseg"))
+    assert len(copies) == 1 and oct(copies[0].stat().st_mode & 0o777) == "0o600"
+    with psycopg.connect(database_url, autocommit=True) as conn:  # the database's copy breaks
+        conn.execute("UPDATE em_segments SET data = substring(data from 1 for 40)")
+    with Database.connect(database_url, cache=cache) as db:
+        assert _found(db, "okapi")  # a fresh process maps this host's copy
+    with Database.connect(database_url) as db, pytest.raises(DatabaseError, match="damaged"):
+        _found(db, "okapi")
+    # Another database (the same segment ids) does not read this one's copies.
+    name = f"other_{uuid.uuid4().hex[:8]}"
+    other = pg_server.create_database(name)
+    try:
+        with Database.connect(other, cache=cache) as db:
+            db.append("team", "the zebu fact", file="memory/topics/a.md")
+            assert _found(db, "zebu") and not _found(db, "okapi")
+    finally:
+        pg_server.drop_database(name)
+    # A new generation's load removes the copies it no longer names.
+    with Database.connect(database_url, cache=cache) as db:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM em_segments")
+            conn.execute("DELETE FROM em_files")
+        db.append("team", "the tapir fact", file="memory/topics/b.md")
+        assert _found(db, "tapir") and not _found(db, "okapi")
+    names = {p.parent.parent.name for p in cache.rglob("*.emseg")}
+    assert len(names) == 2  # this database's and the other one's folder
+    mine = [p for p in cache.rglob("*.emseg") if p not in copies]
+    assert copies[0] not in list(cache.rglob("*.emseg")) and mine

@@ -35,10 +35,11 @@ from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
 from ..index import MemoryIndex
 from ..notes import MemoryLines, check_range
+from .cache import SegmentCache
 from .connect import Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, publish_folder
-from .schema import migrate
+from .schema import identity, migrate
 from .segments import Segment, assemble, decode, live_rows
 
 if TYPE_CHECKING:
@@ -75,10 +76,18 @@ class Database:
         writer: The pool of the primary.
         reader: The pool searches read from (the primary's, or a replica's).
         settings: Chunking and embedding settings of what this process writes.
+        cache: This host's copies of segments (None: fetch every segment it lacks).
     """
 
-    def __init__(self, writer: Pool, reader: Pool, settings: MemorySettings) -> None:
+    def __init__(
+        self,
+        writer: Pool,
+        reader: Pool,
+        settings: MemorySettings,
+        cache: SegmentCache | None = None,
+    ) -> None:
         self._writer, self._reader = writer, reader
+        self._cache = cache
         self._pools = [writer] if reader is writer else [writer, reader]  # released by close
         self.settings = settings
         self._lock = threading.Lock()
@@ -89,9 +98,21 @@ class Database:
 
     @classmethod
     def connect(
-        cls, url: str, settings: MemorySettings | None = None, read_url: str | None = None
+        cls,
+        url: str,
+        settings: MemorySettings | None = None,
+        read_url: str | None = None,
+        *,
+        cache: str | Path | None = None,
     ) -> Database:
         """Connect (pools shared per URL in this process) and bring the schema up to date.
+
+        Args:
+            url: The primary (``postgresql://`` URL or ``key=value`` string).
+            settings: Chunking and embedding settings of what this process writes.
+            read_url: A replica searches read from (read-your-writes kept).
+            cache: A folder where this host keeps copies of the segments it read
+                (:mod:`.cache`): a fresh process maps them instead of fetching.
 
         Raises:
             DatabaseError: Unreachable, refused, or a schema newer than this package's.
@@ -100,11 +121,12 @@ class Database:
         try:
             with writer.connection("migrating the schema") as conn:
                 migrate(conn, shown_url(url))
+                copies = None if cache is None else SegmentCache(cache, identity(conn))
             reader = shared_pool(read_url) if read_url and read_url != url else writer
         except BaseException:
             release(writer)
             raise
-        return cls(writer, reader, settings or MemorySettings())
+        return cls(writer, reader, settings or MemorySettings(), copies)
 
     @property
     def shown(self) -> str:
@@ -287,6 +309,8 @@ class Database:
         snap = assemble(
             generation, segs, [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)], model
         )
+        if self._cache is not None:
+            self._cache.keep(scope, set(ids))
         with self._lock:
             self._snapshots[scope], self._uses[scope] = snap, ids
             keep = {i for used in self._uses.values() for i in used}
@@ -313,6 +337,9 @@ class Database:
             with self._lock:
                 out = {i: self._segments[i] for i in ids if i in self._segments}
             missing = [i for i in ids if i not in out]
+            if self._cache is not None and missing:
+                out |= self._copies(scope, missing)
+                missing = [i for i in missing if i not in out]
             if pool is not None and len(missing) > 1:
                 for got in _fetch_threads().map(lambda i: self._read(pool, scope, [i]), missing):
                     out |= got
@@ -351,6 +378,22 @@ class Database:
                     f"database {self.shown}: segment {seg_id} of scope {scope} is damaged ({exc})",
                     "publish the scope again",
                 ) from None
+            if self._cache is not None:
+                self._cache.put(scope, int(seg_id), bytes(blob))
+        return out
+
+    def _copies(self, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """The segments of ``ids`` this host keeps a copy of, mapped."""
+        assert self._cache is not None
+        out = {}
+        for seg_id in ids:
+            blob = self._cache.get(scope, seg_id)
+            if blob is None:
+                continue
+            try:
+                out[seg_id] = decode(blob)
+            except ValueError:
+                self._cache.drop(scope, seg_id)  # damaged: fetched again
         return out
 
 

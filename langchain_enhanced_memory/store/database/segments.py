@@ -20,6 +20,7 @@ ranking is the same code over the same arrays.
 from __future__ import annotations
 
 import json
+import mmap
 import sqlite3
 from dataclasses import dataclass, replace
 from datetime import date
@@ -89,7 +90,7 @@ def encode(seg: Segment) -> bytes:
     return b"".join([_MAGIC, len(head).to_bytes(4, "little"), head, *parts])
 
 
-def _arrays(blob: bytes) -> dict[str, np.ndarray]:
+def _arrays(blob: bytes | mmap.mmap) -> dict[str, np.ndarray]:
     """The arrays of :func:`encode`'s blob: read-only views of it, nothing copied."""
     if blob[:4] != _MAGIC:
         raise ValueError("unknown format")
@@ -105,7 +106,7 @@ def _arrays(blob: bytes) -> dict[str, np.ndarray]:
     return out
 
 
-def decode(blob: bytes) -> Segment:
+def decode(blob: bytes | mmap.mmap) -> Segment:
     """A segment from :func:`encode`'s blob (its arrays are read-only views of the blob).
 
     Raises:
