@@ -11,7 +11,8 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
   embedder); the first publish, a one-file
   republish, then search latency in fresh processes: the first search of a
   process (connect and load included) and the p50 of warm searches, each beside
-  the embedded store's.
+  the embedded store's; then the database's again in a process that maps the
+  copies an earlier one kept (``Database.connect(..., cache=DIR)``).
 
     python benchmarks/database.py --database URL parity \
         --root ../shared/bench/locomo-dev --queries ../shared/bench/locomo-dev/queries.jsonl
@@ -98,7 +99,7 @@ if kind == "local":
 else:
     from langchain_enhanced_memory.engine.database import DatabaseSearch
     from langchain_enhanced_memory.store.database import Database
-    eng = DatabaseSearch(Database.connect(target), scope, **kw)
+    eng = DatabaseSearch(Database.connect(target, cache=sys.argv[7] or None), scope, **kw)
 eng.search(queries[0], k=10)
 first = time.perf_counter() - t0
 warm = []
@@ -110,11 +111,12 @@ print(json.dumps({"first_ms": first * 1000, "warm_p50_ms": warm[len(warm) // 2] 
 
 
 def _latency(
-    kind: str, target: str, scope: str, queries: list[str], vectors: bool
+    kind: str, target: str, scope: str, queries: list[str], vectors: bool, cache: str = ""
 ) -> dict[str, float]:
     mode = "vectors" if vectors else "none"
+    args = [kind, target, scope, json.dumps(queries), mode, str(HERE), cache]
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, target, scope, json.dumps(queries), mode, str(HERE)],
+        [sys.executable, "-c", _CHILD, *args],
         capture_output=True,
         text=True,
         check=True,
@@ -142,7 +144,7 @@ def speed(a: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             db.publish(scope, eng.index, eng.model_id, owner=local_owner(ws))
             republish_s = time.perf_counter() - t0
-            row = {
+            row: dict[str, Any] = {
                 "chunks": first.chunks,
                 "publish_s": round(publish_s, 3),
                 "one_file_republish_s": round(republish_s, 3),
@@ -150,6 +152,13 @@ def speed(a: argparse.Namespace) -> None:
                 "local": _latency("local", str(ws), scope, qs, a.vectors),
                 "database": _latency("database", a.database, scope, qs, a.vectors),
             }
+            cache = str(Path(tmp) / "cache")
+            _latency(
+                "database", a.database, scope, qs, a.vectors, cache
+            )  # fills this host's copies
+            row["database_host_copies"] = _latency(
+                "database", a.database, scope, qs, a.vectors, cache
+            )
             print(json.dumps(row))
 
 

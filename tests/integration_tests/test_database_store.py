@@ -301,6 +301,14 @@ def test_migrations_are_versioned(database_url: str) -> None:
         assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
         after = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'em_%'")
         assert after.fetchone() == before
+        # A database of an older version gets the steps after it, once.
+        conn.execute("DROP TABLE em_identity")
+        conn.execute("UPDATE em_schema SET version = 1")
+    with Database.connect(database_url):
+        pass
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
+        assert conn.execute("SELECT count(*) FROM em_identity").fetchone() == (1,)
         conn.execute("UPDATE em_schema SET version = %s", (len(MIGRATIONS) + 1,))
     with pytest.raises(DatabaseError) as err:
         Database.connect(database_url)

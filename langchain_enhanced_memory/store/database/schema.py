@@ -63,9 +63,6 @@ MIGRATIONS: list[list[str]] = [
         " created timestamptz NOT NULL DEFAULT now(),"
         " updated timestamptz NOT NULL DEFAULT now())",
         "CREATE SEQUENCE em_segment_ids",
-        # The database's identity: what a host's copies of its segments are kept under.
-        "CREATE TABLE em_identity (id uuid NOT NULL DEFAULT gen_random_uuid())",
-        "INSERT INTO em_identity DEFAULT VALUES",
         *_partitioned(
             "em_segments",
             "scope text NOT NULL, id bigint NOT NULL, chunks integer NOT NULL, data bytea NOT NULL",
@@ -84,6 +81,11 @@ MIGRATIONS: list[list[str]] = [
             "scope text NOT NULL, path text NOT NULL, body text NOT NULL",
             "scope, path",
         ),
+    ],
+    [
+        # The database's identity: what a host's copies of its segments are kept under.
+        "CREATE TABLE em_identity (id uuid NOT NULL DEFAULT gen_random_uuid())",
+        "INSERT INTO em_identity DEFAULT VALUES",
     ],
 ]
 
