@@ -7,6 +7,9 @@ way its index is immutable segments (:mod:`.segments`) that searchers fetch
 once, keep decoded, and assemble into the :class:`..core.snapshot.Snapshot`
 ranking reads: the same arrays, so the same ranking, as the local store.
 
+With ``cache``, a host keeps copies of the segments it fetched
+(:mod:`.cache`), so a fresh process maps them instead of fetching them again.
+
 Freshness: every committed write bumps the scope's generation; a reader
 compares it on each :meth:`Database.snapshot` (one query) and fetches only the
 segments it does not hold. Reads go to ``read_url`` (a replica) when given,
@@ -273,22 +276,28 @@ class Database:
 
         One query when the generation is the one this process holds; else the
         segments it lacks are fetched (the rest are kept decoded) and assembled.
-        A scope that does not exist yet reads as empty. Never writes.
+        A scope that does not exist yet reads as empty. Never writes the database
+        (with ``cache``, this host keeps copies of the segments it fetched).
 
         Raises:
             DatabaseError: The database failed, or a segment is damaged.
         """
         validate_scope(scope)
-        snap = self._snapshot(self._reader, scope)
-        if snap.generation < self._written.get(scope, 0) and self._reader is not self._writer:
-            snap = self._snapshot(self._writer, scope)  # the replica lags our own write
+        floor = self._written.get(scope, 0) if self._reader is not self._writer else 0
+        snap = self._snapshot(self._reader, scope, floor)
+        if snap is None:  # the replica has not replayed this process's own write yet
+            snap = self._snapshot(self._writer, scope, 0)
+        assert snap is not None
         if snap.model is not None and snap.model != model_id:
             return snap.with_vectors(None, None)
         return snap
 
-    def _snapshot(self, pool: Pool, scope: str) -> Snapshot:
+    def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
+        """The scope's generation read from ``pool``; None when it is older than ``floor``."""
         with pool.connection(f"reading scope {scope}", transaction=False) as conn:
             generation, _ = self._generation(conn, scope)
+            if generation < floor:
+                return None
             with self._lock:
                 held = self._snapshots.get(scope)
             if held is not None and held.generation == generation:
