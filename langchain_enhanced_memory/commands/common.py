@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ..core.settings import MemorySettings
-    from ..engine import EngineConfig, EnginePool, MemorySearch
+    from ..engine import EngineConfig, MemorySearch, SearchPool
     from ..engine.scoped import ScopedSearch
     from ..store.database import Database
 
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Set by the resident engine: commands then reuse its warm engines.
-POOL: EnginePool | None = None
+POOL: SearchPool | None = None
 
 #: How each request field is spelled on the command line.
 FLAGS = {"query": "QUERY", "k": "--k", "now": "--now", "min_score": "--min-score"}

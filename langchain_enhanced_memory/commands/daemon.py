@@ -84,10 +84,10 @@ def _show(status: dict[str, Any], as_json: bool) -> int:
 
 def serve_here(workspace: Path, idle_timeout_s: float | None) -> int:
     """Serve ``workspace`` from this process until stopped or idle."""
-    from ..engine import EnginePool
+    from ..engine import SearchPool
 
     heap.opt_in()  # the resident engine's own process: it may tune its allocator
-    pool = EnginePool(watch=True, background_embedding=True)
+    pool = SearchPool(watch=True, background_embedding=True)
     common.POOL = pool
     server = ResidentServer(
         workspace,

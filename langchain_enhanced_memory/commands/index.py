@@ -3,16 +3,23 @@
 With ``--database URL --scope NAME`` the workspace's index, once up to date,
 is published as the folder-backed scope ``NAME``: every host can then search
 it and ``get`` its notes without the folder. A scope published from another
-host or folder is refused unless ``--take-over``.
+host or folder is refused unless ``--take-over``. With ``--watch`` it keeps
+running: each edit of the notes is indexed (and published) again, so the scope
+follows the folder until Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import socket
+import sys
+import threading
+from typing import TYPE_CHECKING
 
-from ..core.errors import EmbeddingError
+from ..core.errors import DatabaseError, EmbeddingError
 from ..core.text import escape_controls
 from .common import (
     CliError,
@@ -25,6 +32,12 @@ from .common import (
     progress_bar,
     report_embedder,
 )
+
+if TYPE_CHECKING:
+    from ..engine import MemorySearch
+
+#: Seconds between two looks at the watcher's events (``--watch``), and after a failure.
+_TICK_S, _RETRY_S = 0.5, 5.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +55,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="publish --scope from here although another host or folder published it",
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="then keep running: index (and publish to --scope) again after every edit of"
+        " the notes, until Ctrl-C",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     scope = database_scope(args)
     if args.take_over and scope is None:
         raise CliError("--take-over needs --database URL --scope NAME")
-    engine = engine_from_args(args)
+    if args.watch and args.compact:
+        raise CliError("--watch and --compact do not go together")
+    engine = engine_from_args(args, watch=args.watch)
     try:
         report, embedded = engine.update_index(progress=progress_bar)
     except EmbeddingError as exc:
@@ -76,11 +97,9 @@ def run(args: argparse.Namespace) -> int:
     if compacted:
         out["compacted"] = {"before_bytes": compacted[0], "after_bytes": compacted[1]}
     if scope is not None:
-        ws = engine.index.workspace
         with open_database(args, engine.settings) as db:
-            owner = f"{socket.gethostname()}:{os.path.realpath(ws)}"
             done = db.publish(
-                scope, engine.index, engine.model_id, owner=owner, take_over=args.take_over
+                scope, engine.index, engine.model_id, owner=_owner(engine), take_over=args.take_over
             )
         published = {
             "scope": scope,
@@ -92,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         out["published"] = published
     if args.json:
         dump(out)
-        return 0
+        sys.stdout.flush()
+        return _follow(args, engine, scope) if args.watch else 0
     report_embedder(engine)
     print(
         f"indexed {out['files']} files, {out['chunks']} chunks"
@@ -108,4 +128,77 @@ def run(args: argparse.Namespace) -> int:
             f" generation {published['generation']}"
             f" ({published['changed']} changed, {published['deleted']} deleted)"
         )
+    if args.watch:
+        sys.stdout.flush()
+        return _follow(args, engine, scope)
     return 0
+
+
+def _owner(engine: MemorySearch) -> str:
+    return f"{socket.gethostname()}:{os.path.realpath(engine.index.workspace)}"
+
+
+def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -> int:
+    """Index (and publish) again after each edit until SIGINT or SIGTERM; one line per pass.
+
+    The embedder or the database away is said once a try and tried again a few
+    seconds later (the previous generation stays searchable meanwhile); a scope
+    another host took over ends the run (exit 2).
+    """
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    where = f" and publishing to scope {scope}" if scope else ""
+    shown = escape_controls(str(engine.index.workspace))
+    print(f"watching {shown}{where}; Ctrl-C stops", file=sys.stderr, flush=True)
+    done = engine.index.generation()
+    with open_database(args, engine.settings) if scope else contextlib.nullcontext() as db:
+        wait = _TICK_S
+        while not stop.wait(wait):
+            wait = _TICK_S
+            try:
+                engine.freshness.refresh()  # syncs what the watcher saw change
+                generation = engine.index.generation()
+                if generation == done:
+                    continue
+                embedded = engine.embed_missing()
+                passed: dict = {"generation": generation, "embedded": embedded}
+                if db is not None and scope is not None:
+                    out = db.publish(
+                        scope,
+                        engine.index,
+                        engine.model_id,
+                        owner=_owner(engine),
+                        take_over=args.take_over,
+                    )
+                    passed["published"] = {
+                        "scope": scope,
+                        "generation": out.generation,
+                        "changed": len(out.changed),
+                        "deleted": len(out.deleted),
+                    }
+                done = generation
+                _said(passed, args.json)
+            except (DatabaseError, EmbeddingError) as exc:
+                problem = escape_controls(str(exc))
+                print(f"warning: {problem}; trying again", file=sys.stderr, flush=True)
+                wait = _RETRY_S
+    engine.close()
+    print("stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _said(passed: dict, as_json: bool) -> None:
+    """One line of ``--watch`` per pass."""
+    if as_json:
+        dump(passed)
+        sys.stdout.flush()
+        return
+    line = f"indexed generation {passed['generation']} ({passed['embedded']} embedded)"
+    if "published" in passed:
+        p = passed["published"]
+        line += (
+            f"; published generation {p['generation']} of scope {p['scope']}"
+            f" ({p['changed']} changed, {p['deleted']} deleted)"
+        )
+    print(line, flush=True)

@@ -1,4 +1,4 @@
-"""Engines kept warm between requests, one per configuration (the resident engine)."""
+"""The resident engine's :class:`MemorySearch` objects, kept warm between requests."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 from .config import EngineConfig
 from .search import MemorySearch
 
-__all__ = ["EnginePool"]
+__all__ = ["SearchPool"]
 
 
-class EnginePool:
-    """Engines kept warm between requests, one per configuration (the resident engine).
+class SearchPool:
+    """Warm :class:`MemorySearch` objects, one per configuration, for the resident engine.
 
     Args:
         overrides: Config fields every pooled engine gets (``watch=True``, ...).

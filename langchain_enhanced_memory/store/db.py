@@ -6,8 +6,8 @@ A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
 aside (that would drop every cached vector). An index of another schema
 version is set aside and rebuilt like a damaged one, its vectors embedded
-again: an older one is of a format no release wrote (0.1.0 wrote the first,
-version 4), a newer one of a later release.
+again: an older one is of an earlier release (0.1.0 wrote version 4) or of a
+format no release wrote (1-3), a newer one of a later release.
 
 The index holds the notes' text, so it is private to its owner wherever it
 lives: its folders are 0700 and its files 0600 (SQLite gives the WAL and
@@ -45,8 +45,12 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-# The first released (0.1.0); an index of any other version is rebuilt.
-SCHEMA_VERSION = 4
+# An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``.
+SCHEMA_VERSION = 5
+_FIRST_RELEASED = 4  # 0.1.0's; versions before it were never released
+# A released version's steps to the next one, applied in place: an upgrade keeps the
+# embedding cache (vectors that may have taken hours of a remote embedder).
+_UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO catalog",)}
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -69,7 +73,7 @@ CREATE TABLE IF NOT EXISTS embed_cache (
     model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB,
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS derived (
+CREATE TABLE IF NOT EXISTS catalog (
     name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
 );
 """
@@ -192,9 +196,16 @@ class IndexDB:
                 # Only when needed: setting user_version is a write, and a write on
                 # every open makes each reader commit and checkpoint on close.
                 version = self._create(conn)
+            if _FIRST_RELEASED <= version < SCHEMA_VERSION:
+                version = self._upgrade(conn, version)
             if version != SCHEMA_VERSION:
                 conn.close()
-                kind = "an unreleased" if version < SCHEMA_VERSION else "a newer"
+                if version > SCHEMA_VERSION:
+                    kind = "a newer"
+                elif version >= _FIRST_RELEASED:
+                    kind = "an older"
+                else:
+                    kind = "an unreleased"
                 return self._rebuild(
                     f"is of {kind} format (schema {version}, not {SCHEMA_VERSION})",
                     f"schema{version}",
@@ -229,6 +240,30 @@ class IndexDB:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        return int(version)
+
+    def _upgrade(self, conn: sqlite3.Connection, version: int) -> int:
+        """Bring a released older schema up to this one in place, in one transaction.
+
+        Returns the file's version after it: unchanged when a step failed (a
+        read-only file; the caller then sets the file aside and rebuilds).
+        """
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return version
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another may have
+            while version in _UPGRADES:
+                for statement in _UPGRADES[version]:
+                    conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version={version}")
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            conn.execute("ROLLBACK")
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        log.info("index %s upgraded in place to schema %d", self.path, version)
         return int(version)
 
     def _rebuild(self, what: str, why: str) -> sqlite3.Connection:

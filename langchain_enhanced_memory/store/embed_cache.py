@@ -186,7 +186,7 @@ def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Lay
     None when it has none.
     """
     row = conn.execute(
-        "SELECT generation, data FROM derived WHERE name=?", (f"vectors:{model}",)
+        "SELECT generation, data FROM catalog WHERE name=?", (f"vectors:{model}",)
     ).fetchone()
     layouts = parse_layouts(row[1]) if row else None
     return (int(row[0]), layouts) if row and layouts else None

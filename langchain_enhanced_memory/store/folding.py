@@ -304,7 +304,7 @@ def fold(
                 (folder / layout.file).unlink(missing_ok=True)
                 return None
             conn.execute(
-                "INSERT OR REPLACE INTO derived VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO catalog VALUES (?, ?, ?)",
                 (f"vectors:{model}", generation, layouts_json(layouts)),
             )
             gone = _gone_keys(folder, files, layouts)
@@ -376,7 +376,7 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
                 _delete_unbacked_rows(conn, side_folder(db.path), model, layouts)
         elif current and lost in current[1]:
             log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
-            conn.execute("DELETE FROM derived WHERE name=?", (f"vectors:{model}",))
+            conn.execute("DELETE FROM catalog WHERE name=?", (f"vectors:{model}",))
             drop_state(conn, model)
             conn.execute("DELETE FROM embed_cache WHERE model=?", (model,))
         conn.execute("COMMIT")
@@ -399,8 +399,8 @@ def _delete_unbacked_rows(
 
 
 def kept_files(conn: sqlite3.Connection) -> set[str]:
-    """The side files some ``derived`` row names."""
+    """The side files some ``catalog`` row names."""
     out = set()
-    for (data,) in conn.execute("SELECT data FROM derived WHERE name LIKE 'vectors:%'"):
+    for (data,) in conn.execute("SELECT data FROM catalog WHERE name LIKE 'vectors:%'"):
         out |= {lay.file for lay in parse_layouts(data) or []}
     return out

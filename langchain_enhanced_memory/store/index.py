@@ -2,7 +2,7 @@
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
 terms, line hashes), ``embed_cache`` (which texts each model has a vector of,
-keyed by text hash) and ``derived`` (the names of the generation's postings
+keyed by text hash) and ``catalog`` (the names of the generation's postings
 segments, of each model's vector segments and of its spool). Beside it,
 ``index.vectors/`` holds those side files, opened read-only by searchers.
 The work is split by concern: :mod:`.db` opens the file and holds the writer
@@ -226,7 +226,7 @@ class MemoryIndex:
                     raise
                 models = [
                     n.split(":", 1)[1]
-                    for (n,) in conn.execute("SELECT name FROM derived WHERE name LIKE 'vectors:%'")
+                    for (n,) in conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'")
                 ]
             for model in models:
                 self._snapshots.seal(model, full=True)

@@ -4,7 +4,7 @@ A segment file holds the four posting lists of some chunks and those chunks'
 rows (their ids, then each list's arrays and the rows' columns,
 :mod:`.chunkrows`, 8-byte aligned after a JSON layout), written under a
 temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
-The ``derived`` row ``postings`` names the generation's segments, oldest first,
+The ``catalog`` row ``postings`` names the generation's segments, oldest first,
 and commits with the sync that wrote them: a kill before the commit leaves the
 previous generation's segments named, and the new file an orphan that the
 next run's :func:`sweep` removes (only after a commit, under the writer lock).
@@ -204,11 +204,11 @@ def _write_segment(
 
 
 def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
-    """The segment files the ``derived`` row names, and the highest chunk id they ever held.
+    """The segment files the ``catalog`` row names, and the highest chunk id they ever held.
 
     None when the row is missing or not a list of segments (they are then built again).
     """
-    row = conn.execute("SELECT data FROM derived WHERE name='postings'").fetchone()
+    row = conn.execute("SELECT data FROM catalog WHERE name='postings'").fetchone()
     if row is None:
         return None
     try:
@@ -299,7 +299,7 @@ def live_ids(conn: sqlite3.Connection) -> np.ndarray:
     Reading the ids from ``chunks`` scans the whole table (at 100k chunks 40
     ms); the sync that named the segments stores them with them.
     """
-    row = conn.execute("SELECT generation, data FROM derived WHERE name='live'").fetchone()
+    row = conn.execute("SELECT generation, data FROM catalog WHERE name='live'").fetchone()
     kept = row is not None and row[0] == generation_of(conn) and isinstance(row[1], bytes)
     if kept and len(row[1]) % 8 == 0:
         return np.frombuffer(row[1], dtype=np.int64)
@@ -342,7 +342,7 @@ def load_postings(
 def write_postings(
     conn: sqlite3.Connection, folder: Path, generation: int, first_new_id: int | None
 ) -> None:
-    """Name ``generation``'s segments in ``derived`` (inside the sync's transaction).
+    """Name ``generation``'s segments in ``catalog`` (inside the sync's transaction).
 
     Args:
         conn: The connection, inside the sync's transaction.
@@ -369,7 +369,7 @@ def write_postings(
     last_id = max([int(live[-1]) if live.size else 0] + [named[1] if named else 0])
     state = {"segments": [s.name for s in segments], "last_id": last_id}
     conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES ('postings', ?, ?), ('live', ?, ?)",
+        "INSERT OR REPLACE INTO catalog VALUES ('postings', ?, ?), ('live', ?, ?)",
         (generation, json.dumps(state), generation, live.astype(np.int64).tobytes()),
     )
 
@@ -409,10 +409,10 @@ def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:
         return  # the next sync rebuilds them
     merged = _merged(folder, generation_of(conn), segments, live, full=True)
     state = {"segments": [s.name for s in merged], "last_id": named[1]}
-    conn.execute("UPDATE derived SET data=? WHERE name='postings'", (json.dumps(state),))
+    conn.execute("UPDATE catalog SET data=? WHERE name='postings'", (json.dumps(state),))
 
 
 def sweep_segments(conn: sqlite3.Connection, folder: Path) -> int:
-    """Remove segment files the ``derived`` row does not name (after a commit, lock held)."""
+    """Remove segment files the ``catalog`` row does not name (after a commit, lock held)."""
     named = named_segments(conn)
     return sweep(folder, set(named[0]) if named else set(), suffix=_SUFFIX)

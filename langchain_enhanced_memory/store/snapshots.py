@@ -1,6 +1,6 @@
 """Loading a generation as a :class:`..core.snapshot.Snapshot`: texts, postings and matrices.
 
-The chunk rows and postings are the segment files ``derived`` names
+The chunk rows and postings are the segment files ``catalog`` names
 (:mod:`.postings`, :mod:`.chunkrows`), and once every chunk has a vector the
 vectors are the model's segment files (:mod:`.folding`, :mod:`.vector_segments`):
 opened, not read, so a fresh process searches without re-tokenizing or

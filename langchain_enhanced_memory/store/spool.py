@@ -3,7 +3,7 @@
 A record is a text hash's key (:func:`.vector_segments.hash_keys`), the row's float32
 scale and its int8 values. A run appends the records it holds, flushes them,
 and in one transaction with their cache rows (vector NULL) sets the
-``derived`` row ``spool:MODEL`` to the file and how many records are
+``catalog`` row ``spool:MODEL`` to the file and how many records are
 committed. That commit is the switch: readers read up to the committed count,
 and bytes past it (a kill between the write and the commit) are cut off by
 the next append. The fold that writes a generation's segment
@@ -63,7 +63,7 @@ def _name(model: str) -> str:
 
 def spool_state(conn: sqlite3.Connection, model: str) -> SpoolState | None:
     """``model``'s committed spool in this transaction (None when there is none)."""
-    row = conn.execute("SELECT data FROM derived WHERE name=?", (_name(model),)).fetchone()
+    row = conn.execute("SELECT data FROM catalog WHERE name=?", (_name(model),)).fetchone()
     try:
         return SpoolState(**json.loads(row[0])) if row else None
     except (TypeError, ValueError):
@@ -72,7 +72,7 @@ def spool_state(conn: sqlite3.Connection, model: str) -> SpoolState | None:
 
 def drop_state(conn: sqlite3.Connection, model: str) -> None:
     """Forget ``model``'s spool (in the caller's transaction; the file goes after it commits)."""
-    conn.execute("DELETE FROM derived WHERE name=?", (_name(model),))
+    conn.execute("DELETE FROM catalog WHERE name=?", (_name(model),))
 
 
 class Spool:
@@ -163,7 +163,7 @@ def append(
         os.fsync(fh.fileno())
     state = SpoolState(state.file, dim, state.records + len(keys))
     conn.execute(
-        "INSERT OR REPLACE INTO derived VALUES (?, 0, ?)", (_name(model), json.dumps(asdict(state)))
+        "INSERT OR REPLACE INTO catalog VALUES (?, 0, ?)", (_name(model), json.dumps(asdict(state)))
     )
     return state
 

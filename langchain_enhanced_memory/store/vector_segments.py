@@ -4,7 +4,7 @@ Each vector is stored once, as int8 with a float32 scale (:func:`..core.vectorse
 A vector not yet in a segment is in the model's spool (:mod:`.spool`); once a
 generation has every chunk vector, the chunk rows no segment holds yet, then
 their line rows, are written to a segment file next to the index (a temporary
-name, flushed, then renamed), and the ``derived`` row ``vectors:MODEL`` naming
+name, flushed, then renamed), and the ``catalog`` row ``vectors:MODEL`` naming
 it with the older segments is committed with the spool dropped
 (:mod:`.folding`). The commit is the switch: a kill before it leaves the
 previous segments named and searchable, and the new file is an orphan that
@@ -50,7 +50,7 @@ READ_ABOVE = 4 << 20
 
 @dataclass(frozen=True)
 class Layout:
-    """What a side file holds (stored as JSON in its ``derived`` row).
+    """What a side file holds (stored as JSON in its ``catalog`` row).
 
     Attributes:
         file: Its name in the side folder.
@@ -75,12 +75,12 @@ class Layout:
     codes: bool
 
     def to_json(self) -> str:
-        """The ``derived`` row's data."""
+        """The ``catalog`` row's data."""
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Layout | None:
-        """Parse a ``derived`` row (None when it is not a layout of this format)."""
+        """Parse a ``catalog`` row (None when it is not a layout of this format)."""
         try:
             layout = cls(**json.loads(data))
         except (TypeError, ValueError):
@@ -313,7 +313,7 @@ def write(
 
 
 def sweep(folder: Path, keep: set[str], suffix: str = ".vec") -> int:
-    """Remove side files ending in ``suffix`` no ``derived`` row names (and crashed writes).
+    """Remove side files ending in ``suffix`` no ``catalog`` row names (and crashed writes).
 
     Returns the bytes freed.
 

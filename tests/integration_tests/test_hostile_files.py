@@ -295,6 +295,34 @@ def test_damaged_index_is_rebuilt_from_the_markdown(tmp_path: Path, damage) -> N
     assert r.returncode == 0 and json.loads(r.stdout)["chunks"] >= 45
 
 
+def _local(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, timeout=300, ENHANCED_MEMORY_EMBEDDER="local")
+
+
+def test_a_released_index_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
+    import sqlite3
+
+    from tests.workspaces import SMALL_WORKSPACE, write_workspace
+
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    assert _local("index", "--workspace", str(ws)).returncode == 0
+    db = ws / ".enhanced-memory" / "index.sqlite"
+    with sqlite3.connect(db) as conn:  # as 0.1.0 wrote it (schema 4)
+        conn.execute("ALTER TABLE catalog RENAME TO derived")
+        conn.execute("PRAGMA user_version=4")
+        cached = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    assert cached > 0
+    r = _local("search", "ramen Fifth street", "--workspace", str(ws), "--json")
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+    assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
+    assert not list(db.parent.glob("index.sqlite.schema4-*"))
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] == cached
+    r = _local("index", "--workspace", str(ws), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["embedded"] == 0  # nothing embedded again
+
+
 @pytest.mark.parametrize("version", [3, 99])
 def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, version: int) -> None:
     import sqlite3
@@ -304,8 +332,8 @@ def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, ver
     ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
     assert _cli("index", "--workspace", str(ws)).returncode == 0
     db = ws / ".enhanced-memory" / "index.sqlite"
-    with sqlite3.connect(db) as conn:  # 3: as a development version left it (no ctime, no tail)
-        if version == 3:
+    with sqlite3.connect(db) as conn:
+        if version == 3:  # as a development version left it (no ctime, no tail)
             conn.execute("ALTER TABLE files DROP COLUMN ctime_ns")
             conn.execute("ALTER TABLE files DROP COLUMN tail")
         conn.execute(f"PRAGMA user_version={version}")
@@ -313,10 +341,10 @@ def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, ver
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     (line,) = r.stderr.strip().splitlines()
-    kind = "an unreleased" if version == 3 else "a newer"
-    assert f"{kind} format (schema {version}, not 4)" in line and "rebuilding" in line, line
+    kind = {3: "an unreleased", 99: "a newer"}[version]
+    assert f"{kind} format (schema {version}, not 5)" in line and "rebuilding" in line, line
     assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
     r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr

@@ -25,7 +25,7 @@ def test_a_cli_search_writes_no_index_file(
     assert r.returncode == 0, r.stderr
     idx = MemoryIndex(workspace)
     with sqlite3.connect(idx.path) as conn:
-        ((name,),) = conn.execute("SELECT name FROM derived WHERE name LIKE 'vectors:%'")
+        ((name,),) = conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'")
     model = name.split(":", 1)[1]
     # A new note's vectors in the spool and no segment for them: an embedding run
     # killed before its fold.

@@ -3,7 +3,7 @@
 One model throughout (so every run builds on the previous generation's side
 file), a few files rewritten before each run, and ``enhanced-memory index``
 killed either once some new vectors are committed to the spool or as soon as a
-side file no ``derived`` row names yet shows up (the write before its commit:
+side file no ``catalog`` row names yet shows up (the write before its commit:
 temporary name, flush, rename). After each kill: every side file a row names
 (segments and the spool) is there and whole, every cache row finds its vector
 in a segment or the spool, the text state is exact, and a search answers
@@ -52,11 +52,11 @@ class VectorKillReport:
 
 
 def _named(ws: Path) -> set[str]:
-    """The side files (segments) ``derived`` rows name (read-only)."""
+    """The side files (segments) ``catalog`` rows name (read-only)."""
     from langchain_enhanced_memory.store.embed_cache import parse_layouts
 
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
-        rows = conn.execute("SELECT data FROM derived WHERE name LIKE 'vectors:%'")
+        rows = conn.execute("SELECT data FROM catalog WHERE name LIKE 'vectors:%'")
         return {lay.file for (data,) in rows for lay in parse_layouts(data) or []}
 
 
@@ -87,7 +87,7 @@ def check_vectors(ws: Path) -> list[str]:
     problems = []
     folder = index_path(ws).with_suffix(".vectors")
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
-        named = conn.execute("SELECT name, data FROM derived WHERE name LIKE 'vectors:%'")
+        named = conn.execute("SELECT name, data FROM catalog WHERE name LIKE 'vectors:%'")
         for name, data in named.fetchall():
             layouts = parse_layouts(data) or []
             files = [VectorSegment.open(folder, lay) for lay in layouts]

@@ -320,7 +320,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     files = list(side_folder(idx.path).glob("*.vec"))
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
-        names = {n for (n,) in conn.execute("SELECT name FROM derived")}
+        names = {n for (n,) in conn.execute("SELECT name FROM catalog")}
         blobs = conn.execute("SELECT count(*) FROM embed_cache WHERE vector IS NOT NULL")
         assert blobs.fetchone()[0] == 0
     assert "vectors:fake/m" in names

@@ -241,7 +241,7 @@ def test_a_damaged_postings_row_or_a_lost_segment_still_searches_and_is_rebuilt(
     want = _docs(idx.snapshot(), "postgres")
     assert want.size == 2
     with idx.connect() as conn:  # not a list of segments
-        conn.execute("UPDATE derived SET data=? WHERE name='postings'", (b"EMP2\0\0\0\0",))
+        conn.execute("UPDATE catalog SET data=? WHERE name='postings'", (b"EMP2\0\0\0\0",))
     assert np.array_equal(_docs(MemoryIndex(workspace).snapshot(), "postgres"), want)
     (workspace / "memory" / "2026-03-01.md").write_text("# New\n\nPostgres again.\n")
     idx.sync()
@@ -366,7 +366,7 @@ def test_the_live_ids_the_sync_kept_are_read_only_for_their_generation(workspace
     idx.sync()
     with idx.connect() as conn:
         assert np.array_equal(postings.live_ids(conn), chunk_ids(conn))
-        conn.execute("UPDATE derived SET data=? WHERE name='live'", (np.arange(3).tobytes(),))
+        conn.execute("UPDATE catalog SET data=? WHERE name='live'", (np.arange(3).tobytes(),))
         assert postings.live_ids(conn).size == 3  # what the row says, for its generation
-        conn.execute("UPDATE derived SET generation=generation - 1 WHERE name='live'")
+        conn.execute("UPDATE catalog SET generation=generation - 1 WHERE name='live'")
         assert np.array_equal(postings.live_ids(conn), chunk_ids(conn))  # stale: not trusted

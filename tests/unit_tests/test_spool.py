@@ -27,7 +27,7 @@ MODEL = "fake/m"
 
 def _db(tmp_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
-    conn.execute("CREATE TABLE derived (name TEXT PRIMARY KEY, generation INT, data BLOB)")
+    conn.execute("CREATE TABLE catalog (name TEXT PRIMARY KEY, generation INT, data BLOB)")
     return conn
 
 

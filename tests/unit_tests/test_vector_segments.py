@@ -154,7 +154,7 @@ def _embedded(
 
 def _named_vec(idx: MemoryIndex) -> list[str]:
     with sqlite3.connect(idx.path) as conn:
-        (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
+        (data,) = conn.execute("SELECT data FROM catalog WHERE name=?", (f"vectors:{MODEL}",))
         return [s["file"] for s in json.loads(data[0])["segments"]]
 
 
@@ -294,11 +294,11 @@ def test_a_vector_file_of_an_unreleased_format_is_not_read_but_embedded_again(
     ws, idx, emb = _embedded(tmp_path, rng, 5)
     (name,) = _named_vec(idx)
     with sqlite3.connect(idx.path) as conn:  # a layout without chunk ids or sign bits
-        (data,) = conn.execute("SELECT data FROM derived WHERE name=?", (f"vectors:{MODEL}",))
+        (data,) = conn.execute("SELECT data FROM catalog WHERE name=?", (f"vectors:{MODEL}",))
         layout = json.loads(data[0])["segments"][0]
         del layout["ids"], layout["codes"]
         conn.execute(
-            "UPDATE derived SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
+            "UPDATE catalog SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
         )
     old = MemoryIndex(ws)
     assert old.missing_embeddings(MODEL)
