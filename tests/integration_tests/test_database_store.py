@@ -326,6 +326,7 @@ def test_searches_read_the_replica_and_a_writer_reads_its_own_write(pg_replica: 
     name = f"rw_{uuid.uuid4().hex[:8]}"
     url = primary.create_database(name)
     try:
+        pg_replica.wait_caught_up()  # the new database is on the replica too
         replica_url = pg_replica.url_of(name)
         writer = Database.connect(url, read_url=replica_url)
         other = Database.connect(url, read_url=replica_url)  # another host, reading the replica
