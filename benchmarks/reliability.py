@@ -3,7 +3,8 @@
     python benchmarks/reliability.py            # or: make reliability
 
 Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
-``remember`` beside a plain appender and killed),
+``remember`` beside a plain appender and killed, publishes and appends to PostgreSQL
+killed, or the server under them),
 the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
 marker on, then prints a markdown table of what was tried and what held. Exits
 non-zero when anything failed.
@@ -28,6 +29,8 @@ TARGETS = [
     "tests/integration_tests/test_hostile_files.py",
     "tests/integration_tests/test_hostile_queries.py",
     "tests/unit_tests/test_fuzz.py",
+    "tests/integration_tests/test_database_faults.py",
+    "tests/integration_tests/test_database_serve_faults.py",
 ]
 
 
@@ -113,6 +116,34 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 rkills["survived"] if not rkills["problems"] else 0,
             )
         )
+    for name, what, whole in (
+        ("db_publish_kills", "a publish to PostgreSQL (`index --database`)",
+         "the scope is the previous generation or the new one, every chunk and stored note of"
+         " one version, no unnamed segment; the next publish goes through"),
+        ("db_append_kills", "`remember --database` (two-line bullets)",
+         "the note holds the whole bullet or none of it and its index matches it; the next"
+         " append goes through"),
+    ):  # fmt: skip
+        db = load(name)
+        if db:
+            ph = db["phases"]
+            rows.append(
+                (
+                    f"SIGKILL of {what} or of the PostgreSQL server ({ph['inside the transaction']}"
+                    f" inside the write's transaction, {ph['at a random moment']} at a random"
+                    f" moment, {ph['server killed']} the server, then crash recovery;"
+                    f" {db['landed']} had committed): {whole}",
+                    db["kills"],
+                    db["survived"] if not db["problems"] and db["final_ok"] else 0,
+                )
+            )
+    t, h = tally(res, "test_serve_answers_a_restart_a_crash_and_a_stopped_database",
+                 "test_a_restart_or_a_crash_between_two_calls_is_reconnected",
+                 "test_a_lost_connection_never_leaves_a_half_written_note")  # fmt: skip
+    rows.append(("PostgreSQL restarted, crashed or stopped under a `serve` and a long-lived"
+                 " process, a connection cut inside an append: one-line error without the"
+                 " password while it is down, the next call reconnects, no half-written note",
+                 t, h))  # fmt: skip
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
     rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
                  " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"

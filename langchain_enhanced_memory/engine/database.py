@@ -19,6 +19,7 @@ from ..core.request import SearchRequest
 from ..core.results import SearchResponse
 from ..core.scopes import validate_scope
 from ..core.settings import MemorySettings
+from ..core.snapshot import Snapshot
 from ..store.append import AppendResult
 from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EngineConfig
@@ -75,6 +76,7 @@ class DatabaseSearch:
         )
         self.settings = config.settings
         self.embedder = QueryEmbedder(config, self._stored_dim)
+        self._last: Snapshot | None = None  # the generation the last search read
 
     @classmethod
     def from_config(cls, database: Database, scope: str, config: EngineConfig) -> DatabaseSearch:
@@ -95,8 +97,10 @@ class DatabaseSearch:
         return self.embedder.model_id
 
     def _stored_dim(self, model_id: str) -> int | None:
-        snap = self.database.snapshot(self.scope, model_id)
-        return snap.vectors.dim if snap.vectors is not None else None
+        # From the generation this engine last read: no query of its own.
+        snap = self._last
+        ok = snap is not None and snap.vectors is not None and snap.model == model_id
+        return snap.vectors.dim if ok and snap is not None and snap.vectors is not None else None
 
     def search(self, query: str, k: int = 5, now: datetime | date | None = None) -> SearchResponse:
         """Rank the scope's chunks for ``query`` (see ``MemorySearch.search``)."""
@@ -117,7 +121,7 @@ class DatabaseSearch:
         choice = self.embedder.choice
         fallback = choice.fallback
         model_id = self.model_id
-        snap = self.database.snapshot(self.scope, model_id)
+        snap = self._last = self.database.snapshot(self.scope, model_id)
         timings["syncMs"] = ms_since(started)
         qvec = None
         if model_id is not None and len(snap):

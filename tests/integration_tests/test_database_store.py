@@ -11,9 +11,12 @@ import multiprocessing
 import random
 import subprocess
 import sys
+import time
+import uuid
 from datetime import date
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -24,8 +27,9 @@ from langchain_enhanced_memory.core.errors import (
 )
 from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.engine.search import MemorySearch
-from langchain_enhanced_memory.store.database import Database
+from langchain_enhanced_memory.store.database import Database, Embedding
 from langchain_enhanced_memory.store.database.schema import MIGRATIONS
+from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,8 +301,190 @@ def test_migrations_are_versioned(database_url: str) -> None:
         assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
         after = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'em_%'")
         assert after.fetchone() == before
+        # A database of an older version gets the steps after it, once.
+        conn.execute("DROP TABLE em_identity")
+        conn.execute("UPDATE em_schema SET version = 1")
+    with Database.connect(database_url):
+        pass
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
+        assert conn.execute("SELECT count(*) FROM em_identity").fetchone() == (1,)
         conn.execute("UPDATE em_schema SET version = %s", (len(MIGRATIONS) + 1,))
     with pytest.raises(DatabaseError) as err:
         Database.connect(database_url)
     assert f"has schema version {len(MIGRATIONS) + 1}" in str(err.value)
     assert "upgrade langchain-enhanced-memory" in err.value.action
+
+
+def _found(db: Database, query: str) -> bool:
+    return bool(DatabaseSearch(db, "team", embedder="none").search(query).hits)
+
+
+def test_searches_read_the_replica_and_a_writer_reads_its_own_write(pg_replica: PgServer) -> None:
+    primary = pg_replica.primary
+    assert primary is not None
+    name = f"rw_{uuid.uuid4().hex[:8]}"
+    url = primary.create_database(name)
+    try:
+        pg_replica.wait_caught_up()  # the new database is on the replica too
+        replica_url = pg_replica.url_of(name)
+        writer = Database.connect(url, read_url=replica_url)
+        other = Database.connect(url, read_url=replica_url)  # another host, reading the replica
+        writer.append("team", "the first fact", now=DAY)
+        pg_replica.wait_caught_up()
+        assert _found(other, "first fact") and _found(writer, "first fact")
+        with pg_replica.connect(name) as conn:
+            conn.execute("SELECT pg_wal_replay_pause()")
+            while conn.execute("SELECT pg_get_wal_replay_pause_state()").fetchone() != ("paused",):
+                time.sleep(0.01)
+        try:
+            writer.append("team", "the zebracorn arrived", now=DAY)
+            assert not _found(other, "zebracorn")  # the replica lags: reads do go there
+            assert _found(writer, "zebracorn")  # the writer's own write: read on the primary
+            assert writer.generations(["team"]) == {"team": 2}
+            assert other.generations(["team"]) == {"team": 1}
+        finally:
+            with pg_replica.connect(name) as conn:
+                conn.execute("SELECT pg_wal_replay_resume()")
+        pg_replica.wait_caught_up()
+        assert _found(other, "zebracorn")
+        writer.close()
+        other.close()
+    finally:
+        primary.drop_database(name)
+
+
+def test_a_restarted_server_is_reconnected_and_a_stopped_one_is_one_line(
+    pg_private: PgServer,
+) -> None:
+    url = pg_private.create_database("restarts")
+    with Database.connect(url) as db:
+        db.append("team", "before the restart", now=DAY)
+        assert _found(db, "restart")
+        pg_private.restart()
+        try:  # the pool's connection died: this search reconnects, or says so in one line
+            _found(db, "restart")
+        except DatabaseError as exc:
+            assert "\n" not in str(exc) and pg_private.password not in str(exc)
+        assert _found(db, "restart")  # the next one answers
+        pg_private.stop()
+        with pytest.raises(DatabaseError) as err:
+            db.append("team", "the server is down", now=DAY)
+        assert "\n" not in str(err.value) and pg_private.password not in str(err.value)
+        assert "***" in str(err.value)
+
+
+def test_a_read_only_role_searches_and_cannot_append(
+    pg_server: PgServer, database_url: str
+) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a fact all agents read", now=DAY)
+    name = database_url.rsplit("/", 1)[1]
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro-secret-1'")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    try:
+        with Database.connect(pg_server.url_of(name, user=role, password="ro-secret-1")) as ro:
+            assert _found(ro, "fact all agents")
+            with pytest.raises(DatabaseError) as err:
+                ro.append("team", "not allowed", now=DAY)
+            assert "permission denied" in str(err.value) and "ro-secret-1" not in str(err.value)
+            assert "\n" not in str(err.value)
+        with Database.connect(database_url) as db:
+            assert "not allowed" not in db.read("team", "memory/2026-12-09.md").text
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_damaged_segment_is_a_one_line_error(database_url: str) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a fact", now=DAY)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("UPDATE em_segments SET data = substring(data from 1 for 40)")
+    with Database.connect(database_url) as db, pytest.raises(DatabaseError) as err:
+        _found(db, "fact")
+    assert "segment" in str(err.value) and "damaged" in str(err.value)
+    assert "\n" not in str(err.value) and "publish the scope again" in err.value.action
+
+
+def _vectors(texts: list[str]) -> np.ndarray:
+    """A stand-in embedder: a unit vector per text, the same for the same text."""
+    out = np.stack([np.random.default_rng(sum(t.encode())).normal(size=8) for t in texts])
+    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_a_keyword_only_scope_gains_vectors_and_keeps_them(database_url: str) -> None:
+    with Database.connect(database_url) as db:
+        db.append("team", "a keyword-only fact", now=DAY)
+        db.append("team", "a topic fact", file="memory/topics/t.md")
+        assert db.snapshot("team", "fake/words").vectors is None
+        db.append("team", "a fact with vectors", now=DAY, embed=Embedding("fake/words", _vectors))
+        snap = db.snapshot("team", "fake/words")
+        # Every note indexed again with the embedder: all rows have vectors of one model.
+        assert snap.model == "fake/words" and snap.has_vector is not None
+        assert snap.has_vector.all() and len(snap) == 2
+        assert snap.vectors is not None and snap.vectors.dim == 8
+        assert db.snapshot("team", None).vectors is None  # another model: keyword-only view
+        with pytest.raises(ScopeError, match="holds vectors of fake/words"):
+            db.append("team", "no embedder", now=DAY)
+        with pytest.raises(ScopeError, match="holds vectors of fake/words"):
+            db.append("team", "another one", embed=Embedding("other/model", _vectors))
+        text = db.read("team", "memory/2026-12-09.md").text
+        assert "keyword-only fact" in text and "with vectors" in text and "no embedder" not in text
+
+
+def test_a_cold_load_reads_segments_a_merge_removed_since_its_transaction_began(
+    database_url: str,
+) -> None:
+    with Database.connect(database_url) as db:
+        for i in range(3):  # three segments
+            db.append("team", f"fact {i}", file=f"memory/topics/t{i}.md")
+    with Database.connect(database_url) as db:
+        pool = db._reader
+        with pool.connection() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            ids = [r[0] for r in conn.execute("SELECT id FROM em_segments ORDER BY id")]
+            with psycopg.connect(database_url, autocommit=True) as other:  # a merge commits
+                other.execute("DELETE FROM em_segments WHERE id = %s", (ids[0],))
+            got = db._fetcher(conn, "team", pool)(ids)  # read at once on other connections ...
+        assert sorted(got) == ids  # ... and the one they no longer see, in this transaction
+
+
+def test_a_hosts_copies_of_segments_serve_a_fresh_process_and_follow_the_scope(
+    pg_server: PgServer, database_url: str, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    with Database.connect(database_url, cache=cache) as db:
+        db.append("team", "the okapi fact", file="memory/topics/a.md")
+        assert _found(db, "okapi")  # read once: copied
+    copies = list(cache.rglob("*.emseg"))
+    assert len(copies) == 1 and oct(copies[0].stat().st_mode & 0o777) == "0o600"
+    with psycopg.connect(database_url, autocommit=True) as conn:  # the database's copy breaks
+        conn.execute("UPDATE em_segments SET data = substring(data from 1 for 40)")
+    with Database.connect(database_url, cache=cache) as db:
+        assert _found(db, "okapi")  # a fresh process maps this host's copy
+    with Database.connect(database_url) as db, pytest.raises(DatabaseError, match="damaged"):
+        _found(db, "okapi")
+    # Another database (the same segment ids) does not read this one's copies.
+    name = f"other_{uuid.uuid4().hex[:8]}"
+    other = pg_server.create_database(name)
+    try:
+        with Database.connect(other, cache=cache) as db:
+            db.append("team", "the zebu fact", file="memory/topics/a.md")
+            assert _found(db, "zebu") and not _found(db, "okapi")
+    finally:
+        pg_server.drop_database(name)
+    # A new generation's load removes the copies it no longer names.
+    with Database.connect(database_url, cache=cache) as db:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM em_segments")
+            conn.execute("DELETE FROM em_files")
+        db.append("team", "the tapir fact", file="memory/topics/b.md")
+        assert _found(db, "tapir") and not _found(db, "okapi")
+    names = {p.parent.parent.name for p in cache.rglob("*.emseg")}
+    assert len(names) == 2  # this database's and the other one's folder
+    mine = [p for p in cache.rglob("*.emseg") if p not in copies]
+    assert copies[0] not in list(cache.rglob("*.emseg")) and mine

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
 import psycopg
 import pytest
 
@@ -81,3 +88,38 @@ def test_no_process_is_left_after_a_stop() -> None:
     assert not server.running
     assert [p for p in processes if p.is_running() and p.status() != "zombie"] == []
     assert not server.root.exists()
+
+
+# Starts a server, says its folder and postmaster, then waits to be killed.
+_KILLED_RUN = """
+from tests.postgres import PgServer
+server = PgServer().start()
+print(server.root, server.pid, flush=True)
+input()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_test_run_leaves_no_server_and_no_folder(signum: int) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert proc.stdout is not None
+    root, pid = proc.stdout.readline().split()
+    postmaster = psutil.Process(int(pid))
+    proc.send_signal(signum)  # neither runs atexit hooks nor fixture finalizers
+    proc.wait()
+    # The watchdog acts at once; the deadline only bounds a failure.
+    deadline = time.monotonic() + 60
+    while (Path(root).exists() or _alive(postmaster)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(postmaster)
+    assert not Path(root).exists()
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

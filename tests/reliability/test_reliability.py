@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import PgServer
+from tests.reliability.db_faults import append_kills, publish_kills
 from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
 from tests.reliability.vector_kills import vector_kill_campaign
 from tests.reliability.writers import concurrent_writers, remember_kills
@@ -78,3 +80,25 @@ def test_sigkill_during_remember_leaves_whole_bullets(tmp_path: Path) -> None:
     assert report.problems == [], report.problems[:5]
     assert report.kills == 30 and report.survived == report.kills
     assert report.landed < report.kills  # some kills came before the write
+
+
+def test_sigkill_of_a_database_publish_or_of_the_server_leaves_one_generation(
+    tmp_path: Path, pg_private: PgServer
+) -> None:
+    report = publish_kills(tmp_path, pg_private, kills=30)
+    _save("db_publish_kills", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.kills == report.survived == 30
+    assert list(report.phases.values()) == [10, 10, 10]
+    assert report.final_ok
+
+
+def test_sigkill_of_a_database_append_or_of_the_server_leaves_whole_bullets(
+    pg_private: PgServer,
+) -> None:
+    report = append_kills(pg_private, kills=30)
+    _save("db_append_kills", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.kills == report.survived == 30
+    assert list(report.phases.values()) == [10, 10, 10]
+    assert report.final_ok

@@ -7,6 +7,9 @@ way its index is immutable segments (:mod:`.segments`) that searchers fetch
 once, keep decoded, and assemble into the :class:`..core.snapshot.Snapshot`
 ranking reads: the same arrays, so the same ranking, as the local store.
 
+With ``cache``, a host keeps copies of the segments it fetched
+(:mod:`.cache`), so a fresh process maps them instead of fetching them again.
+
 Freshness: every committed write bumps the scope's generation; a reader
 compares it on each :meth:`Database.snapshot` (one query) and fetches only the
 segments it does not hold. Reads go to ``read_url`` (a replica) when given,
@@ -18,9 +21,13 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,16 +38,26 @@ from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
 from ..index import MemoryIndex
 from ..notes import MemoryLines, check_range
+from .cache import SegmentCache
 from .connect import Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, publish_folder
-from .schema import migrate
+from .schema import identity, migrate
 from .segments import Segment, assemble, decode, live_rows
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo"]
+#: Segments read at once on a cold load (the pool holds up to 8 connections).
+FETCH_THREADS = 4
+FETCH_WAIT_S = 0.2  # for a free connection to read one on, else it is read in the caller's
+
+__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
+
+
+def local_owner(workspace: str | Path) -> str:
+    """Who publishes ``workspace`` from this host: ``host:realpath`` (a scope's owner)."""
+    return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()}"
 
 
 @dataclass(frozen=True)
@@ -62,10 +79,19 @@ class Database:
         writer: The pool of the primary.
         reader: The pool searches read from (the primary's, or a replica's).
         settings: Chunking and embedding settings of what this process writes.
+        cache: This host's copies of segments (None: fetch every segment it lacks).
     """
 
-    def __init__(self, writer: Pool, reader: Pool, settings: MemorySettings) -> None:
+    def __init__(
+        self,
+        writer: Pool,
+        reader: Pool,
+        settings: MemorySettings,
+        cache: SegmentCache | None = None,
+    ) -> None:
         self._writer, self._reader = writer, reader
+        self._cache = cache
+        self._pools = [writer] if reader is writer else [writer, reader]  # released by close
         self.settings = settings
         self._lock = threading.Lock()
         self._segments: dict[int, Segment] = {}  # decoded, by id (immutable)
@@ -75,9 +101,21 @@ class Database:
 
     @classmethod
     def connect(
-        cls, url: str, settings: MemorySettings | None = None, read_url: str | None = None
+        cls,
+        url: str,
+        settings: MemorySettings | None = None,
+        read_url: str | None = None,
+        *,
+        cache: str | Path | None = None,
     ) -> Database:
         """Connect (pools shared per URL in this process) and bring the schema up to date.
+
+        Args:
+            url: The primary (``postgresql://`` URL or ``key=value`` string).
+            settings: Chunking and embedding settings of what this process writes.
+            read_url: A replica searches read from (read-your-writes kept).
+            cache: A folder where this host keeps copies of the segments it read
+                (:mod:`.cache`): a fresh process maps them instead of fetching.
 
         Raises:
             DatabaseError: Unreachable, refused, or a schema newer than this package's.
@@ -86,11 +124,12 @@ class Database:
         try:
             with writer.connection("migrating the schema") as conn:
                 migrate(conn, shown_url(url))
-            reader = shared_pool(read_url) if read_url else writer
+                copies = None if cache is None else SegmentCache(cache, identity(conn))
+            reader = shared_pool(read_url) if read_url and read_url != url else writer
         except BaseException:
             release(writer)
             raise
-        return cls(writer, reader, settings or MemorySettings())
+        return cls(writer, reader, settings or MemorySettings(), copies)
 
     @property
     def shown(self) -> str:
@@ -99,9 +138,10 @@ class Database:
 
     def close(self) -> None:
         """Release the connections (the last user of a URL's pool closes it)."""
-        if self._reader is not self._writer:
-            release(self._reader)
-        release(self._writer)
+        with self._lock:
+            pools, self._pools = self._pools, []
+        for pool in pools:
+            release(pool)
 
     def __enter__(self) -> Database:
         return self
@@ -215,7 +255,7 @@ class Database:
 
     @staticmethod
     def _generations(pool: Pool, names: list[str]) -> dict[str, int]:
-        with pool.connection("reading generations") as conn:
+        with pool.connection("reading generations", transaction=False) as conn:
             found = conn.execute(
                 "SELECT name, generation FROM em_scopes WHERE name = ANY(%s)", (names,)
             ).fetchall()
@@ -236,35 +276,41 @@ class Database:
 
         One query when the generation is the one this process holds; else the
         segments it lacks are fetched (the rest are kept decoded) and assembled.
-        A scope that does not exist yet reads as empty. Never writes.
+        A scope that does not exist yet reads as empty. Never writes the database
+        (with ``cache``, this host keeps copies of the segments it fetched).
 
         Raises:
             DatabaseError: The database failed, or a segment is damaged.
         """
         validate_scope(scope)
-        snap = self._snapshot(self._reader, scope)
-        if snap.generation < self._written.get(scope, 0) and self._reader is not self._writer:
-            snap = self._snapshot(self._writer, scope)  # the replica lags our own write
+        floor = self._written.get(scope, 0) if self._reader is not self._writer else 0
+        snap = self._snapshot(self._reader, scope, floor)
+        if snap is None:  # the replica has not replayed this process's own write yet
+            snap = self._snapshot(self._writer, scope, 0)
+        assert snap is not None
         if snap.model is not None and snap.model != model_id:
             return snap.with_vectors(None, None)
         return snap
 
-    def _snapshot(self, pool: Pool, scope: str) -> Snapshot:
-        with pool.connection(f"reading scope {scope}") as conn:
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            row = conn.execute(
-                "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
-            ).fetchone()
-            generation, model = (int(row[0]), row[1]) if row else (0, None)
+    def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
+        """The scope's generation read from ``pool``; None when it is older than ``floor``."""
+        with pool.connection(f"reading scope {scope}", transaction=False) as conn:
+            generation, _ = self._generation(conn, scope)
+            if generation < floor:
+                return None
             with self._lock:
                 held = self._snapshots.get(scope)
             if held is not None and held.generation == generation:
-                return held
-            files = conn.execute(
-                "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0", (scope,)
-            ).fetchall()
-            ids = sorted({int(s) for _, s in files})
-            segments = self._fetcher(conn, scope)(ids)
+                return held  # the one query of a search whose scope did not move
+            with conn.transaction():  # the generation, its files and segments, as of one moment
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                generation, model = self._generation(conn, scope)
+                files = conn.execute(
+                    "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0",
+                    (scope,),
+                ).fetchall()
+                ids = sorted({int(s) for _, s in files})
+                segments = self._fetcher(conn, scope, pool)(ids)
         live: dict[int, set[str]] = {i: set() for i in ids}
         for path, seg_id in files:
             live[int(seg_id)].add(path)
@@ -272,39 +318,100 @@ class Database:
         snap = assemble(
             generation, segs, [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)], model
         )
+        if self._cache is not None:
+            self._cache.keep(scope, set(ids))
         with self._lock:
             self._snapshots[scope], self._uses[scope] = snap, ids
             keep = {i for used in self._uses.values() for i in used}
             self._segments = {i: s for i, s in self._segments.items() if i in keep}
         return snap
 
-    def _fetcher(self, conn: psycopg.Connection, scope: str) -> Fetch:
-        """Segments by id: those this process holds decoded, the others read in ``conn``."""
+    @staticmethod
+    def _generation(conn: psycopg.Connection, scope: str) -> tuple[int, str | None]:
+        """The scope's generation and model ((0, None): no such scope yet)."""
+        row = conn.execute(
+            "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
+        ).fetchone()
+        return (int(row[0]), row[1]) if row else (0, None)
+
+    def _fetcher(self, conn: psycopg.Connection, scope: str, pool: Pool | None = None) -> Fetch:
+        """Segments by id: those this process holds decoded, the others read from the database.
+
+        With ``pool``, several are read at once on its other connections (a cold
+        load of a large scope takes about half the time); any those do not see
+        (a merge removed it since, or this transaction wrote it) is read in ``conn``.
+        """
 
         def fetch(ids: list[int]) -> dict[int, Segment]:
             with self._lock:
                 out = {i: self._segments[i] for i in ids if i in self._segments}
             missing = [i for i in ids if i not in out]
+            if self._cache is not None and missing:
+                out |= self._copies(scope, missing)
+                missing = [i for i in missing if i not in out]
+            if pool is not None and len(missing) > 1:
+                for got in _fetch_threads().map(lambda i: self._read(pool, scope, [i]), missing):
+                    out |= got
+                missing = [i for i in missing if i not in out]
             if missing:
-                rows = conn.execute(
-                    "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
-                    (scope, missing),
-                ).fetchall()
-                for seg_id, blob in rows:
-                    try:
-                        out[int(seg_id)] = decode(bytes(blob))
-                    except ValueError as exc:
-                        raise DatabaseError(
-                            f"database {self.shown}: segment {seg_id} of scope {scope} is damaged"
-                            f" ({exc})",
-                            "publish the scope again",
-                        ) from None
-                if len(out) < len(ids):
-                    raise DatabaseError(
-                        f"database {self.shown}: a segment of scope {scope} is missing"
-                    )
-                with self._lock:
-                    self._segments.update(out)
+                out |= self._read_in(conn, scope, missing)
+            if len(out) < len(ids):
+                raise DatabaseError(f"database {self.shown}: a segment of scope {scope} is missing")
+            with self._lock:
+                self._segments.update(out)
             return out
 
         return fetch
+
+    def _read(self, pool: Pool, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """``_read_in`` on another connection of ``pool``; none when none is free at once."""
+        try:
+            with pool.connection(f"reading scope {scope}", False, FETCH_WAIT_S) as conn:
+                return self._read_in(conn, scope, ids)
+        except DatabaseError:
+            return {}  # many cold loads at once: the caller reads them in its own connection
+
+    def _read_in(self, conn: psycopg.Connection, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """The segments ``ids`` of ``scope`` that ``conn`` sees, decoded."""
+        rows = conn.execute(
+            "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
+            (scope, ids),
+            binary=True,  # blobs as they are, not as hex text to decode
+        ).fetchall()
+        out = {}
+        for seg_id, blob in rows:
+            try:
+                out[int(seg_id)] = decode(bytes(blob))
+            except ValueError as exc:
+                raise DatabaseError(
+                    f"database {self.shown}: segment {seg_id} of scope {scope} is damaged ({exc})",
+                    "publish the scope again",
+                ) from None
+            if self._cache is not None:
+                self._cache.put(scope, int(seg_id), bytes(blob))
+        return out
+
+    def _copies(self, scope: str, ids: list[int]) -> dict[int, Segment]:
+        """The segments of ``ids`` this host keeps a copy of, mapped."""
+        assert self._cache is not None
+        out = {}
+        for seg_id in ids:
+            blob = self._cache.get(scope, seg_id)
+            if blob is None:
+                continue
+            try:
+                out[seg_id] = decode(blob)
+            except ValueError:
+                self._cache.drop(scope, seg_id)  # damaged: fetched again
+        return out
+
+
+def _fetch_threads() -> ThreadPoolExecutor:
+    """The threads segments are read on (one set per process, like the engine's scan thread)."""
+    return _threads(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _threads(pid: int) -> ThreadPoolExecutor:
+    # Keyed by process: a forked child has none of its parent's threads.
+    return ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")

@@ -27,7 +27,7 @@ __all__ = ["Pool", "redact", "shared_pool"]
 _URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
 _KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 CONNECT_TIMEOUT_S = 10
-POOL_TIMEOUT_S = 15.0
+POOL_TIMEOUT_S = 5.0
 
 
 def _password(url: str) -> str | None:
@@ -87,13 +87,12 @@ class Pool:
     def __init__(self, url: str) -> None:
         self.url = url
         psycopg, psycopg_pool = _modules()
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error, psycopg_pool.PoolTimeout)
-        try:
-            # One plain connection first: a bad URL or a server that is down is said
-            # at once and in words, not as a pool timeout.
-            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S).close()
-        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
-            raise failure(url, exc, "cannot connect") from None
+        self._psycopg = psycopg
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
+        # One plain connection first: a bad URL or a server that is down is said
+        # at once and in words, not as a pool timeout.
+        self.probe()
         self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -101,19 +100,43 @@ class Pool:
             open=True,
             timeout=POOL_TIMEOUT_S,
             check=psycopg_pool.ConnectionPool.check_connection,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            # Autocommit: a lone read (a search's generation check) is one round trip;
+            # writes and multi-statement reads open their transaction (``connection``).
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
             name="enhanced-memory",
         )
         self.users = 0
 
     @contextlib.contextmanager
-    def connection(self, doing: str = "") -> Iterator[psycopg.Connection]:
-        """A connection in a transaction (committed when the block ends, else rolled back)."""
+    def connection(
+        self, doing: str = "", transaction: bool = True, wait_s: float | None = None
+    ) -> Iterator[psycopg.Connection]:
+        """A connection, in a transaction (committed when the block ends, else rolled back).
+
+        Args:
+            doing: What the caller does, for the error message.
+            transaction: False: each statement commits alone (a single read).
+            wait_s: How long to wait for a free connection (default :data:`POOL_TIMEOUT_S`).
+        """
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield conn
+            with self._pool.connection(timeout=wait_s) as conn:
+                if not transaction:
+                    yield conn
+                    return
+                with conn.transaction():
+                    yield conn
+        except self._pool_timeout:
+            self.probe()  # says why no connection came (refused, down, a bad password) ...
+            raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
             raise failure(self.url, exc, doing) from None
+
+    def probe(self) -> None:
+        """Open and close one connection (raises the one-line error of a failure)."""
+        try:
+            self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
+            raise failure(self.url, exc, "cannot connect") from None
 
     def close(self) -> None:
         """Close every connection."""

@@ -14,8 +14,10 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
   searchers compare), the model of its vectors and the chunker that made its chunks.
 * ``em_segments``: immutable blobs (:mod:`.segments`), each the chunk rows,
   postings and vectors of some files of one scope.
-* ``em_files``: each live file of a scope and the one segment holding its rows.
+* ``em_files``: each live file of a scope, its content hash and the one segment
+  holding its rows (0: none, a file without chunks).
 * ``em_notes``: each note's text (``get`` and ``export`` without the folder).
+* ``em_identity``: one UUID, made once (hosts key their copies of segments by it).
 
 The three per-scope tables are partitioned by ``HASH (scope)`` (16 parts): a
 scope's rows sit in one part, and the step past one server (Citus) distributes
@@ -31,7 +33,7 @@ from ...core.errors import DatabaseError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "identity", "migrate"]
 
 _PARTS = 16
 _LOCK_KEY = 0x656D5F736368  # "em_sch": the advisory lock migrations take
@@ -80,6 +82,11 @@ MIGRATIONS: list[list[str]] = [
             "scope, path",
         ),
     ],
+    [
+        # The database's identity: what a host's copies of its segments are kept under.
+        "CREATE TABLE em_identity (id uuid NOT NULL DEFAULT gen_random_uuid())",
+        "INSERT INTO em_identity DEFAULT VALUES",
+    ],
 ]
 
 
@@ -90,6 +97,14 @@ def version_of(conn: psycopg.Connection) -> int:
         return 0
     found = conn.execute("SELECT max(version) FROM em_schema").fetchone()
     return int(found[0]) if found and found[0] is not None else 0
+
+
+def identity(conn: psycopg.Connection) -> str:
+    """The database's UUID (made by the first migration)."""
+    row = conn.execute("SELECT id::text FROM em_identity").fetchone()
+    if row is None:
+        raise DatabaseError("the database has no em_identity row", "run the migrations again")
+    return str(row[0])
 
 
 def migrate(conn: psycopg.Connection, shown: str) -> int:

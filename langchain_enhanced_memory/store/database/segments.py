@@ -6,7 +6,8 @@ each file's kind and date, the four posting lists built by the builder the
 local sync uses (:func:`..postings.postings_of`, from the chunks' stored
 terms) and, when the scope has a model, the chunk and line vectors as a
 :class:`..core.vectorset.VectorPart` (int8 rows and scales). It is written
-once with ``np.savez`` (no pickle) and never changed.
+once (a JSON layout, then the arrays' bytes: numbers only, read back as views of
+the blob without a copy or a pickle) and never changed.
 
 A scope's generation is the live rows of its segments, segment by segment in
 id order: row ``i`` of a segment is live when ``em_files`` names that segment
@@ -18,7 +19,8 @@ ranking is the same code over the same arrays.
 
 from __future__ import annotations
 
-import io
+import json
+import mmap
 import sqlite3
 from dataclasses import dataclass, replace
 from datetime import date
@@ -35,6 +37,7 @@ from ..postings import FIELDS, postings_of
 
 __all__ = ["Segment", "assemble", "decode", "encode", "from_snapshot", "merged"]
 
+_MAGIC = b"EMB1"
 _POSTING_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 _VECTOR_PARTS = ("matrix", "scale", "lines", "line_scale", "owner")
 
@@ -64,7 +67,7 @@ class Segment:
 
 
 def encode(seg: Segment) -> bytes:
-    """The segment as an ``.npz`` blob."""
+    """The segment as a blob: a JSON layout, then each array's bytes, 8-byte aligned."""
     arrays = dict(seg.rows.arrays())
     for name, values in (("kind", seg.kinds), ("date", seg.dates)):
         s = Strings.encode(values)
@@ -76,20 +79,41 @@ def encode(seg: Segment) -> bytes:
             value = getattr(seg.vectors, p)
             if value is not None:
                 arrays[f"vec.{p}"] = np.asarray(value)
-    buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
-    return buf.getvalue()
+    layout, parts, offset = [], [], 0
+    for key, value in arrays.items():
+        a = np.ascontiguousarray(value)
+        layout.append([key, a.dtype.str, list(a.shape), offset])
+        parts += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
+        offset += a.nbytes + len(parts[-1])
+    head = json.dumps(layout).encode()
+    head += b" " * (-(len(head) + 8) % 8)
+    return b"".join([_MAGIC, len(head).to_bytes(4, "little"), head, *parts])
 
 
-def decode(blob: bytes) -> Segment:
-    """A segment from :func:`encode`'s blob.
+def _arrays(blob: bytes | mmap.mmap) -> dict[str, np.ndarray]:
+    """The arrays of :func:`encode`'s blob: read-only views of it, nothing copied."""
+    if blob[:4] != _MAGIC:
+        raise ValueError("unknown format")
+    size = int.from_bytes(blob[4:8], "little")
+    base = 8 + size
+    out = {}
+    for key, dtype, shape, at in json.loads(blob[8:base]):
+        kind = np.dtype(dtype)
+        if kind.kind not in "biuf":  # numbers only: never objects
+            raise ValueError(f"array {key} is of type {dtype}")
+        count = int(np.prod(shape, dtype=np.int64))
+        out[key] = np.frombuffer(blob, kind, count, base + int(at)).reshape(shape)
+    return out
+
+
+def decode(blob: bytes | mmap.mmap) -> Segment:
+    """A segment from :func:`encode`'s blob (its arrays are read-only views of the blob).
 
     Raises:
         ValueError: The blob is not a segment (damaged, or of another format).
     """
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = _arrays(blob)
         posts = {
             f: Postings(**{p: arrays[f"post.{f}.{p}"] for p in _POSTING_PARTS}) for f in FIELDS
         }
@@ -100,12 +124,11 @@ def decode(blob: bytes) -> Segment:
         vectors = None
         if "vec.matrix" in arrays:
             got = {p: arrays.get(f"vec.{p}") for p in _VECTOR_PARTS}
-            n = int(got["matrix"].shape[0])  # type: ignore[union-attr]
+            n = int(arrays["vec.matrix"].shape[0])
             vectors = VectorPart(rows=np.arange(n, dtype=np.int64), **got)  # type: ignore[arg-type]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        rows = SegmentRows.from_arrays(arrays, int(arrays["row.start"].size))
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ValueError(f"not a segment: {exc}") from None
-    n_rows = int(arrays["row.start"].size)
-    rows = SegmentRows.from_arrays(arrays, n_rows)
     if rows is None:
         raise ValueError("not a segment: its rows do not fit")
     return Segment(rows, table["kind"], table["date"], posts, vectors)
