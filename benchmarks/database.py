@@ -1,4 +1,4 @@
-"""The PostgreSQL store beside the embedded one: the same ranking, publish time, latency.
+"""The PostgreSQL store beside the embedded one: the same ranking, and the scale table.
 
 Two commands, each against ``--database URL`` (``make postgres`` starts one):
 
@@ -6,29 +6,37 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
   is indexed here, published as a scope, and every query runs on both engines
   (``MemorySearch`` on the folder, ``DatabaseSearch`` on the scope); prints
   mrr@10 of each (``score.py``'s metric) and how many queries' top 10 differ.
-- ``speed [--sizes 1000,10000]``: a seeded synthetic workspace per size
-  (``synthetic.py``), indexed keyword-only (``--vectors``: with its projection
-  embedder); the first publish, a one-file
-  republish, then search latency in fresh processes: the first search of a
-  process (connect and load included) and the p50 of warm searches, each beside
-  the embedded store's; then the database's again in a process that maps the
-  copies an earlier one kept (``Database.connect(..., cache=DIR)``).
+- ``scale``: a seeded synthetic workspace of ``--chunks`` chunks
+  (``synthetic.py``, its model-free projection embedder), indexed and published
+  as one scope; then one table, each row the embedded store's figure beside the
+  database's: warm search p50 (keyword-only and hybrid; the embedded engine
+  watching, as the retriever and the servers do), the first search of a fresh
+  worker process (process start to answer, with and without this host's copies
+  of the segments), the same once the database holds ``--scopes`` scopes of
+  about 1M chunks in all (copies of a ``--filler``-chunk workspace), a one-file
+  change (re-index, then its publish), ``--writers`` processes remembering into
+  one database-backed scope at once (appends per second, every line read back),
+  and ``--readers`` processes searching at once (queries per second in all).
+  Scopes it makes are named ``bench-*`` and dropped at the end.
 
     python benchmarks/database.py --database URL parity \
         --root ../shared/bench/locomo-dev --queries ../shared/bench/locomo-dev/queries.jsonl
-    python benchmarks/database.py --database URL speed --sizes 1000,10000
+    python benchmarks/database.py --database URL scale     # about 15 minutes on 2 cores
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -124,42 +132,241 @@ def _latency(
     return json.loads(out.stdout)
 
 
-def speed(a: argparse.Namespace) -> None:
-    qs = synthetic.queries(a.queries)
-    with Database.connect(a.database) as db, tempfile.TemporaryDirectory() as tmp:
-        for size in [int(s) for s in a.sizes.split(",")]:
-            ws = synthetic.generate(Path(tmp) / f"w{size}", size)
-            kw: dict[str, Any] = {"embedder": "none"}
-            if a.vectors:
-                kw = {"embeddings": synthetic.ProjectionEmbeddings()}
-            eng = MemorySearch(ws, **kw)
-            eng.update_index()
-            scope = f"speed-{size}-{int(time.time())}"  # a new scope: a first publish
-            t0 = time.perf_counter()
-            first = db.publish(scope, eng.index, eng.model_id, owner=local_owner(ws))
-            publish_s = time.perf_counter() - t0
-            note = sorted((ws / "memory").glob("*.md"))[0]
-            note.write_text(note.read_text() + "\n## Later\n\none more line\n")
-            eng.update_index()
-            t0 = time.perf_counter()
-            db.publish(scope, eng.index, eng.model_id, owner=local_owner(ws))
-            republish_s = time.perf_counter() - t0
-            row: dict[str, Any] = {
-                "chunks": first.chunks,
-                "publish_s": round(publish_s, 3),
-                "one_file_republish_s": round(republish_s, 3),
-                "vectors": a.vectors,
-                "local": _latency("local", str(ws), scope, qs, a.vectors),
-                "database": _latency("database", a.database, scope, qs, a.vectors),
-            }
-            cache = str(Path(tmp) / "cache")
-            _latency(
-                "database", a.database, scope, qs, a.vectors, cache
-            )  # fills this host's copies
-            row["database_host_copies"] = _latency(
-                "database", a.database, scope, qs, a.vectors, cache
+_READER = """
+import json, os, sys, time
+kind, target, scope, n, seed, ready, go, here = sys.argv[1:9]
+sys.path.insert(0, here)
+import synthetic
+if kind == "local":
+    from langchain_enhanced_memory.engine import MemorySearch
+    eng = MemorySearch(target, embedder="none", watch=True)
+else:
+    from langchain_enhanced_memory.engine.database import DatabaseSearch
+    from langchain_enhanced_memory.store.database import Database
+    eng = DatabaseSearch(Database.connect(target), scope, embedder="none")
+queries = synthetic.queries(int(n), seed=int(seed))
+eng.search(queries[0], k=10, now=synthetic.NOW)
+open(ready + str(os.getpid()), "w").close()
+while not os.path.exists(go):
+    time.sleep(0.005)
+t = time.perf_counter()
+for q in queries:
+    eng.search(q, k=10, now=synthetic.NOW)
+print(json.dumps({"s": time.perf_counter() - t}))
+"""
+
+_WRITER = """
+import json, sys, time
+url, scope, w, n, here = sys.argv[1:6]
+sys.path.insert(0, here)
+import synthetic
+from langchain_enhanced_memory.engine.database import DatabaseSearch
+from langchain_enhanced_memory.store.database import Database
+eng = DatabaseSearch(Database.connect(url), scope, embeddings=synthetic.ProjectionEmbeddings())
+eng.remember(f"warm-up line of writer {w}", now=synthetic.NOW)
+t = time.perf_counter()
+for i in range(int(n)):
+    eng.remember(f"writer {w} line {i} about the shared plan", now=synthetic.NOW)
+print(json.dumps({"s": time.perf_counter() - t}))
+"""
+
+
+def _together(code: str, argvs: list[list[str]]) -> list[dict[str, float]]:
+    """Run one child per argv at once; each prints one JSON line last."""
+    children = [
+        subprocess.Popen([sys.executable, "-c", code, *argv], stdout=subprocess.PIPE, text=True)
+        for argv in argvs
+    ]
+    return [json.loads(c.communicate()[0].strip().splitlines()[-1]) for c in children]
+
+
+def _readers(kind: str, target: str, scope: str, procs: int, n: int) -> float:
+    """Queries per second of ``procs`` processes searching at once, each warmed up first."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ready, go = str(Path(tmp) / "ready-"), str(Path(tmp) / "go")
+        argvs = [
+            [kind, target, scope, str(n), str(10 + i), ready, go, str(HERE)] for i in range(procs)
+        ]
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", _READER, *argv], stdout=subprocess.PIPE, text=True
             )
-            print(json.dumps(row))
+            for argv in argvs
+        ]
+        while len(list(Path(tmp).glob("ready-*"))) < procs:
+            if any(c.poll() not in (None, 0) for c in children):
+                raise SystemExit("a reader failed")
+            time.sleep(0.02)
+        Path(go).touch()
+        took = [json.loads(c.communicate()[0].strip().splitlines()[-1])["s"] for c in children]
+    return procs * n / max(took)
+
+
+def _writers(db: Database, url: str, scope: str, procs: int, n: int) -> tuple[float, int]:
+    """Appends per second of ``procs`` processes appending at once, and the lines lost."""
+    from langchain_enhanced_memory.store.append import daily_path
+
+    argvs = [[url, scope, str(w), str(n), str(HERE)] for w in range(procs)]
+    took = [r["s"] for r in _together(_WRITER, argvs)]
+    text = db.read(scope, daily_path(synthetic.NOW.date())).text
+    lost = sum(
+        f"writer {w} line {i} about the shared plan" not in text
+        for w in range(procs)
+        for i in range(n)
+    )
+    return procs * n / max(took), lost
+
+
+def _warm(engine: Any, queries: list[str]) -> float:
+    engine.search(queries[0], k=10, now=synthetic.NOW)
+    took = []
+    for q in queries:
+        t = time.perf_counter()
+        engine.search(q, k=10, now=synthetic.NOW)
+        took.append(time.perf_counter() - t)
+    return float(np.percentile(took, 50) * 1000)
+
+
+def _drop(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("em_segments", "em_files", "em_notes"):
+            conn.execute(f"DELETE FROM {table} WHERE scope LIKE 'bench-%'")
+        conn.execute("DELETE FROM em_scopes WHERE name LIKE 'bench-%'")
+
+
+def scale(a: argparse.Namespace) -> None:
+    qs = synthetic.queries(a.queries)
+    rows: list[tuple[str, str, str, str]] = []
+
+    def row(name: str, local: float, db: float, unit: str) -> None:
+        rows.append((name, f"{local:,.1f} {unit}", f"{db:,.1f} {unit}", f"{db / local:.2f}"))
+        print("  " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
+
+    def cold(target: str, scope: str, cache: str = "") -> float:
+        kind = "local" if target == str(ws) else "database"
+        got = [
+            _latency(kind, target, scope, qs[:2], False, cache)["first_ms"]
+            for _ in range(a.cold_runs)
+        ]
+        return float(np.median(got))
+
+    with Database.connect(a.database) as db, tempfile.TemporaryDirectory() as tmp:
+        _drop(a.database)
+        ws = synthetic.generate(Path(tmp) / "big", a.chunks)
+        hybrid = MemorySearch(ws, embeddings=synthetic.ProjectionEmbeddings(), watch=True)
+        hybrid.update_index()
+        t0 = time.perf_counter()
+        first = db.publish("bench-big", hybrid.index, hybrid.model_id, owner=local_owner(ws))
+        print(
+            f"{first.chunks:,} chunks published in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
+        keyword = MemorySearch(ws, embedder="none", watch=True)
+        local_p50 = _warm(keyword, qs)
+        row(
+            "search p50, keyword-only",
+            local_p50,
+            _warm(DatabaseSearch(db, "bench-big", embedder="none"), qs),
+            "ms",
+        )
+        row(
+            "search p50, hybrid",
+            _warm(hybrid, qs),
+            _warm(DatabaseSearch(db, "bench-big", embeddings=synthetic.ProjectionEmbeddings()), qs),
+            "ms",
+        )
+        local_cold = cold(str(ws), "")
+        row(
+            "first search of a fresh process (start to answer)",
+            local_cold,
+            cold(a.database, "bench-big"),
+            "ms",
+        )
+        cache = str(Path(tmp) / "cache")
+        cold(a.database, "bench-big", cache)  # this host's copies, made
+        row(
+            "the same, with this host's copies of the segments",
+            local_cold,
+            cold(a.database, "bench-big", cache),
+            "ms",
+        )
+
+        filler = synthetic.generate(Path(tmp) / "filler", a.filler, seed=7)
+        other = MemorySearch(filler, embeddings=synthetic.ProjectionEmbeddings())
+        other.update_index()
+        t0 = time.perf_counter()
+        for i in range(a.scopes - 1):
+            db.publish(
+                f"bench-other-{i:03d}", other.index, other.model_id, owner=local_owner(filler)
+            )
+        total = sum(s.chunks for s in db.scopes() if s.name.startswith("bench-"))
+        print(
+            f"{a.scopes - 1} more scopes published in {time.perf_counter() - t0:.0f} s",
+            file=sys.stderr,
+        )
+        among = f"among {total:,} chunks in {a.scopes} scopes"
+        row(
+            f"search p50, keyword-only, {among}",
+            local_p50,
+            _warm(DatabaseSearch(db, "bench-big", embedder="none"), qs),
+            "ms",
+        )
+        row(
+            f"first search of a fresh process, {among}",
+            local_cold,
+            cold(a.database, "bench-big"),
+            "ms",
+        )
+
+        note = sorted((ws / "memory").glob("*.md"))[0]
+        note.write_text(
+            note.read_text(encoding="utf-8") + "\n## Later\n\none more line\n", encoding="utf-8"
+        )
+        t0 = time.perf_counter()
+        hybrid.update_index()
+        sync_ms = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        db.publish("bench-big", hybrid.index, hybrid.model_id, owner=local_owner(ws))
+        publish_ms = (time.perf_counter() - t0) * 1000
+        rows.append(
+            (
+                "one file changed: its re-index, then its publish",
+                f"{sync_ms:,.0f} ms",
+                f"+ {publish_ms:,.0f} ms",
+                "",
+            )
+        )
+        rate, lost = _writers(db, a.database, "bench-team", a.writers, a.appends)
+        rows.append(
+            (
+                f"{a.writers} processes remembering into one scope, {a.appends} each",
+                "",
+                f"{rate:.1f} appends/s, {lost} lost",
+                "",
+            )
+        )
+        local_qps = _readers("local", str(ws), "", a.readers, a.queries)
+        db_qps = _readers("database", a.database, "bench-big", a.readers, a.queries)
+        rows.append(
+            (
+                f"{a.readers} processes searching at once, keyword-only",
+                f"{local_qps:,.0f} queries/s",
+                f"{db_qps:,.0f} queries/s",
+                f"{db_qps / local_qps:.2f}",
+            )
+        )
+        hybrid.close()
+        keyword.close()
+        _drop(a.database)
+    load = os.getloadavg()[0]
+    when = time.strftime("%Y-%m-%d")
+    print(f"{when}, {first.chunks:,} chunks, load average {load:.1f}, {os.cpu_count()} cores")
+    print("| measure | embedded store | database | database / embedded |")
+    print("|---|---|---|---|")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -170,12 +377,17 @@ def main() -> None:
     p.add_argument("--root", required=True)
     p.add_argument("--queries", required=True)
     p.add_argument("--embedder", default="none", choices=["none", "local"])
-    s = sub.add_parser("speed")
-    s.add_argument("--sizes", default="1000,10000")
-    s.add_argument("--queries", type=int, default=60)
-    s.add_argument("--vectors", action="store_true", help="synthetic.py's projection embedder")
+    s = sub.add_parser("scale")
+    s.add_argument("--chunks", type=int, default=100_000, help="chunks of the scope measured")
+    s.add_argument("--scopes", type=int, default=100, help="scopes in the database at the end")
+    s.add_argument("--filler", type=int, default=10_000, help="chunks of each other scope")
+    s.add_argument("--queries", type=int, default=100)
+    s.add_argument("--cold-runs", type=int, default=3)
+    s.add_argument("--readers", type=int, default=8)
+    s.add_argument("--writers", type=int, default=8)
+    s.add_argument("--appends", type=int, default=25, help="appends per writer")
     a = ap.parse_args()
-    parity(a) if a.command == "parity" else speed(a)
+    parity(a) if a.command == "parity" else scale(a)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,18 @@ from tests.workspaces import SMALL_WORKSPACE, write_workspace
 os.environ.update(NO_DAEMON)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _segment_copies_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Database searches keep their segment copies in the run's temp folder, not the user's."""
+    before = os.environ.get("ENHANCED_MEMORY_DATABASE_CACHE")
+    os.environ["ENHANCED_MEMORY_DATABASE_CACHE"] = str(tmp_path_factory.mktemp("segments"))
+    yield
+    if before is None:
+        os.environ.pop("ENHANCED_MEMORY_DATABASE_CACHE", None)
+    else:
+        os.environ["ENHANCED_MEMORY_DATABASE_CACHE"] = before
+
+
 @pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
     """A started :class:`tests.fake_ollama.FakeOllama` with ``nomic-embed-text`` pulled."""

@@ -34,6 +34,7 @@ from ..core.errors import IndexUnavailableError
 from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
 
 __all__ = [
+    "cache_root",
     "INDEX_DIRNAME",
     "INDEX_FILENAME",
     "ORIGINAL_INDEX_FILENAME",
@@ -89,10 +90,11 @@ def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
     if writable(local if local.exists() else workspace):
         return local / name
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return _cache_root() / key / name
+    return cache_root() / key / name
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
+    """This user's cache folder of the package (``$XDG_CACHE_HOME/enhanced-memory``)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "enhanced-memory"
 
 
@@ -105,7 +107,7 @@ def _named_folders(path: Path) -> list[Path]:
     folder = path.parent
     if folder.name == INDEX_DIRNAME:
         return [folder]
-    if folder.parent == _cache_root():
+    if folder.parent == cache_root():
         return [folder.parent, folder]
     return []
 

@@ -187,3 +187,22 @@ def test_search_errors_are_one_line(database_url: str, tmp_path: Path) -> None:
     assert "***" in one_line_failure(r, url)
     r = run_cli("search", "q", "--database", database_url, "--scope", "Team")
     assert "is not a valid name" in one_line_failure(r, database_url)
+
+
+def test_a_fresh_process_keeps_copies_of_the_segments_unless_told_not_to(
+    database_url: str, tmp_path: Path
+) -> None:
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    ok("index", "--workspace", str(ws), "--database", database_url, "--scope", "alpha",
+       "--embedder", "none")  # fmt: skip
+    search = ("search", "ramen", "--database", database_url, "--scope", "alpha", "--json",
+              "--embedder", "none")  # fmt: skip
+    copies = tmp_path / "copies"
+    first = ok(*search, ENHANCED_MEMORY_DATABASE_CACHE=str(copies))
+    kept = list(copies.rglob("*.emseg"))
+    assert kept and all(p.stat().st_mode & 0o777 == 0o600 for p in kept)
+    again = ok(*search, ENHANCED_MEMORY_DATABASE_CACHE=str(copies))
+    assert json.loads(again.stdout)["results"] == json.loads(first.stdout)["results"]
+    none = tmp_path / "xdg"
+    ok(*search, ENHANCED_MEMORY_DATABASE_CACHE="0", XDG_CACHE_HOME=str(none))
+    assert not none.exists()

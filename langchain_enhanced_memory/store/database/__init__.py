@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ...core.errors import DatabaseError
 from ...core.scopes import validate_scope
@@ -38,7 +38,7 @@ from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
 from ..index import MemoryIndex
 from ..notes import MemoryLines, check_range
-from .cache import SegmentCache
+from .cache import SegmentCache, default_cache_folder
 from .connect import Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, publish_folder
@@ -106,7 +106,7 @@ class Database:
         settings: MemorySettings | None = None,
         read_url: str | None = None,
         *,
-        cache: str | Path | None = None,
+        cache: str | Path | None | Literal["default"] = "default",
     ) -> Database:
         """Connect (pools shared per URL in this process) and bring the schema up to date.
 
@@ -116,10 +116,15 @@ class Database:
             read_url: A replica searches read from (read-your-writes kept).
             cache: A folder where this host keeps copies of the segments it read
                 (:mod:`.cache`): a fresh process maps them instead of fetching.
+                By default ``$ENHANCED_MEMORY_DATABASE_CACHE``, else
+                ``$XDG_CACHE_HOME/enhanced-memory/segments`` (``0`` there: none);
+                None: no copies.
 
         Raises:
             DatabaseError: Unreachable, refused, or a schema newer than this package's.
         """
+        if cache == "default":
+            cache = default_cache_folder()
         writer = shared_pool(url)
         try:
             with writer.connection("migrating the schema") as conn:

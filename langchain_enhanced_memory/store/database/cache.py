@@ -1,6 +1,8 @@
 """A host's copy of the segments it read: a fresh process maps them instead of fetching them.
 
-Opt-in (``Database.connect(..., cache=DIR)``). A segment never changes once
+On by default (:func:`default_cache_folder`; ``Database.connect(..., cache=None)``
+or ``ENHANCED_MEMORY_DATABASE_CACHE=0`` turns it off): a stateless worker whose
+disk goes with it loses nothing but the copies. A segment never changes once
 written, so a copy keyed by the database's identity (a UUID its first
 migration made), the scope and the segment id is that segment for as long as
 the database lives. Files are written under a temporary name and renamed
@@ -17,11 +19,25 @@ import mmap
 import os
 from pathlib import Path
 
+from ..db import cache_root
 from ..locations import make_private, open_private
 
-__all__ = ["SegmentCache"]
+__all__ = ["CACHE_ENV", "SegmentCache", "default_cache_folder"]
+
+#: Where a host keeps its copies (a folder), or ``0`` for none.
+CACHE_ENV = "ENHANCED_MEMORY_DATABASE_CACHE"
 
 _SUFFIX = ".emseg"
+
+
+def default_cache_folder() -> Path | None:
+    """``$ENHANCED_MEMORY_DATABASE_CACHE`` (``0``: none), else the user's cache folder's."""
+    chosen = os.environ.get(CACHE_ENV, "").strip()
+    if chosen == "0":
+        return None
+    if chosen:
+        return Path(chosen).expanduser()
+    return cache_root() / "segments"
 
 
 class SegmentCache:
