@@ -129,7 +129,9 @@ class Database:
         try:
             with writer.connection("migrating the schema") as conn:
                 migrate(conn, shown_url(url))
-                copies = None if cache is None else SegmentCache(cache, identity(conn))
+                # A role that may not read the database's identity searches without copies.
+                uid = None if cache is None else identity(conn)
+                copies = None if cache is None or uid is None else SegmentCache(cache, uid)
             reader = shared_pool(read_url) if read_url and read_url != url else writer
         except BaseException:
             release(writer)

@@ -99,9 +99,15 @@ def version_of(conn: psycopg.Connection) -> int:
     return int(found[0]) if found and found[0] is not None else 0
 
 
-def identity(conn: psycopg.Connection) -> str:
-    """The database's UUID (made by the first migration)."""
-    row = conn.execute("SELECT id::text FROM em_identity").fetchone()
+def identity(conn: psycopg.Connection) -> str | None:
+    """The database's UUID (made by the first migration); None when this role may not read it."""
+    import psycopg
+
+    try:
+        with conn.transaction():  # a refusal must not end the caller's transaction
+            row = conn.execute("SELECT id::text FROM em_identity").fetchone()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
     if row is None:
         raise DatabaseError("the database has no em_identity row", "run the migrations again")
     return str(row[0])
