@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .loader import MemoryDirectoryLoader
     from .retriever import EnhancedMemoryRetriever
     from .store.index import MemoryIndex
+    from .threads import save_thread
     from .tools import create_memory_tools
 
 
@@ -35,6 +36,7 @@ _EXPORTS = {
     "MemorySettings": ".core.settings",
     "SearchFilter": ".core.filters",
     "create_memory_tools": ".tools",
+    "save_thread": ".threads",
 }
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "SearchFilter",
     "__version__",
     "create_memory_tools",
+    "save_thread",
 ]
 
 

@@ -18,6 +18,7 @@ from pydantic import BeforeValidator, ConfigDict, InstanceOf, PrivateAttr
 from .core.filters import SearchFilter
 from .core.request import SearchRequest
 from .core.results import Hit, SearchResponse
+from .core.transcripts import session_id, transcript_time
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch
 from .options import MemoryOptions
@@ -46,6 +47,9 @@ def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
         metadata["prf_terms"] = response.prf_terms
     if hit.scope is not None:  # a search over scopes: which one it came from
         metadata["scope"] = hit.scope
+    if hit.kind == "session":  # a transcript's turns: whose session, said when
+        metadata["sessionId"] = session_id(hit.path)
+        metadata["timestamp"] = transcript_time(hit.header)
     return Document(page_content=hit.text, metadata=metadata)
 
 

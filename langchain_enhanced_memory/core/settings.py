@@ -168,6 +168,9 @@ class MemorySettings:
     #: folders of session transcripts (``*.jsonl``): relative to the workspace or absolute;
     #: env ENHANCED_MEMORY_SESSION_DIRS adds more (separated by the path separator)
     session_dirs: tuple[str, ...] = ("sessions",)
+    #: an OpenClaw workspace (STATE/workspace, STATE/workspace-<agent>) also searches its
+    #: agent's transcripts in STATE/agents/<agent>/sessions
+    openclaw_sessions: bool = True
 
     # --- transcripts ------------------------------------------------------
     #: turns of a transcript chunk (a question is not cut from its answer below twice this;

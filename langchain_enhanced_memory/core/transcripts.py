@@ -40,6 +40,7 @@ __all__ = [
     "TranscriptStream",
     "Turn",
     "parse_turn",
+    "session_id",
     "transcript_day",
     "transcript_time",
 ]
@@ -158,6 +159,11 @@ def _time(value: Any) -> str:
     except (ValueError, OverflowError, OSError):
         return ""
     return when.strftime("%Y-%m-%d %H:%M")
+
+
+def session_id(path: str) -> str:
+    """The session a transcript's path names: its file name without ``.jsonl``."""
+    return path.rsplit("/", 1)[-1].removesuffix(TRANSCRIPT_SUFFIX)
 
 
 def transcript_day(header: str) -> str | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.results import Hit, SearchResponse
 from ..core.text import snippet
-from ..core.transcripts import TRANSCRIPT_SUFFIX, transcript_time
+from ..core.transcripts import session_id, transcript_time
 
 if TYPE_CHECKING:
     from ..store.notes import MemoryLines
@@ -64,7 +64,7 @@ def result_row(hit: Hit, snippet_chars: int, mode: str = "keyword") -> dict[str,
     if hit.scope is not None:  # a search over scopes: which one it came from
         row["scope"] = hit.scope
     if hit.kind == "session":
-        row["sessionId"] = hit.path.rsplit("/", 1)[-1].removesuffix(TRANSCRIPT_SUFFIX)
+        row["sessionId"] = session_id(hit.path)
         when = transcript_time(hit.header)
         if when is not None:
             row["timestamp"] = when

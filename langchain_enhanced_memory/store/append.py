@@ -70,7 +70,17 @@ from .db import writable
 from .notes import normalize_path
 from .workspace import places
 
-__all__ = ["AppendResult", "Planned", "append_memory", "daily_path", "placed", "plan", "today"]
+__all__ = [
+    "AppendResult",
+    "Planned",
+    "append_block",
+    "append_memory",
+    "daily_path",
+    "placed",
+    "plan",
+    "read_all",
+    "today",
+]
 
 _LOCK_NAME = ".enhanced-memory-notes.lock"
 _MAX_TEXT = 4000
@@ -357,7 +367,7 @@ def _add(
     its creation and the write).
     """
     for attempt in range(_ATTEMPTS):
-        raw = _read_all(fd)
+        raw = read_all(fd)
         first = "" if raw else header
         try:
             old = first + raw.decode("utf-8")
@@ -367,7 +377,7 @@ def _add(
         if offset is None:
             if os.fstat(fd).st_size != len(raw) and attempt + 1 < _ATTEMPTS:
                 continue  # it grew since the read: place again against the new end
-            _append(fd, (first + block).encode("utf-8"), b"\r\n" if "\r\n" in block else b"\n")
+            append_block(fd, (first + block).encode("utf-8"), b"\r\n" if "\r\n" in block else b"\n")
             return line, name
         new = (old[:offset] + block + old[offset:]).encode("utf-8")
         if _rewrite(fd, real, rel, raw, new):
@@ -378,7 +388,8 @@ def _add(
     )
 
 
-def _read_all(fd: int) -> bytes:
+def read_all(fd: int) -> bytes:
+    """The whole file behind ``fd``, read from its start (its offset left where it was)."""
     chunks, pos = [], 0
     while chunk := os.pread(fd, max(os.fstat(fd).st_size - pos, 1 << 16), pos):
         chunks.append(chunk)
@@ -426,7 +437,7 @@ def _joined(lines: list[str], eol: str) -> str:
     return "".join(line + eol for line in lines)
 
 
-def _append(fd: int, data: bytes, eol: bytes) -> None:
+def append_block(fd: int, data: bytes, eol: bytes) -> None:
     """Append ``data`` with one ``write``, after a line end when the note lacks one."""
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -466,7 +477,7 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
                 ) from None
         os.fchmod(tmp_fd, stat.S_IMODE(st.st_mode))
         _write_all(tmp_fd, new)
-        if os.fstat(fd).st_size != len(raw) or _read_all(fd) != raw:
+        if os.fstat(fd).st_size != len(raw) or read_all(fd) != raw:
             return False
         os.replace(tmp, real)
         renamed = True
@@ -476,11 +487,11 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
     # Appended to the old file by a writer without the lock since the check: keep it.
-    late = _read_all(fd)[len(raw) :]
+    late = read_all(fd)[len(raw) :]
     if late:
         out = os.open(real, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            _append(out, late, b"\n")
+            append_block(out, late, b"\n")
         finally:
             os.close(out)
     folder = os.open(real.parent, os.O_RDONLY | os.O_CLOEXEC)

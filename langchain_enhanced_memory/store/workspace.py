@@ -18,7 +18,10 @@ absolute folder, or one ``$ENHANCED_MEMORY_SESSION_DIRS`` adds, may lie
 outside it), one level deep. A transcript's path is workspace-relative
 (``sessions/<id>.jsonl``); one in a folder outside the workspace is named under
 ``sessions/<folder>/`` (``sessions/main/<id>.jsonl`` for OpenClaw's
-``~/.openclaw/agents/main/sessions``), a name only discovery resolves.
+``~/.openclaw/agents/main/sessions``), a name only discovery resolves. An
+OpenClaw workspace (``STATE/workspace`` for the agent ``main``,
+``STATE/workspace-<agent>`` for another) brings its agent's transcript folder
+``STATE/agents/<agent>/sessions`` in by itself (``openclaw_sessions``).
 
 :func:`read_lines` turns a file into the exact lines an editor shows, so that
 1-based line numbers reported by search point at the right place;
@@ -216,10 +219,13 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``prefix`` starts a transcript's path: the folder relative to the workspace
     (``sessions``), or for a folder outside it ``sessions/`` and its name (its
     parent's when it is named ``sessions``). Folders come from
-    ``settings.session_dirs`` and ``$ENHANCED_MEMORY_SESSION_DIRS``.
+    ``settings.session_dirs``, ``$ENHANCED_MEMORY_SESSION_DIRS`` and, for an
+    OpenClaw workspace, its agent's folder.
     """
     named = list(settings.session_dirs)
     named += [d for d in os.environ.get(SESSION_DIRS_ENV, "").split(os.pathsep) if d.strip()]
+    if settings.openclaw_sessions:
+        named += _openclaw_sessions(root)
     out: dict[Path, str] = {}
     for raw in named:
         given = Path(raw.strip()).expanduser()
@@ -241,6 +247,15 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
                 prefix = f"{base}-{n}"
         out[real] = prefix
     return tuple((prefix, real) for real, prefix in out.items())
+
+
+def _openclaw_sessions(root: Path) -> list[str]:
+    """The transcript folder OpenClaw keeps beside the workspace ``root`` of one of its agents."""
+    name = root.name
+    agent = "main" if name == "workspace" else name.removeprefix("workspace-")
+    if agent == name or not agent:
+        return []  # not laid out as OpenClaw lays out an agent's workspace
+    return [str(root.parent / "agents" / agent / "sessions")]
 
 
 def places(

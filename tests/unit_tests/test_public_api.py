@@ -19,6 +19,7 @@ EXPECTED_ALL = [
     "SearchFilter",
     "__version__",
     "create_memory_tools",
+    "save_thread",
 ]
 
 

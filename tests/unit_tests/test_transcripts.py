@@ -175,6 +175,29 @@ def test_more_transcript_folders_by_setting_and_environment(
     assert got.text == "user: turn 0 about zeppelin\nassistant: turn 1 about zeppelin"
 
 
+@pytest.mark.parametrize(("folder", "agent"), [("workspace", "main"), ("workspace-work", "work")])
+def test_an_openclaw_workspace_searches_its_agents_transcripts(
+    tmp_path: Path, folder: str, agent: str
+) -> None:
+    state = tmp_path / ".openclaw"
+    ws = state / folder
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2026-02-01.md").write_text("# 2026-02-01\n\n- Standup.\n")
+    write_jsonl(
+        state / "agents" / agent / "sessions" / "s1.jsonl",
+        [HEADER, *chat("2026-02-02", 2, "zeppelin")],
+    )
+    write_jsonl(
+        state / "agents" / "other" / "sessions" / "s2.jsonl",
+        [HEADER, *chat("2026-02-02", 2, "zeppelin")],
+    )
+    assert [h.path for h in search(ws, "zeppelin")] == [f"sessions/{agent}/s1.jsonl"]
+    assert engine(ws, openclaw_sessions=False).run(SearchRequest("zeppelin")).hits == []
+    assert get_lines(ws, f"sessions/{agent}/s1.jsonl", settings=MemorySettings()).text.startswith(
+        "user: turn 0 about zeppelin"
+    )
+
+
 # --------------------------------------------------------------------------- growth
 
 
