@@ -38,11 +38,12 @@ docs: $(STAMP)
 reliability: $(STAMP)
 	$(BIN)/python benchmarks/reliability.py
 
-# Speed and scale (1k/10k/100k synthetic chunks, about 10 minutes): prints the table of docs/benchmarks.md.
-# SIZES=1000,10000 for a quicker run.
+# Speed and scale (1k/10k/100k synthetic chunks and 100k transcript turns, about 13 minutes):
+# prints the tables of docs/benchmarks.md. SIZES=1000,10000 TURNS= for a quicker run.
 SIZES ?= 1000,10000,100000
+TURNS ?= 100000
 bench: $(STAMP)
-	$(BIN)/python benchmarks/speed.py --sizes $(SIZES)
+	$(BIN)/python benchmarks/speed.py --sizes $(SIZES) --turns "$(TURNS)"
 
 # A local PostgreSQL 18 with pgvector in .postgres/ for trying shared memory (not for the tests):
 # prints the ENHANCED_MEMORY_DATABASE_URL to export; Ctrl-C stops it, the data stays for next time.

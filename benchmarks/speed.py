@@ -25,8 +25,13 @@ never pollute another's (peak RSS is the child's ``ru_maxrss`` from ``wait4``):
   original's ``vectors.json``, then, in a fresh process, time its ``json.load``
   and its pure-Python scoring (``original_reference.py``) on the first queries.
 
+With ``--turns`` (e.g. ``100000,1000000``) it also times workspaces of session
+transcripts only (``synthetic.generate_transcripts``: a session of 250 turns a
+day): ``cold``, ``nochange``, ``tail`` (100 turns appended to the newest
+transcript, then ``update_index()``) and both searches, in a table of its own.
+
 Run ``python benchmarks/speed.py`` (all sizes, about 10 minutes on 2 cores) or
-``python benchmarks/speed.py --sizes 1000,10000``.
+``python benchmarks/speed.py --sizes 1000,10000 --turns 100000``.
 """
 
 from __future__ import annotations
@@ -115,6 +120,19 @@ def phase_onechange(a: argparse.Namespace) -> dict[str, Any]:
         "changed": len(report.changed),
         "embedded": embedded,
     }
+
+
+def phase_tail(a: argparse.Namespace) -> dict[str, Any]:
+    target = Path(a.workspace) / a.changed_file
+    with target.open("a", encoding="utf-8") as fh:
+        for i in range(100):
+            role, who = ("user", "Grace") if i % 2 == 0 else ("assistant", "agent")
+            text = f"Benchmark turn {i}: moved the retro to Thursday with Grace."
+            fh.write(synthetic.transcript_line(role, text, synthetic.NOW, who) + "\n")
+    eng = _engine(a.workspace, True, a.embed_cost_ms)
+    t0 = time.perf_counter()
+    report, embedded = eng.update_index()
+    return {"s": time.perf_counter() - t0, "changed": len(report.changed), "embedded": embedded}
 
 
 def _timed(fn: Any, items: list[Any]) -> list[float]:
@@ -222,6 +240,7 @@ PHASES = {
     "onechange": phase_onechange,
     "search-none": lambda a: phase_search(a, False),
     "search-vec": lambda a: phase_search(a, True),
+    "tail": phase_tail,
     "original-prep": phase_original_prep,
     "original": phase_original,
 }
@@ -265,6 +284,59 @@ def prepare(root: Path, size: int, seed: int) -> Path:
         synthetic.generate(ws, size, seed)
         marker.write_text(stamp)
     return ws
+
+
+def bench_turns(a: argparse.Namespace, turns: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    ws = Path(a.root) / f"turns-{turns}"
+    marker = ws / ".generated"
+    stamp = f"{GENERATOR_VERSION}:turns:{turns}:{a.seed}"
+    if not (marker.exists() and marker.read_text() == stamp):
+        shutil.rmtree(ws, ignore_errors=True)
+        synthetic.generate_transcripts(ws, turns, a.seed)
+        marker.write_text(stamp)
+    a.workspace = str(ws)
+    a.changed_file = "sessions/s000000.jsonl"  # the newest session
+    original_bytes = (ws / a.changed_file).read_bytes()
+    res: dict[str, Any] = {"turns": turns, "generate_s": time.perf_counter() - t0}
+    try:
+        for name in ("cold", "nochange", "tail", "search-none", "search-vec"):
+            print(f"  {turns} turns: {name} ...", file=sys.stderr, flush=True)
+            res[name] = run_phase(name, a)
+    finally:
+        (ws / a.changed_file).write_bytes(original_bytes)
+    return res
+
+
+def turns_table(results: list[dict[str, Any]]) -> str:
+    """The transcript results as one markdown table, one column per turn count."""
+
+    def p50_95(phase: str, key: str) -> Any:
+        return lambda r: f"{_pct(r[phase][key], 50):.2f} / {_pct(r[phase][key], 95):.2f}"
+
+    rows = [
+        ("chunks (transcripts)", lambda r: f"{r['cold']['chunks']:,} ({r['cold']['files']:,})"),
+        ("cold index: text sync, s", lambda r: f"{r['cold']['sync_s']:.1f}"),
+        ("cold index: embed with fake embedder, s", lambda r: f"{r['cold']['embed_s']:.1f}"),
+        ("cold index: peak RSS, MB", lambda r: f"{r['cold']['rss_mb']:.0f}"),
+        ("no-change re-index, s", lambda r: f"{r['nochange']['s']:.3f}"),
+        (
+            "100 turns appended to a transcript: re-index, s (texts embedded)",
+            lambda r: f"{r['tail']['s']:.3f} ({r['tail']['embedded']})",
+        ),
+        ("snapshot load in a fresh process, s", lambda r: f"{r['search-vec']['load_s']:.2f}"),
+        ("retriever.invoke, embedder=none, p50 / p95 ms", p50_95("search-none", "invoke_s")),
+        ("retriever.invoke, with vectors, p50 / p95 ms", p50_95("search-vec", "invoke_s")),
+        (
+            "peak RSS in search, keyword-only / vectors, MB",
+            lambda r: f"{r['search-none']['rss_mb']:.0f} / {r['search-vec']['rss_mb']:.0f}",
+        ),
+        ("index size on disk, MB", lambda r: f"{r['cold']['index_bytes'] / 2**20:.0f}"),
+    ]
+    head = "| | " + " | ".join(f"{r['turns']:,} turns" for r in results) + " |"
+    sep = "|---|" + "---|" * len(results)
+    body = ["| " + label + " | " + " | ".join(fn(r) for r in results) + " |" for label, fn in rows]
+    return "\n".join([head, sep, *body])
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -392,6 +464,9 @@ def main() -> int:
         default=10,
         help="queries for the slow original (0: skip it)",
     )
+    p.add_argument(
+        "--turns", default="", help="comma-separated transcript turn counts (default: none)"
+    )
     p.add_argument("--embed-cost-ms", type=float, default=0.0, help="fake embedder ms per text")
     p.add_argument("--json", help="also write the raw results here")
     p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
@@ -404,8 +479,9 @@ def main() -> int:
         return 0
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
+        turns = [int(s) for s in a.turns.split(",") if s.strip()]
     except ValueError:
-        print(f"error: --sizes must be comma-separated integers, got {a.sizes!r}", file=sys.stderr)
+        print("error: --sizes and --turns must be comma-separated integers", file=sys.stderr)
         return 2
     Path(a.root).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -413,11 +489,18 @@ def main() -> int:
     for size in sizes:
         results.append(bench_size(a, size))
         print(f"  {size}: done after {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    turn_results = []
+    for n in turns:
+        turn_results.append(bench_turns(a, n))
+        print(f"  {n} turns: done after {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     print(f"total {time.perf_counter() - t0:.0f}s\n")
-    print(table(results))
+    if results:
+        print(table(results))
+    if turn_results:
+        print(("\n" if results else "") + turns_table(turn_results))
     if a.json:
-        Path(a.json).write_text(json.dumps(results, indent=1))
+        Path(a.json).write_text(json.dumps(results + turn_results, indent=1))
     return 0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import re
 import threading
 import time
@@ -184,6 +185,38 @@ def generate(root: str | Path, n_chunks: int, seed: int = 0) -> Path:
             rel.parent.mkdir(parents=True, exist_ok=True)
             rel.write_text("\n".join(parts), encoding="utf-8")
             left -= n
+    return root
+
+
+def transcript_line(role: str, text: str, when: datetime, name: str) -> str:
+    """One OpenClaw session message line."""
+    msg = {"role": role, "name": name, "content": [{"type": "text", "text": text}]}
+    return json.dumps({"type": "message", "timestamp": when.isoformat(), "message": msg})
+
+
+def generate_transcripts(
+    root: str | Path, n_turns: int, seed: int = 0, per_file: int = 250
+) -> Path:
+    """Write a workspace of ``n_turns`` turns of session transcripts under ``root/sessions``.
+
+    A session a day going back from :data:`NOW`, ``per_file`` turns each (a
+    question and its answer, a minute apart), in OpenClaw's session JSONL, plus a
+    ``MEMORY.md``. The newest session is ``sessions/s000000.jsonl``.
+    """
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    words = _Words(rng)
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    (root / "MEMORY.md").write_text("# Long-term memory\n\n" + _section(words, rng, "People"))
+    for no in range((n_turns + per_file - 1) // per_file):
+        start = datetime.combine(NOW.date() - timedelta(days=no + 1), NOW.time())
+        header = {"type": "session", "version": 3, "id": f"s{no:06d}"}
+        lines = [json.dumps({**header, "timestamp": start.isoformat()})]
+        for i in range(min(per_file, n_turns - no * per_file)):
+            who, role = (PEOPLE[no % len(PEOPLE)], "user") if i % 2 == 0 else ("agent", "assistant")
+            text = " ".join(_sentence(words, rng) for _ in range(int(rng.integers(1, 3))))
+            lines.append(transcript_line(role, text, start + timedelta(minutes=i), who))
+        (root / "sessions" / f"s{no:06d}.jsonl").write_text("\n".join(lines) + "\n")
     return root
 
 
