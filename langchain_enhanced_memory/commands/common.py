@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.errors import EnhancedMemoryError, RequestError
@@ -47,6 +48,7 @@ __all__ = [
     "report_embedder",
     "say_keyword_only",
     "searcher_from_args",
+    "session_dirs",
 ]
 
 #: Set by the resident engine: commands then reuse its warm engines.
@@ -96,7 +98,19 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         choices=("default", "original", "bm25", "vector"),
         help="scoring recipe (default: $ENHANCED_MEMORY_PROFILE or default)",
     )
+    p.add_argument(
+        "--sessions",
+        action="append",
+        metavar="DIR",
+        help="another folder of session transcripts (repeatable; WORKSPACE/sessions and"
+        " $ENHANCED_MEMORY_SESSION_DIRS are searched too)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def session_dirs(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--sessions`` folders, absolute (a relative one is read from where the command runs)."""
+    return tuple(str(Path(d).expanduser().absolute()) for d in args.sessions or ())
 
 
 def add_filter_arguments(p: argparse.ArgumentParser) -> None:
@@ -229,6 +243,7 @@ def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
 
     fields.setdefault("workspace", args.workspace)
     return EngineConfig.from_env(
+        session_dirs=session_dirs(args),
         profile=args.profile,
         embedder=args.embedder,
         model=args.model,

@@ -23,6 +23,7 @@ from .common import (
     database_scope,
     dump,
     open_database,
+    session_dirs,
 )
 
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if scope is not None and args.workspace:
         raise CliError("--workspace and --scope: the scope's notes are read from the database")
     workspace = None
-    settings = MemorySettings()
+    settings = MemorySettings(session_dirs=(*MemorySettings().session_dirs, *session_dirs(args)))
     try:
         if scope is None:
             workspace = resolve_workspace(args.workspace)

@@ -9,7 +9,8 @@ the environment, then the default.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -91,13 +92,15 @@ class EngineConfig:
         model: str | None = None,
         ollama_url: str | None = None,
         index_path: str | Path | None = None,
+        session_dirs: Sequence[str] = (),
         **fields: Any,
     ) -> EngineConfig:
         """A config from explicit values, then the environment, then the defaults.
 
         ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
         ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL`` and
-        ``$ENHANCED_MEMORY_INDEX`` fill what is not given.
+        ``$ENHANCED_MEMORY_INDEX`` fill what is not given; ``session_dirs`` are
+        searched beside the settings' transcript folders.
 
         Raises:
             RequestError: An unknown profile or embedder.
@@ -113,6 +116,8 @@ class EngineConfig:
                 f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
             )
         settings = fields.pop("settings", None) or MemorySettings(profile=profile)
+        if session_dirs:  # more transcript folders than the settings name
+            settings = replace(settings, session_dirs=(*settings.session_dirs, *session_dirs))
         index_path = index_path or env.get("ENHANCED_MEMORY_INDEX") or None
         return cls(
             workspace=resolve_workspace(workspace),

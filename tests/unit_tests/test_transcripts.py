@@ -327,6 +327,22 @@ def test_corpus_through_the_command_line(ws: Path) -> None:
     assert json.loads(got.stdout)["text"].startswith("user: turn 0 about database")
 
 
+def test_more_transcript_folders_by_flag(
+    ws: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    agent = tmp_path_factory.mktemp("agent")
+    write_jsonl(agent / "logs" / "a.jsonl", [HEADER, *chat("2026-02-02", 2, "zeppelin")])
+    common = ("--workspace", str(ws), "--embedder", "none", "--json")
+    assert json.loads(run_cli("search", "zeppelin", *common).stdout)["results"] == []
+    # A relative folder is read from where the command runs (here: the agent folder).
+    out = run_cli("search", "zeppelin", "--sessions", "logs", *common, cwd=agent)
+    assert [r["path"] for r in json.loads(out.stdout)["results"]] == ["sessions/logs/a.jsonl"]
+    got = run_cli("get", "sessions/logs/a.jsonl", "--sessions", str(agent / "logs"), *common)
+    assert json.loads(got.stdout)["text"].startswith("user: turn 0 about zeppelin")
+    refused = run_cli("get", "sessions/logs/a.jsonl", *common)
+    assert json.loads(refused.stdout)["text"] == "", refused.stdout
+
+
 @pytest.mark.slow
 def test_a_100_mb_transcript_is_indexed_and_grows_by_its_tail(tmp_path: Path) -> None:
     path = tmp_path / "sessions" / "big.jsonl"
