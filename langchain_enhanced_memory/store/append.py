@@ -76,6 +76,7 @@ __all__ = [
     "append_block",
     "append_memory",
     "daily_path",
+    "folder_lock",
     "placed",
     "plan",
     "read_all",
@@ -150,7 +151,7 @@ def append_memory(
         memory = root / "memory"
         if not writable(memory if memory.is_dir() else root):
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
-        with _locked(memory):
+        with folder_lock(memory, _LOCK_NAME):
             _remove_leftovers(real)
             fd, created = _open(real, rel)
             try:
@@ -287,14 +288,19 @@ def _real_target(root: Path, rel: str) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(memory: Path) -> Iterator[None]:
+def folder_lock(folder: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive ``fcntl`` lock on ``folder/name`` (both made when missing).
+
+    Raises:
+        WriteError: The folder cannot be written.
+    """
     import fcntl
 
     try:
-        memory.mkdir(parents=True, exist_ok=True)
-        fh = open(memory / _LOCK_NAME, "a+")  # noqa: SIM115 (held for the block)
+        folder.mkdir(parents=True, exist_ok=True)
+        fh = open(folder / name, "a+")  # noqa: SIM115 (held for the block)
     except OSError as exc:
-        raise WriteError(f"cannot write to {memory.name}/: {exc.strerror or exc}") from None
+        raise WriteError(f"cannot write to {folder.name}/: {exc.strerror or exc}") from None
     with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:

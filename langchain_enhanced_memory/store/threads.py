@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import WriteError
 from ..core.transcripts import TRANSCRIPT_SUFFIX
-from .append import append_block, read_all
+from .append import append_block, folder_lock, read_all
 
 __all__ = ["append_thread", "thread_file"]
 
@@ -70,8 +69,8 @@ def append_thread(folder: Path, thread_id: str, records: Sequence[dict[str, Any]
             the folder cannot be written.
     """
     path = thread_file(folder, thread_id)
-    keyed = [{**r, "id": r.get("id") or f"#{i}"} for i, r in enumerate(records)]
-    with _locked(folder):
+    keyed = [{**r, "id": str(r.get("id") or f"#{i}")} for i, r in enumerate(records)]
+    with folder_lock(folder, _LOCK_NAME):
         fd = _open(path)
         try:
             seen = _ids(read_all(fd))
@@ -96,21 +95,6 @@ def _ids(raw: bytes) -> set[str]:
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 ids.add(obj["id"])
     return ids
-
-
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fh = open(folder / _LOCK_NAME, "a+")  # noqa: SIM115 (held for the block)
-    except OSError as exc:
-        raise WriteError(f"cannot write to {folder}: {exc.strerror or exc}") from None
-    with fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _open(path: Path) -> int:
