@@ -16,32 +16,37 @@ The guarantee: an edit that finished before a search began is in that search.
 File-system events reach the watcher's thread a moment after the write, so
 before each search the engine touches a barrier file in the index folder and
 waits for that event to come through: events arrive in order, so every earlier
-edit has been counted by then (about 0.1 ms). A note moved out of the
+edit has been counted by then (about 0.1 ms). Each watcher has a barrier file
+of its own: another process's barrier, touched a moment earlier, would
+otherwise end the wait before an edit made in between was counted. A note moved out of the
 workspace is the one exception: watchdog holds such a move up to 0.5 s to pair
 it with its destination.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.transcripts import TRANSCRIPT_SUFFIX
-from .locations import make_private, open_private
+from .locations import make_private
 from .workspace import MEMORY_LINK, Places, places
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
 
-__all__ = ["BARRIER_NAME", "ChangeWatcher", "Freshness"]
+__all__ = ["BARRIER_PREFIX", "ChangeWatcher", "Freshness"]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-BARRIER_NAME = ".watch-barrier"
+#: Each watcher's barrier file in the index folder starts with this (a random rest).
+BARRIER_PREFIX = ".watch-barrier-"
 #: How long a search waits for its barrier event before giving up on the watcher.
 BARRIER_TIMEOUT_S = 2.0
 # Events that change nothing a search reads.
@@ -61,12 +66,14 @@ class ChangeWatcher:
 
     Args:
         where: The workspace's places (its folder is watched recursively).
-        barrier: A file inside the workspace that :meth:`settle` touches.
+        barrier_dir: The folder inside the workspace where :meth:`start` makes the
+            file :meth:`settle` touches (and :meth:`stop` removes).
     """
 
-    def __init__(self, where: Places, barrier: Path) -> None:
+    def __init__(self, where: Places, barrier_dir: Path) -> None:
         self.root = str(where.root)
-        self.barrier = str(barrier)
+        self.barrier_dir = str(barrier_dir)
+        self.barrier = ""  # made by start()
         self.places = where
         self.changes = 0  # relevant events seen so far
         self._barriers = 0
@@ -91,13 +98,15 @@ class ChangeWatcher:
                 watcher._event(event)
 
         try:
-            make_private(os.path.dirname(self.barrier))
-            os.close(open_private(self.barrier, os.O_WRONLY))
+            make_private(self.barrier_dir)
+            fd, self.barrier = tempfile.mkstemp(prefix=BARRIER_PREFIX, dir=self.barrier_dir)
+            os.close(fd)
             observer = Observer()
             observer.daemon = True
             observer.schedule(_Handler(), self.root, recursive=True)
             observer.start()
         except OSError as exc:  # inotify limits, a read-only or vanished folder
+            self.stop()
             return f"cannot watch {self.root}: {exc.strerror or exc}"
         self._observer = observer
         return None
@@ -150,6 +159,9 @@ class ChangeWatcher:
         if observer is not None:
             observer.stop()
             observer.join(timeout=5)
+        if self.barrier:
+            with contextlib.suppress(OSError):
+                os.unlink(self.barrier)
 
 
 class Freshness:
@@ -179,8 +191,7 @@ class Freshness:
             self.reason = "notes or transcripts outside the workspace are checked with a scan"
             log.debug("no file watcher: %s", self.reason)
             return
-        barrier_dir = ws / ".enhanced-memory"
-        watcher = ChangeWatcher(where, barrier_dir / BARRIER_NAME)
+        watcher = ChangeWatcher(where, ws / ".enhanced-memory")
         reason = watcher.start()
         if reason is None:
             self.watcher = watcher

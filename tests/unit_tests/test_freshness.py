@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,19 @@ def test_a_transcript_folder_made_later_is_watched_and_an_outside_one_scanned(
         assert [h.path for h in engine.search("egret").hits] == [
             f"sessions/{outside.name}/s2.jsonl"
         ]
+
+
+def test_each_engine_waits_for_its_own_barrier(workspace: Path) -> None:
+    # Another engine's barrier, touched a moment earlier, must not end this one's wait.
+    with (
+        MemorySearch(workspace, embedder="none", watch=True) as one,
+        MemorySearch(workspace, embedder="none", watch=True) as two,
+    ):
+        a, b = one.freshness.watcher, two.freshness.watcher
+        assert a is not None and b is not None and a.barrier != b.barrier
+        seen = b._barriers
+        assert a.settle()
+        time.sleep(0.2)  # long enough for b's thread to see a's touch, were it b's barrier
+        assert b._barriers == seen
+        barriers = [a.barrier, b.barrier]
+    assert not any(os.path.exists(p) for p in barriers)  # closing removes them
