@@ -15,7 +15,7 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
+import sys
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,9 @@ from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.scoring import top_k
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tune import bench_args, held_out_picks  # noqa: E402
 
 BETAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 
@@ -81,13 +84,7 @@ def reciprocal_ranks(root: Path, queries: list[dict], embedder: str) -> dict[str
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--queries", required=True)
-    ap.add_argument("--embedder", default="local", choices=("none", "local"))
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     rr = reciprocal_ranks(Path(args.root), load_queries(args.queries), args.embedder)
     workspaces = sorted(rr)
     table = np.array([rr[ws].mean(axis=1) for ws in workspaces]).T  # betas x workspaces
@@ -98,9 +95,7 @@ def main() -> None:
         "mrr@10 by beta: " + ", ".join(f"{b}: {m:.4f}" for b, m in zip(BETAS, overall, strict=True))
     )
     held, wins = [], 0
-    for j, ws in enumerate(workspaces):
-        rest = [k for k in range(len(workspaces)) if k != j]
-        pick = int(np.argmax(table[:, rest] @ sizes[rest]))
+    for j, (ws, pick) in enumerate(zip(workspaces, held_out_picks(table, sizes), strict=True)):
         held.append(table[pick, j])
         wins += int(table[pick, j] > table[0, j])
         print(

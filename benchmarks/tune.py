@@ -114,14 +114,29 @@ def grid() -> list[dict]:
     return out
 
 
-def main() -> None:
+def bench_args(doc: str) -> argparse.Namespace:
+    """``--root``, ``--queries`` and ``--embedder`` of a leave-one-workspace-out script."""
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--root", required=True)
     ap.add_argument("--queries", required=True)
     ap.add_argument("--embedder", default="local")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def held_out_picks(table: np.ndarray, sizes: np.ndarray) -> list[int]:
+    """For each workspace (a column of ``table``, settings x workspaces), the setting
+    best on the others (query-weighted by ``sizes``)."""
+    picks = []
+    for j in range(table.shape[1]):
+        others = [i for i in range(table.shape[1]) if i != j]
+        picks.append(int(np.argmax(table[:, others] @ sizes[others])))
+    return picks
+
+
+def main() -> None:
+    args = bench_args(__doc__)
     queries = load_queries(args.queries)
     rows = collect(Path(args.root), queries, args.embedder)
     workspaces = sorted({r["ws"] for r in rows})
@@ -134,14 +149,13 @@ def main() -> None:
     print(f"grid of {len(settings)} settings over {len(rows)} queries, embedder {args.embedder}")
     print(f"best on all workspaces: {settings[best]}  mrr@10 {overall[best]:.4f}")
     held = []
-    for j, ws in enumerate(workspaces):
+    for j, (ws, pick) in enumerate(zip(workspaces, held_out_picks(table, sizes), strict=True)):
         others = [i for i in range(len(workspaces)) if i != j]
-        train = table[:, others] @ sizes[others] / sizes[others].sum()
-        pick = int(np.argmax(train))
+        train = table[pick, others] @ sizes[others] / sizes[others].sum()
         held.append(table[pick, j])
         print(
             f"  hold out {ws}: tuned on the rest -> {settings[pick]}  "
-            f"train {train[pick]:.4f}  held-out {table[pick, j]:.4f}"
+            f"train {train:.4f}  held-out {table[pick, j]:.4f}"
         )
     cv = np.dot(held, sizes) / sizes.sum()
     print(f"cross-validated mrr@10 (held-out, query-weighted): {cv:.4f}")
