@@ -18,9 +18,9 @@ before each search the engine touches a barrier file in the index folder and
 waits for that event to come through: events arrive in order, so every earlier
 edit has been counted by then (about 0.1 ms). Each watcher has a barrier file
 of its own: another process's barrier, touched a moment earlier, would
-otherwise end the wait before an edit made in between was counted. A note moved out of the
-workspace is the one exception: watchdog holds such a move up to 0.5 s to pair
-it with its destination.
+otherwise end the wait before an edit made in between was counted. A note
+moved out of the workspace is the one exception: watchdog holds such a move up
+to 0.5 s to pair it with its destination.
 """
 
 from __future__ import annotations
