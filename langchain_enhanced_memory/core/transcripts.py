@@ -98,6 +98,13 @@ def parse_turn(raw: str, line: int, extras: bool = False) -> Turn | None:
     Raises:
         MalformedLine: The line is not a JSON object.
     """
+    try:
+        return _parse(raw, line, extras)
+    except RecursionError:  # nested thousands deep: past the JSON decoder's (or encoder's) stack
+        raise MalformedLine("not JSON (nested too deeply)") from None
+
+
+def _parse(raw: str, line: int, extras: bool) -> Turn | None:
     if not raw.strip():
         return None
     try:

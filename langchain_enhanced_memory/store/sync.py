@@ -391,8 +391,11 @@ def _chunked(
     stream = chunker.stream(f.abs_path.name, resume)
     chunks: list[Chunk] = []
     blocks: list[tuple[int, int]] = []  # (first line, byte offset) of each block
-    limit = MAX_TRANSCRIPT_BYTES if f.kind == "session" else None
-    for first, at, lines in read_blocks(f.abs_path, offset, line, digest, hashed, limit):
+    session = f.kind == "session"
+    limit = MAX_TRANSCRIPT_BYTES if session else None
+    for first, at, lines in read_blocks(
+        f.abs_path, offset, line, digest, hashed, limit, sniff=not session
+    ):
         blocks.append((first, at))
         chunks += stream.feed(lines, first)
     chunks += stream.close()
