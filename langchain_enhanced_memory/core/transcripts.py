@@ -202,6 +202,7 @@ class _Faults:
     reason: str = ""
 
     def add(self, line: int, reason: str) -> None:
+        """Count line ``line`` (1-based); the first one's reason is the one said."""
         if not self.count:
             self.first, self.reason = line, reason
         self.count += 1
