@@ -53,6 +53,7 @@ from .core.errors import (
 from .core.filters import KIND_SCHEMA
 from .core.request import SearchRequest, argument_errors
 from .core.settings import MemorySettings
+from .core.text import clean_json
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
@@ -128,6 +129,12 @@ class _Input(BaseModel):
     """Tool arguments: an argument the tool does not take is refused, as in ``serve``."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean(cls, data: Any) -> Any:
+        # A model's half emoji costs that character, not the answer a host must encode.
+        return clean_json(data)
 
 
 # ------------------------------------------------------------------ search

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EnhancedMemoryError, RequestError, ScopeError
 from ..core.request import SearchRequest
+from ..core.text import clean_json
 from ..engine.scoped import ScopedSearch, narrowed
 from ..openclaw.response import failure_json, response_json
 
@@ -128,7 +129,7 @@ def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
 def decode_body(raw: bytes) -> dict[str, Any]:
     """A ``/search`` body as a JSON object (raises :class:`BadRequest`, 400)."""
     try:
-        body = json.loads(raw.decode("utf-8"))
+        body = clean_json(json.loads(raw.decode("utf-8")))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(400, f"body is not JSON ({exc})".splitlines()[0]) from None
     if not isinstance(body, dict):
