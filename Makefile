@@ -51,6 +51,13 @@ postgres: $(STAMP)
 	$(BIN)/python scripts/postgres.py --dir .postgres
 
 # The demo's searches start a resident engine: stop it before its index goes (no venv: none to stop).
+# Then what the README's examples leave in examples/workspace: the index, logs, locks, the
+# installed skill and the daily note `remember` starts (only one git does not track).
+EXAMPLE := examples/workspace
 clean:
-	-[ ! -x $(BIN)/enhanced-memory ] || $(BIN)/enhanced-memory daemon stop --workspace examples/workspace
-	rm -rf $(VENV) examples/workspace/.enhanced-memory
+	-[ ! -x $(BIN)/enhanced-memory ] || $(BIN)/enhanced-memory daemon stop --workspace $(EXAMPLE)
+	rm -rf $(VENV) $(EXAMPLE)/.enhanced-memory $(EXAMPLE)/skills
+	rm -f $(EXAMPLE)/memory/query_log.json $(EXAMPLE)/memory/access_log.json \
+	    $(EXAMPLE)/memory/.enhanced-memory-logs.lock $(EXAMPLE)/memory/.enhanced-memory-notes.lock
+	-git ls-files -z --others -- '$(EXAMPLE)/memory/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md' \
+	    | xargs -0 rm -f

@@ -9,12 +9,12 @@ builds the :class:`~.engine.MemorySearch` of one workspace or the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf
 
-from .core.errors import ScopeError
+from .core.errors import IndexUnavailableError, ScopeError
 from .core.settings import MemorySettings
 from .engine import EngineConfig, MemorySearch
 from .engine.scoped import ScopedSearch, scope_specs, scoped_search
@@ -59,6 +59,40 @@ class MemoryOptions(BaseModel):
     background_embedding: bool = True
     """Embed missing vectors on a thread, answering keyword-only (and saying so) meanwhile."""
 
+    def __init__(self, **data: Any) -> None:
+        # Not a pydantic validator: it would wrap a ScopeError (a ValueError) in a
+        # ValidationError of several lines. A missing folder is refused here, when the
+        # retriever or tool is made, instead of by a traceback at its first search.
+        super().__init__(**data)
+        self.check_folders()
+
+    def check_folders(self) -> None:
+        """Refuse what can be told without opening anything: a folder that does not exist.
+
+        Raises:
+            IndexUnavailableError: ``workspace`` is not a folder.
+            ScopeError: Both ``workspace`` and ``scopes``, ``index_path`` with scopes, a bad
+                scope name or weight, or a scope's folder that is not a folder.
+        """
+        if self.scopes is None:
+            if self.workspace is not None and not Path(self.workspace).expanduser().is_dir():
+                raise IndexUnavailableError(
+                    f"workspace not found: {Path(self.workspace).expanduser()}",
+                    "give the folder holding MEMORY.md and memory/",
+                )
+            return
+        for name, value in (("workspace", self.workspace), ("index_path", self.index_path)):
+            if value is not None:
+                raise ScopeError(
+                    f"{name} and scopes: name each folder as a scope ({{'NAME': folder}})"
+                )
+        for ref, folder in scope_specs(self.scopes):
+            if folder is not None and not folder.expanduser().is_dir():
+                raise ScopeError(
+                    f"scope {ref.name}: folder not found: {folder.expanduser()}",
+                    "give an existing folder, or None for a scope of the database",
+                )
+
     def build_search(self) -> MemorySearch | ScopedSearch:
         """A new search over the workspace, or over the scopes.
 
@@ -84,9 +118,5 @@ class MemoryOptions(BaseModel):
             if self.workspace is None:
                 raise ValueError("give a workspace or scopes")
             return MemorySearch.from_config(config)
-        for name, value in (("workspace", self.workspace), ("index_path", self.index_path)):
-            if value is not None:
-                raise ScopeError(
-                    f"{name} and scopes: name each folder as a scope ({{'NAME': folder}})"
-                )
+        self.check_folders()
         return scoped_search(config, scope_specs(self.scopes), self.database_url)

@@ -101,6 +101,11 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
             ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
             ``invoke`` replaces it.
 
+    Raises:
+        IndexUnavailableError: ``workspace`` is not a folder (when constructed).
+        ScopeError: A scope's folder is not a folder, a bad scope name or weight,
+            or both ``workspace`` and ``scopes`` (when constructed).
+
     Threads: safe to call from many threads and tasks at once (``batch``,
     ``abatch``, ``ainvoke``): one engine is built on first use and is itself
     thread-safe (:class:`~.engine.MemorySearch`); ``ainvoke`` runs it off the

@@ -447,6 +447,11 @@ def create_memory_tools(
         index_path: Where the index lives.
         now: Fixed clock for search dates, salience ages and "today" (default: real time).
         allow_write: Add ``memory_append`` (off: many users want read-only memory).
+
+    Raises:
+        IndexUnavailableError: ``workspace`` is not a folder.
+        ScopeError: A scope's folder is not a folder, or a bad scope.
+        DatabaseError: The database of the scopes cannot be reached.
     """
     settings = settings or MemorySettings()
     engine = MemoryOptions(

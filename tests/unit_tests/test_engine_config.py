@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
+from langchain_enhanced_memory.core.errors import IndexUnavailableError, ScopeError
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import EngineConfig, MemorySearch
-from langchain_enhanced_memory.tools import MemoryGetTool, MemorySearchTool
+from langchain_enhanced_memory.tools import MemoryGetTool, MemorySearchTool, create_memory_tools
 from tests.fakes import WordEmbeddings
 
 
@@ -53,3 +54,41 @@ def test_every_engine_field_reaches_the_engine(workspace: Path, face: str) -> No
         assert getattr(engine.config, f.name) == want, f.name
     assert engine.settings == given["settings"]  # every one of its fields
     engine.close()
+
+
+# A folder that does not exist is refused when the retriever or the tools are made, in one
+# line of the package's own, not by a traceback out of the first search.
+_MADE = {
+    "retriever": lambda **kw: EnhancedMemoryRetriever(**kw),
+    "search tool": lambda **kw: MemorySearchTool(**kw),
+    "toolkit": lambda workspace=None, **kw: create_memory_tools(workspace, **kw),
+}
+
+
+@pytest.mark.parametrize("face", list(_MADE))
+def test_a_missing_workspace_is_refused_when_made(tmp_path: Path, face: str) -> None:
+    with pytest.raises(IndexUnavailableError) as caught:
+        _MADE[face](workspace=tmp_path / "nope", embedder="none")
+    assert str(caught.value) == f"workspace not found: {tmp_path / 'nope'}"
+    assert caught.value.action
+
+
+@pytest.mark.parametrize("face", list(_MADE))
+def test_a_missing_scope_folder_is_refused_when_made(
+    tmp_path: Path, workspace: Path, face: str
+) -> None:
+    scopes = {"mine": str(tmp_path / "notes"), "team:0.5": None, "ok": str(workspace)}
+    with pytest.raises(ScopeError) as caught:
+        _MADE[face](scopes=scopes, embedder="none")
+    assert str(caught.value) == f"scope mine: folder not found: {tmp_path / 'notes'}"
+    assert "\n" not in str(caught.value)
+
+
+def test_a_home_folder_is_expanded_before_it_is_checked(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(workspace.parent))
+    retriever = EnhancedMemoryRetriever(scopes={"mine": f"~/{workspace.name}"}, embedder="none")
+    assert retriever.invoke("decisions")[0].metadata["scope"] == "mine"
+    with pytest.raises(ScopeError, match=r"scope mine: folder not found: .*/nope$"):
+        EnhancedMemoryRetriever(scopes={"mine": "~/nope"}, embedder="none")
