@@ -99,9 +99,9 @@ def check_url(url: str) -> None:
     info = _userinfo(url)
     if info and ":" in info and ("/" in info or "@" in info):
         raise DatabaseError(
-            "the database URL's user name or password holds a raw '/' or '@' (URL not shown)",
-            "percent-encode them in the URL (/ as %2F, @ as %40), or pass the password"
-            " another way (PGPASSWORD, ~/.pgpass)",
+            "the database URL's user name or password holds a raw '/' or '@' (URL not shown):"
+            " percent-encode them (/ as %2F, @ as %40)",
+            "or pass the password another way (PGPASSWORD, ~/.pgpass)",
         )
     if not _parsed_password(url)[0]:
         raise DatabaseError(
