@@ -232,12 +232,16 @@ def open_database(args: argparse.Namespace, settings: MemorySettings | None = No
     )
 
 
+_WARNED: set[str] = set()  # the flags whose password was warned of
+
+
 def database_url(args: argparse.Namespace, flag: str = "database") -> str | None:
     """``--database`` (or ``--read-url``) as given; a password in it is warned of on stderr."""
     from ..store.database.connect import carries_password
 
     url: str | None = getattr(args, flag)
-    if url and carries_password(url):
+    if url and carries_password(url) and flag not in _WARNED:
+        _WARNED.add(flag)  # once a process: index --watch opens the database twice
         print(
             f"enhanced-memory: warning: the password in --{flag.replace('_', '-')} can be read"
             " by every user of this host in the process list; pass the URL in the"

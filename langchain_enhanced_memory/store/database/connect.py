@@ -105,7 +105,7 @@ def check_url(url: str) -> None:
         )
     if not _parsed_password(url)[0]:
         raise DatabaseError(
-            "the database URL cannot be read (URL not shown: it may hold a password)",
+            "the database URL cannot be read (so it is not shown)",
             "write it as postgresql://USER@HOST:PORT/DATABASE, percent-encoding special"
             " characters, or as key=value pairs",
         )
