@@ -113,7 +113,7 @@ class Database:
         cache: str | Path | None | Literal["default"] = "default",
         pool_size: int = POOL_SIZE,
     ) -> Database:
-        """Connect (pools shared per URL in this process) and bring the schema up to date.
+        """Connect (pools shared per URL and size in this process) and bring the schema up to date.
 
         Args:
             url: The primary (``postgresql://`` URL or ``key=value`` string).

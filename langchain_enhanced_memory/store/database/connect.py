@@ -1,9 +1,12 @@
-"""Connections to PostgreSQL: one pool per URL per process, errors as one redacted line.
+"""Connections to PostgreSQL: one pool per URL and size per process, errors as one redacted line.
 
 psycopg 3 and psycopg_pool are imported here and in this package only, and
 only when a database is used (the ``postgres`` extra). Every failure becomes a
 :class:`..core.errors.DatabaseError` whose message shows the URL with its
-password replaced by ``***``, and never the password anywhere else in it.
+password replaced by ``***``, and never the password anywhere else in it. A URL
+whose password libpq could read as another part (a raw ``/`` or ``@``), or that
+libpq cannot parse, is refused before libpq reads it, and shown nowhere
+(:func:`check_url`): libpq's own messages would quote pieces of it.
 """
 
 from __future__ import annotations
