@@ -34,6 +34,13 @@ class MemoryOptions(BaseModel):
     or database scopes' names (``["alice", "team:0.5"]``). Each hit then says its ``scope``."""
     database_url: str | None = None
     """PostgreSQL holding the database scopes (default: ``$ENHANCED_MEMORY_DATABASE_URL``)."""
+    read_url: str | None = None
+    """A streaming replica of ``database_url`` that searches read from (default:
+    ``$ENHANCED_MEMORY_READ_URL``); writes, and reads of this process's own writes, go to
+    ``database_url``."""
+    pool_size: int | None = Field(default=None, ge=1)
+    """The most connections this process opens to each database server (default:
+    ``$ENHANCED_MEMORY_POOL_SIZE``, else 8)."""
     embeddings: Embeddings | None = None
     """Any LangChain ``Embeddings``; when set, ``embedder`` is ignored."""
     embedder: Literal["auto", "ollama", "local", "none"] = "auto"
@@ -119,4 +126,10 @@ class MemoryOptions(BaseModel):
                 raise ValueError("give a workspace or scopes")
             return MemorySearch.from_config(config)
         self.check_folders()
-        return scoped_search(config, scope_specs(self.scopes), self.database_url)
+        return scoped_search(
+            config,
+            scope_specs(self.scopes),
+            self.database_url,
+            read_url=self.read_url,
+            pool_size=self.pool_size,
+        )

@@ -84,6 +84,10 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
             folder of None (or a list of names) for scopes of ``database_url``.
         database_url: PostgreSQL holding the database scopes (default:
             ``$ENHANCED_MEMORY_DATABASE_URL``).
+        read_url: A streaming replica of ``database_url`` searches read from (default:
+            ``$ENHANCED_MEMORY_READ_URL``).
+        pool_size: The most connections to each database server (default:
+            ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
         embeddings: Any LangChain ``Embeddings``; when set, ``embedder`` is ignored.
         embedder: ``auto`` (Ollama, then the local model, then keyword-only),
             ``ollama``, ``local`` or ``none``.

@@ -418,6 +418,8 @@ def create_memory_tools(
     *,
     scopes: dict[str, str | Path | None] | list[str] | None = None,
     database_url: str | None = None,
+    read_url: str | None = None,
+    pool_size: int | None = None,
     embedder: Literal["auto", "ollama", "local", "none"] = "auto",
     model: str | None = None,
     ollama_url: str | None = None,
@@ -439,6 +441,10 @@ def create_memory_tools(
             database scopes' names (see :class:`~.options.MemoryOptions`).
         database_url: PostgreSQL of the database scopes (default:
             ``$ENHANCED_MEMORY_DATABASE_URL``).
+        read_url: A streaming replica searches read from (default:
+            ``$ENHANCED_MEMORY_READ_URL``).
+        pool_size: The most connections to each database server (default:
+            ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
         embedder: ``auto``, ``ollama``, ``local`` or ``none``.
         model: Ollama embedding model (default ``nomic-embed-text``).
         ollama_url: Ollama's base URL.
@@ -458,6 +464,8 @@ def create_memory_tools(
         workspace=workspace,
         scopes=scopes,
         database_url=database_url,
+        read_url=read_url,
+        pool_size=pool_size,
         embedder=embedder,
         model=model,
         ollama_url=ollama_url,

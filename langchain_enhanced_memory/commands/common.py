@@ -37,6 +37,7 @@ __all__ = [
     "add_scope_arguments",
     "config_from_args",
     "database_scope",
+    "database_url",
     "dump",
     "embed_first",
     "engine_from_args",
@@ -176,7 +177,21 @@ def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
         "--database",
         metavar="URL",
         help="PostgreSQL holding the scopes (default: $ENHANCED_MEMORY_DATABASE_URL), e.g."
-        " postgresql://user@host/db",
+        " postgresql://user@host/db; keep the password out of it (every user sees a"
+        " command's arguments): $ENHANCED_MEMORY_DATABASE_URL, PGPASSWORD or ~/.pgpass",
+    )
+    p.add_argument(
+        "--read-url",
+        metavar="URL",
+        help="a streaming replica of --database that searches read from"
+        " (default: $ENHANCED_MEMORY_READ_URL); writes go to --database",
+    )
+    p.add_argument(
+        "--pool-size",
+        type=int,
+        metavar="N",
+        help="the most connections this process opens to each server"
+        " (default: $ENHANCED_MEMORY_POOL_SIZE, else 8)",
     )
 
 
@@ -207,10 +222,34 @@ def open_database(args: argparse.Namespace, settings: MemorySettings | None = No
     Raises:
         DatabaseError: Unreachable or refused (one line, the password never in it).
     """
-    from ..engine.scoped import DATABASE_ENV
-    from ..store.database import Database
+    from ..engine.scoped import DATABASE_ENV, connect_database
 
-    return Database.connect(args.database or os.environ[DATABASE_ENV], settings)
+    return connect_database(
+        database_url(args) or os.environ[DATABASE_ENV],
+        settings,
+        read_url=database_url(args, "read_url"),
+        pool_size=args.pool_size,
+    )
+
+
+_WARNED: set[str] = set()  # the flags whose password was warned of
+
+
+def database_url(args: argparse.Namespace, flag: str = "database") -> str | None:
+    """``--database`` (or ``--read-url``) as given; a password in it is warned of on stderr."""
+    from ..store.database.connect import carries_password
+
+    url: str | None = getattr(args, flag)
+    if url and carries_password(url) and flag not in _WARNED:
+        _WARNED.add(flag)  # once a process: index --watch opens the database twice
+        print(
+            f"enhanced-memory: warning: the password in --{flag.replace('_', '-')} can be read"
+            " by every user of this host in the process list; pass the URL in the"
+            " environment ($ENHANCED_MEMORY_DATABASE_URL, $ENHANCED_MEMORY_READ_URL),"
+            " or the password in PGPASSWORD or ~/.pgpass",
+            file=sys.stderr,
+        )
+    return url
 
 
 def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch | ScopedSearch:
@@ -234,7 +273,14 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
     config = config_from_args(args, workspace=".", **fields)
     specs = [parse_scope_arg(spec) for spec in args.scope]
     engines = POOL.get if POOL is not None else MemorySearch.from_config
-    return scoped_search(config, specs, args.database, engines=engines)
+    return scoped_search(
+        config,
+        specs,
+        database_url(args),
+        read_url=database_url(args, "read_url"),
+        pool_size=args.pool_size,
+        engines=engines,
+    )
 
 
 def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:

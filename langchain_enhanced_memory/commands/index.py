@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
-import socket
 import sys
 import threading
 from typing import TYPE_CHECKING
@@ -135,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _owner(engine: MemorySearch) -> str:
-    return f"{socket.gethostname()}:{os.path.realpath(engine.index.workspace)}"
+    from ..store.database import local_owner
+
+    return local_owner(engine.index.workspace)
 
 
 def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -> int:

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ..core.errors import ScopeError, shown
+from ..core.errors import ScopeError, SettingsError, shown
 from ..core.request import SearchRequest
 from ..core.results import Hit, SearchResponse
 from ..core.scopes import ScopeRef, merge_hits, validate_scope
@@ -29,11 +29,17 @@ from .answer import ms_since
 from .config import EngineConfig
 from .search import MemorySearch
 
+if TYPE_CHECKING:
+    from ..store.database import Database
+
 __all__ = [
     "DATABASE_ENV",
+    "POOL_SIZE_ENV",
+    "READ_URL_ENV",
     "ScopeSearcher",
     "ScopeSpec",
     "ScopedSearch",
+    "connect_database",
     "narrowed",
     "one_scope",
     "parse_scope_arg",
@@ -43,6 +49,10 @@ __all__ = [
 
 #: Where database scopes live when no ``database_url`` (``--database``) is given.
 DATABASE_ENV = "ENHANCED_MEMORY_DATABASE_URL"
+#: A streaming replica searches read from when no ``read_url`` (``--read-url``) is given.
+READ_URL_ENV = "ENHANCED_MEMORY_READ_URL"
+#: The most connections a process opens to each server when no ``pool_size`` is given.
+POOL_SIZE_ENV = "ENHANCED_MEMORY_POOL_SIZE"
 
 #: A scope as a caller names it: its reference, and its folder (None: a database scope).
 ScopeSpec = tuple[ScopeRef, Path | None]
@@ -304,11 +314,47 @@ def _union(lists: Iterable[list[str]]) -> list[str]:
     return list(out)
 
 
+def connect_database(
+    url: str,
+    settings: MemorySettings | None = None,
+    *,
+    read_url: str | None = None,
+    pool_size: int | None = None,
+) -> Database:
+    """The database of ``url``, connected (``read_url`` and ``pool_size``: from the environment).
+
+    Args:
+        url: The primary (a ``postgresql://`` URL or a ``key=value`` string).
+        settings: Chunking and embedding settings of what this process writes.
+        read_url: A streaming replica searches read from (default ``$ENHANCED_MEMORY_READ_URL``).
+        pool_size: The most connections to each server (default
+            ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
+
+    Raises:
+        SettingsError: A pool size that is not a whole number of at least 1.
+        DatabaseError: The database cannot be reached.
+    """
+    from ..store.database import POOL_SIZE, Database
+
+    read_url = read_url or os.environ.get(READ_URL_ENV) or None
+    if pool_size is None:
+        raw = os.environ.get(POOL_SIZE_ENV) or str(POOL_SIZE)
+        try:
+            pool_size = int(raw)
+        except ValueError:
+            raise SettingsError(f"must be a whole number, got {raw!r}", POOL_SIZE_ENV) from None
+    if pool_size < 1:
+        raise SettingsError(f"must be at least 1, got {pool_size}", "pool_size")
+    return Database.connect(url, settings, read_url, pool_size=pool_size)
+
+
 def scoped_search(
     config: EngineConfig,
     specs: Sequence[ScopeSpec],
     database_url: str | None = None,
     *,
+    read_url: str | None = None,
+    pool_size: int | None = None,
     engines: Callable[[EngineConfig], MemorySearch] = MemorySearch.from_config,
 ) -> ScopedSearch:
     """The search over ``specs``: a folder's scope searches its workspace, the others the database.
@@ -319,10 +365,13 @@ def scoped_search(
         specs: The scopes (:func:`parse_scope_arg`, :func:`scope_specs`).
         database_url: Where the scopes without a folder live (default:
             ``$ENHANCED_MEMORY_DATABASE_URL``).
+        read_url: A streaming replica their searches read from (:func:`connect_database`).
+        pool_size: The most connections to each server (:func:`connect_database`).
         engines: How a workspace's engine is made (the resident engine's pool).
 
     Raises:
         ScopeError: A scope without a folder and no database, or no scope.
+        SettingsError: A bad pool size.
         DatabaseError: The database cannot be reached.
     """
     specs = _checked(list(specs))
@@ -337,10 +386,11 @@ def scoped_search(
     folders = [resolve_workspace(folder) if folder else None for _, folder in specs]
     holds = []
     if in_database and database_url:
-        from ..store.database import Database
         from .database import DatabaseSearch
 
-        database = Database.connect(database_url, config.settings)
+        database = connect_database(
+            database_url, config.settings, read_url=read_url, pool_size=pool_size
+        )
         holds.append(database)
     members: list[tuple[ScopeRef, ScopeSearcher]] = []
     for (ref, _), folder in zip(specs, folders, strict=True):

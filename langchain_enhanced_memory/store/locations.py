@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
+import uuid
 
 from ..core.errors import EnhancedMemoryError
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INDEX_DIRNAME",
     "ResidentFiles",
+    "host_id",
     "make_private",
     "open_private",
     "private_dir",
@@ -141,6 +143,46 @@ def tighten(folder: str | os.PathLike[str]) -> None:
                     os.chmod(entry.path, stat.S_IMODE(st.st_mode) & 0o700)
         except OSError:
             continue
+
+
+def host_id() -> str:
+    """This host's random id (made once, kept in ``$XDG_STATE_HOME/enhanced-memory/host-id``).
+
+    What tells the publishers of scopes apart: unlike a hostname and a path, two
+    machines (containers with a fixed hostname, one folder bind-mounted in both)
+    cannot share it by accident, only by sharing or copying that file.
+
+    Raises:
+        EnhancedMemoryError: The state folder cannot be read or written.
+    """
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    folder = os.path.join(state, "enhanced-memory")
+    path = os.path.join(folder, "host-id")
+    try:
+        try:
+            with open(path, encoding="ascii") as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            pass
+        make_private(folder)
+        temp = f"{path}.{os.getpid()}.tmp"
+        with os.fdopen(open_private(temp, os.O_WRONLY | os.O_TRUNC), "w") as f:
+            f.write(f"{uuid.uuid4().hex}\n")
+        try:
+            os.link(temp, path)  # whole, and the first of two processes making it wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temp)
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnhancedMemoryError(
+            f"cannot keep this host's id in {folder}: {getattr(exc, 'strerror', None) or exc}",
+            "set XDG_STATE_HOME to a folder this user can write",
+        ) from None
 
 
 def private_dir() -> str:

@@ -218,12 +218,13 @@ def publish_kills(
         report.problems += problems
         if not killed:  # it ended before the kill: no kill
             if code == 0:
-                published, generation = dict(wsp.current), generation + 1
+                published, generation = dict(wsp.current), _generation(url, "alpha")
             continue
         report.kills += 1
         report.phases[mode] += 1
         now = _generation(url, "alpha")
-        if now == generation + 1:
+        # Generations only grow (a killed write may have drawn a number it never used).
+        if now > generation:
             report.landed += 1
             published, generation = dict(wsp.current), now
         elif now != generation:

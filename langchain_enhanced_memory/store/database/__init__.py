@@ -37,9 +37,10 @@ from ...core.settings import MemorySettings
 from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
 from ..index import MemoryIndex
+from ..locations import host_id
 from ..notes import MemoryLines, check_range
 from .cache import SegmentCache, default_cache_folder
-from .connect import Pool, release, shared_pool, shown_url
+from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, publish_folder
 from .schema import identity, migrate
@@ -48,16 +49,19 @@ from .segments import Segment, assemble, decode, live_rows
 if TYPE_CHECKING:
     import psycopg
 
-#: Segments read at once on a cold load (the pool holds up to 8 connections).
+#: Segments read at once on a cold load (on the pool's free connections only).
 FETCH_THREADS = 4
 FETCH_WAIT_S = 0.2  # for a free connection to read one on, else it is read in the caller's
 
-__all__ = ["Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
+__all__ = ["POOL_SIZE", "Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
 
 
 def local_owner(workspace: str | Path) -> str:
-    """Who publishes ``workspace`` from this host: ``host:realpath`` (a scope's owner)."""
-    return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()}"
+    """Who publishes ``workspace`` from here (a scope's owner): ``host:realpath (host ID)``.
+
+    The id (:func:`..locations.host_id`) tells apart two hosts of one hostname and path.
+    """
+    return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()} (host {host_id()})"
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class ScopeInfo:
 
     name: str
     backing: str  # "folder" or "database"
-    owner: str | None  # the publishing host:path of a folder-backed scope
+    owner: str | None  # who publishes a folder-backed scope (local_owner)
     generation: int
     model: str | None
     chunks: int
@@ -107,8 +111,9 @@ class Database:
         read_url: str | None = None,
         *,
         cache: str | Path | None | Literal["default"] = "default",
+        pool_size: int = POOL_SIZE,
     ) -> Database:
-        """Connect (pools shared per URL in this process) and bring the schema up to date.
+        """Connect (pools shared per URL and size in this process) and bring the schema up to date.
 
         Args:
             url: The primary (``postgresql://`` URL or ``key=value`` string).
@@ -119,20 +124,21 @@ class Database:
                 By default ``$ENHANCED_MEMORY_DATABASE_CACHE``, else
                 ``$XDG_CACHE_HOME/enhanced-memory/segments`` (``0`` there: none);
                 None: no copies.
+            pool_size: The most connections this process opens to each server.
 
         Raises:
             DatabaseError: Unreachable, refused, or a schema newer than this package's.
         """
         if cache == "default":
             cache = default_cache_folder()
-        writer = shared_pool(url)
+        writer = shared_pool(url, pool_size)
         try:
             with writer.connection("migrating the schema") as conn:
                 migrate(conn, shown_url(url))
                 # A role that may not read the database's identity searches without copies.
                 uid = None if cache is None else identity(conn)
                 copies = None if cache is None or uid is None else SegmentCache(cache, uid)
-            reader = shared_pool(read_url) if read_url and read_url != url else writer
+            reader = shared_pool(read_url, pool_size) if read_url and read_url != url else writer
         except BaseException:
             release(writer)
             raise
@@ -176,7 +182,7 @@ class Database:
             scope: The scope's name.
             index: The local index (its chunks must all have vectors of ``model_id``).
             model_id: The model of the vectors published (None: keyword-only).
-            owner: Who publishes (``host:path``): another owner is refused ...
+            owner: Who publishes (:func:`local_owner`): another owner is refused ...
             take_over: ... unless this is set.
 
         Raises:

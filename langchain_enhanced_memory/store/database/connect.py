@@ -1,9 +1,12 @@
-"""Connections to PostgreSQL: one pool per URL per process, errors as one redacted line.
+"""Connections to PostgreSQL: one pool per URL and size per process, errors as one redacted line.
 
 psycopg 3 and psycopg_pool are imported here and in this package only, and
 only when a database is used (the ``postgres`` extra). Every failure becomes a
 :class:`..core.errors.DatabaseError` whose message shows the URL with its
-password replaced by ``***``, and never the password anywhere else in it.
+password replaced by ``***``, and never the password anywhere else in it. A URL
+whose password libpq could read as another part (a raw ``/`` or ``@``), or that
+libpq cannot parse, is refused before libpq reads it, and shown nowhere
+(:func:`check_url`): libpq's own messages would quote pieces of it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from ...core.errors import DatabaseError, one_line
 
@@ -21,45 +24,123 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-__all__ = ["Pool", "redact", "shared_pool"]
+__all__ = ["Pool", "carries_password", "check_url", "redact", "shared_pool", "shown_url"]
 
-# user:password@ in a URL (also a mistyped one), and password=... in a key=value string.
+# user:password@ in any text (also a mistyped URL), and password=... in a key=value string:
+# a quoted value (backslash escapes, maybe unterminated) or an unquoted one (escapes too).
 _URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
-_KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_KEY_SECRET = re.compile(
+    r"(password\s*=\s*)('(?:[^'\\]|\\.)*(?:'|\\?$)|(?:\\.|\\$|[^\s\\])+)", re.IGNORECASE
+)
+_UNESCAPE = re.compile(r"\\(.)")
+#: What messages show instead of a URL that cannot be read (its text may hold a password).
+UNREADABLE = "(a URL that cannot be read, not shown)"
 CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 5.0
+#: Connections a process keeps at most to one server (``$ENHANCED_MEMORY_POOL_SIZE``).
+POOL_SIZE = 8
 
 
-def _password(url: str) -> str | None:
+def _userinfo(url: str) -> str | None:
+    """The ``user[:password]`` of a ``scheme://`` URL: all before its last ``@`` (None: none).
+
+    The last ``@``, not the first as libpq reads it: a raw ``@`` or ``/`` in a password
+    is then inside what is masked, never shown as a host or a database name.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme.isidentifier() or "@" not in rest:
+        return None
+    return rest.rpartition("@")[0]
+
+
+def _parsed_password(url: str) -> tuple[bool, str | None]:
+    """Whether libpq reads ``url`` (psycopg absent: assumed so), and the password it uses."""
     try:
-        secret = urlsplit(url).password
-    except ValueError:
-        secret = None
-    if secret is None:
-        found = _URL_SECRET.search(url)
-        secret = found.group(2) if found else None
-    if not secret:
-        found = _KEY_SECRET.search(url)
-        secret = found.group(2).strip("'") if found else None
-    return unquote(secret) if secret else None
+        from psycopg import conninfo
+    except ImportError:
+        return True, None
+    try:
+        password = conninfo.conninfo_to_dict(url).get("password")
+    except Exception:  # noqa: BLE001 (libpq's parse errors come in several kinds)
+        return False, None
+    return True, None if password is None else str(password)
+
+
+def _secrets(url: str) -> list[str]:
+    """Each form of each password in ``url`` (as written, decoded, unescaped), longest first."""
+    found: set[str] = set()
+    info = _userinfo(url)
+    if info and ":" in info:
+        raw = info.split(":", 1)[1]
+        found |= {raw, unquote(raw)}
+    for match in _URL_SECRET.finditer(url):  # a mistyped URL's (no "://")
+        found |= {match.group(2), unquote(match.group(2))}
+    for match in _KEY_SECRET.finditer(url):
+        raw = match.group(2)
+        inner = raw[1:].removesuffix("'") if raw.startswith("'") else raw
+        found |= {raw, inner, _UNESCAPE.sub(r"\1", inner), unquote(inner)}
+    password = _parsed_password(url)[1]
+    if password:
+        found.add(password)
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def carries_password(url: str) -> bool:
+    """Whether ``url`` holds a password (in its ``user:password@`` or a ``password=``)."""
+    return bool(_secrets(url))
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL whose password could be read as another part of it, or that libpq cannot read.
+
+    Such a URL is never shown: libpq would name a piece of its password as a host, a
+    port or a database (``user:pa/ss@host`` reads as host ``user``, port ``pa``).
+
+    Raises:
+        DatabaseError: The URL is refused (its text is in no part of the message).
+    """
+    info = _userinfo(url)
+    if info and ":" in info and ("/" in info or "@" in info):
+        raise DatabaseError(
+            "the database URL's user name or password holds a raw '/' or '@' (URL not shown):"
+            " percent-encode them (/ as %2F, @ as %40)",
+            "or pass the password another way (PGPASSWORD, ~/.pgpass)",
+        )
+    if not _parsed_password(url)[0]:
+        raise DatabaseError(
+            "the database URL cannot be read (so it is not shown)",
+            "write it as postgresql://USER@HOST:PORT/DATABASE, percent-encoding special"
+            " characters, or as key=value pairs",
+        )
 
 
 def redact(text: str, url: str) -> str:
     """``text`` with the password of ``url`` (and any other URL's or ``password=``'s) as ``***``."""
-    secret = _password(url)
-    if secret:
+    for secret in _secrets(url):
         text = text.replace(secret, "***")
     text = _URL_SECRET.sub(r"\1***@", text)
     return _KEY_SECRET.sub(r"\1***", text)
 
 
 def shown_url(url: str) -> str:
-    """The URL as messages show it (password redacted, whitespace collapsed)."""
+    """The URL as messages show it (password as ``***``; :data:`UNREADABLE` for a refused one)."""
+    try:
+        check_url(url)
+    except DatabaseError:
+        return UNREADABLE
+    info = _userinfo(url)
+    if info and ":" in info:  # masked before any parsing: the user, then all up to the last @
+        scheme, _, rest = url.partition("://")
+        url = f"{scheme}://{info.split(':', 1)[0]}:***@{rest.rpartition('@')[2]}"
     return one_line(redact(url, url), 120)
 
 
 def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
-    """The one-line error of ``exc`` on database ``url``."""
+    """The one-line error of ``exc`` on database ``url`` (a refused URL's: no text of ``exc``)."""
+    try:
+        check_url(url)
+    except DatabaseError as refused:
+        return refused
     what = one_line(redact(str(exc) or type(exc).__name__, url), 200)
     where = f"database {shown_url(url)}"
     return DatabaseError(f"{where}: {doing + ': ' if doing else ''}{what}")
@@ -82,21 +163,24 @@ class Pool:
 
     Args:
         url: A ``postgresql://`` URL or a ``key=value`` connection string.
+        size: The most connections it opens (one is kept open).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, size: int = POOL_SIZE) -> None:
         self.url = url
+        self.size = size
         psycopg, psycopg_pool = _modules()
         self._psycopg = psycopg
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
+        check_url(url)  # before libpq reads it: its errors could quote a piece of the password
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
         self.probe()
         self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
-            max_size=8,
+            max_size=size,
             open=True,
             timeout=POOL_TIMEOUT_S,
             check=psycopg_pool.ConnectionPool.check_connection,
@@ -143,16 +227,16 @@ class Pool:
         self._pool.close()
 
 
-_POOLS: dict[str, Pool] = {}
+_POOLS: dict[tuple[str, int], Pool] = {}
 _LOCK = threading.Lock()
 
 
-def shared_pool(url: str) -> Pool:
-    """This process's pool of ``url`` (made on first use; :func:`release` when done)."""
+def shared_pool(url: str, size: int = POOL_SIZE) -> Pool:
+    """This process's pool of ``url`` and ``size`` (made on first use; :func:`release` it)."""
     with _LOCK:
-        pool = _POOLS.get(url)
+        pool = _POOLS.get((url, size))
         if pool is None:
-            pool = _POOLS[url] = Pool(url)
+            pool = _POOLS[url, size] = Pool(url, size)
         pool.users += 1
         return pool
 
@@ -161,6 +245,6 @@ def release(pool: Pool) -> None:
     """One user less of ``pool``; the last one closes it."""
     with _LOCK:
         pool.users -= 1
-        if pool.users <= 0 and _POOLS.get(pool.url) is pool:
-            del _POOLS[pool.url]
+        if pool.users <= 0 and _POOLS.get((pool.url, pool.size)) is pool:
+            del _POOLS[pool.url, pool.size]
             pool.close()

@@ -95,8 +95,8 @@ def append_note(
     store(conn, scope, [(segment, hashes)] if segment.chunks else [])
     tidy(conn, scope, fetch)
     generation = conn.execute(
-        "UPDATE em_scopes SET generation = generation + 1, model = %s, dim = %s, chunker = %s,"
-        " updated = now() WHERE name = %s RETURNING generation",
+        "UPDATE em_scopes SET generation = nextval('em_generations'), model = %s, dim = %s,"
+        " chunker = %s, updated = now() WHERE name = %s RETURNING generation",
         (model, segment.vectors.matrix.shape[1] if segment.vectors else None, chunker, scope),
     ).fetchone()
     assert generation is not None

@@ -109,7 +109,8 @@ def publish_folder(
             f"scope {scope} is database-backed: its notes are written with remember,"
             " not published from a folder"
         )
-    if had_owner and had_owner != owner and not take_over:
+    # An owner written before host ids is "host:path": this host's then, as it was.
+    if had_owner and had_owner not in (owner, owner.partition(" (host ")[0]) and not take_over:
         raise ScopeError(
             f"scope {scope} is published from {had_owner}; pass --take-over to publish it from here"
         )
@@ -147,8 +148,9 @@ def publish_folder(
     moved = bool(changed or deleted or rewrite or had_owner != owner)
     if moved:
         row = conn.execute(
-            "UPDATE em_scopes SET generation = generation + 1, owner = %s, model = %s, dim = %s,"
-            " chunker = %s, updated = now() WHERE name = %s RETURNING generation",
+            "UPDATE em_scopes SET generation = nextval('em_generations'), owner = %s,"
+            " model = %s, dim = %s, chunker = %s, updated = now() WHERE name = %s"
+            " RETURNING generation",
             (owner, model_id, snap.vectors.dim if snap.vectors else None, chunker, scope),
         ).fetchone()
         generation = int(row[0]) if row else generation

@@ -10,8 +10,10 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
 
 * ``em_scopes``: one row per scope: its backing (``folder``: published from a
   host's workspace; ``database``: notes written here), the folder's owner
-  (``host:path``), the generation (bumped by every committed write: what
-  searchers compare), the model of its vectors and the chunker that made its chunks.
+  (``host:path (host ID)``), the generation (what searchers compare: every committed
+  write sets it to the next value of the database's ``em_generations`` sequence, so
+  no number is ever used twice, even by a scope deleted and made again), the
+  model of its vectors and the chunker that made its chunks.
 * ``em_segments``: immutable blobs (:mod:`.segments`), each the chunk rows,
   postings and vectors of some files of one scope.
 * ``em_files``: each live file of a scope, its content hash and the one segment
@@ -86,6 +88,13 @@ MIGRATIONS: list[list[str]] = [
         # The database's identity: what a host's copies of its segments are kept under.
         "CREATE TABLE em_identity (id uuid NOT NULL DEFAULT gen_random_uuid())",
         "INSERT INTO em_identity DEFAULT VALUES",
+    ],
+    [
+        # Generations drawn from one sequence, never reset: a scope deleted and made again
+        # never repeats a generation a reader holds. It starts past every generation so far.
+        "CREATE SEQUENCE em_generations",
+        "SELECT setval('em_generations', coalesce(max(generation), 1), max(generation) IS NOT NULL)"
+        " FROM em_scopes",
     ],
 ]
 
