@@ -53,6 +53,7 @@ from .core.errors import (
 from .core.filters import KIND_SCHEMA
 from .core.request import SearchRequest, argument_errors
 from .core.settings import MemorySettings
+from .core.text import escape_controls
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
@@ -121,7 +122,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
         line = one_line(message)
-        return f"Error: {line}", {"error": line}
+        return f"Error: {escape_controls(line)}", {"error": line}
 
 
 class _Input(BaseModel):
@@ -225,8 +226,10 @@ class MemorySearchTool(_MemoryTool):
             blocks.append(block)
         if not blocks:
             why = f" ({response.filter_note})" if response.filter_note else ""
-            return f"No memory matches {shown(query)}{why}.", artifact
-        return "\n\n".join(blocks), artifact
+            return escape_controls(f"No memory matches {shown(query)}{why}."), artifact
+        # What the model reads is cleaned as the terminal's text is: a note's escape
+        # sequences or bidirectional overrides must not reach it as they are.
+        return escape_controls("\n\n".join(blocks), keep="\n"), artifact
 
 
 # --------------------------------------------------------------------- get
@@ -273,11 +276,11 @@ class MemoryGetTool(_MemoryTool):
             return self._error(str(exc))
         got = tool_json.get(engine, path, from_line, lines)
         if got.get("disabled"):
-            return f"Error: {got['error']}", got
+            return escape_controls(f"Error: {got['error']}"), got
         if "from" not in got:
-            return f"No such memory file: {got['path']} (search first).", got
+            return escape_controls(f"No such memory file: {got['path']} (search first)."), got
         if not got["lines"]:
-            return f"{got['path']} is empty.", got
+            return escape_controls(f"{got['path']} is empty."), got
         numbered = "\n".join(
             f"{n:>5}  {line}" for n, line in enumerate(got["text"].split("\n"), got["from"])
         )
@@ -287,7 +290,9 @@ class MemoryGetTool(_MemoryTool):
             if got["to"] < got["totalLines"]
             else ""
         )
-        return f"{got['path']}:{got['from']}-{got['to']}\n{numbered}{more}", got
+        # Cleaned as ``get`` prints it: the note's own lines and tabs, no control characters.
+        text = f"{got['path']}:{got['from']}-{got['to']}\n{numbered}{more}"
+        return escape_controls(text, keep="\n\t"), got
 
 
 # ---------------------------------------------------------------- salience
@@ -403,7 +408,7 @@ class MemoryAppendTool(_MemoryTool):
             return self._error(str(exc))
         where = f" under '{done['section']}'" if done["section"] else ""
         into = f"{scope}: " if scope else ""
-        return f"Remembered in {into}{done['path']}:{done['line']}{where}.", done
+        return escape_controls(f"Remembered in {into}{done['path']}:{done['line']}{where}."), done
 
 
 def create_memory_tools(

@@ -245,3 +245,25 @@ def test_search_tool_and_retriever_take_a_corpus(tools, workspace):
     retriever = EnhancedMemoryRetriever(workspace=workspace, embedder="none")
     docs = retriever.invoke("Postgres", filter={"corpus": "sessions"})
     assert [d.metadata["path"] for d in docs] == ["sessions/s1.jsonl"]
+
+
+def test_tool_text_escapes_control_characters_of_the_notes(tmp_path):
+    # A note can hold an escape sequence or a bidirectional override (pasted, or planted to
+    # steer the model); the text the model reads shows them escaped, as the terminal does.
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    planted = "# Vault \x1b]0;pwned\x07\n\nThe vault code is 1234 \u202e4321 \x1b[2J done.\n"
+    (ws / "memory" / "2026-02-08.md").write_text(planted, encoding="utf-8")
+    tools = {t.name: t for t in create_memory_tools(ws, embedder="none", now=NOW)}
+    found = _call(tools["memory_search"], {"query": "vault code"}).content
+    read = _call(tools["memory_get"], {"path": "memory/2026-02-08.md"}).content
+    for text in (found, read):
+        assert not {"\x1b", "\x07", "\u202e"} & set(text)
+        assert "\\x1b]0;pwned\\x07" in text and "\\u202e4321 \\x1b[2J" in text
+    assert read.splitlines()[3].split(None, 1) == [
+        "3",
+        "The vault code is 1234 \\u202e4321 \\x1b[2J done.",
+    ]
+    # The artifact is the JSON for code: the note's own characters.
+    art = _call(tools["memory_get"], {"path": "memory/2026-02-08.md"}).artifact
+    assert "\u202e4321" in art["text"]
