@@ -27,26 +27,43 @@ in the words ``serve`` and the command line use: a bad or unknown argument
 a refused, missing or unreadable ``memory_get`` path, a refused write. Transports:
 stdio (the default) or streamable HTTP bound to 127.0.0.1. Calls run one at a
 time on the server's event loop (the engine keeps per-process caches).
+
+Over HTTP a guard in front of the SDK's app answers what ``serve`` answers: a
+``Host`` of 127.0.0.1, localhost, [::1], the bound host or an ``allow_hosts``
+name (else 421); no ``Origin`` or one of the exact ``http://NAME:PORT`` of those
+names and the bound port (else 403; the SDK's own check takes any port of
+localhost, another web page); a POST body of at most the SDK's limit (413) that
+Python's JSON parser can read to the end (nested too deeply: 400, where the SDK
+answered 500 and printed a traceback). Each refusal is one line of JSON-RPC
+error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.types import Tool, ToolAnnotations
 from pydantic import Field, ValidationError, WithJsonSchema
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 
 from ..analysis import tool_json
 from ..core.errors import EnhancedMemoryError, one_line
 from ..core.filters import KIND_SCHEMA
 from ..core.request import SearchRequest, argument_errors, check_corpus
 from ..engine.scoped import ScopedSearch, narrowed, one_scope
+from .http import BadRequest, allowed_hosts, allowed_origins, check_origin, parse_json
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Message, Receive, Send
+    from starlette.types import Scope as Connection
+
     from ..engine import MemorySearch
 
 __all__ = ["SERVER_NAME", "build_server"]
@@ -76,12 +93,99 @@ Kinds = Annotated[
 ]
 
 
+# JSON-RPC's error codes: a body that is not JSON, a request refused as it is.
+_PARSE_ERROR = -32700
+_INVALID_REQUEST = -32600
+
+
+class _Guard:
+    """ASGI middleware in front of streamable HTTP: ``serve``'s Host, Origin and body checks."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], origins: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+
+    async def __call__(self, scope: Connection, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # lifespan: the SDK's session manager starts there
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        try:
+            check_origin(headers.get("host"), headers.get("origin"), self.hosts, self.origins)
+            if scope["method"] != "POST":
+                await self.app(scope, receive, send)
+                return
+            body = await _read_body(headers, receive)
+            if body is None:  # the client left
+                return
+            parse_json(body)  # what the SDK's parser cannot read ends here, not in a 500
+        except BadRequest as exc:
+            message = one_line(f"{exc} ({exc.action})" if exc.action else str(exc))
+            code = _PARSE_ERROR if exc.status == 400 else _INVALID_REQUEST
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+            await JSONResponse(error, exc.status)(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+async def _read_body(headers: Headers, receive: Receive) -> bytes | None:
+    """The whole request body, at most the SDK's limit (raises :class:`BadRequest`, 413)."""
+    too_big = BadRequest(413, f"request body over {DEFAULT_MAX_REQUEST_BODY_SIZE} bytes")
+    length = headers.get("content-length", "")
+    if length.isascii() and length.isdigit() and int(length) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        raise too_big
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            raise too_big
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that first gives the body already read, then what the client sends next."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class _Server(FastMCP):
     """FastMCP whose tools refuse unknown arguments and say each problem in one line.
 
     The SDK ignores arguments a tool does not take and answers pydantic's own text
     (lines per error, with URLs); ``serve`` refuses the first and words the second.
+    Its HTTP app has the :class:`_Guard` in front.
     """
+
+    guard: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+    """The Host names and the Origins answered over HTTP."""
+
+    def streamable_http_app(self) -> Starlette:
+        """The SDK's app behind the guard."""
+        app = super().streamable_http_app()
+        app.add_middleware(_Guard, hosts=self.guard[0], origins=self.guard[1])
+        return app
+
+    def sse_app(self, mount_path: str | None = None) -> Starlette:
+        """The SDK's SSE app (the command line serves streamable HTTP) behind the guard too."""
+        app = super().sse_app(mount_path)
+        app.add_middleware(_Guard, hosts=self.guard[0], origins=self.guard[1])
+        return app
 
     async def list_tools(self) -> list[Tool]:
         """The tools, each schema closed to other arguments."""
@@ -127,6 +231,7 @@ def build_server(
     now: datetime | None = None,
     host: str = "127.0.0.1",
     port: int = 8766,
+    allow_hosts: Iterable[str] = (),
 ) -> FastMCP:
     """An MCP server over one engine.
 
@@ -136,7 +241,12 @@ def build_server(
         now: Fixed clock for searches and "today" (replays, tests); default the real one.
         host: Where streamable HTTP binds (loopback unless told otherwise).
         port: Its port.
+        allow_hosts: Other names clients reach it by (``Host``; their origins on ``port``).
+
+    Raises:
+        ValueError: ``host`` or an ``allow_hosts`` value is not a host name.
     """
+    hosts = allowed_hosts(host, allow_hosts)
     server = _Server(
         SERVER_NAME,
         instructions=(
@@ -147,7 +257,10 @@ def build_server(
         host=host,
         port=port,
         log_level="WARNING",
+        # The guard checks Host and Origin, exactly; the SDK's check would take any port.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    server.guard = (hosts, allowed_origins(hosts, port))
 
     @server.tool(annotations=_READ)
     def memory_search(

@@ -345,3 +345,69 @@ def test_streamable_http_on_loopback(ws: Path, fake_ollama: FakeOllama) -> None:
 def test_bad_port_is_one_line_exit_2(ws: Path) -> None:
     r = run_cli("mcp", "--workspace", str(ws), "--embedder", "none", "--http", "--port", "0")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--port" in r.stderr
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+@pytest.mark.timeout(120)
+def test_http_refuses_foreign_origins_and_unreadable_bodies_in_one_line(ws: Path) -> None:
+    port = unused_port()
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--workspace", str(ws), "--embedder", "none", "--http",
+         "--port", str(port), "--allow-host", "mybox.lan"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def post(body: bytes, **headers: str) -> httpx.Response:
+        headers = {"Content-Type": "application/json", **accept, **headers}
+        return httpx.post(url, content=body, headers=headers, timeout=30)
+
+    def refused(response: httpx.Response, status: int) -> str:
+        assert response.status_code == status, response.text
+        assert "\n" not in response.text.strip()
+        doc = response.json()
+        assert doc["jsonrpc"] == "2.0" and doc["id"] is None
+        return str(doc["error"]["message"])
+
+    hello = json.dumps(INITIALIZE).encode()
+    try:
+        wait_for_http(url, proc)
+        # 60 KB of brackets: the SDK answered 500 and printed a 60-line traceback.
+        nested = post(b"[" * 30_000 + b"]" * 30_000)
+        assert refused(nested, 400) == "body is JSON nested too deeply"
+        assert nested.json()["error"]["code"] == -32700
+        # A page on another port of localhost is another origin (the SDK took localhost:*).
+        message = refused(post(hello, Origin="http://localhost:3000"), 403)
+        assert message.startswith("Invalid Origin header: 'http://localhost:3000'")
+        origins = [f"http://{n}:{port}" for n in ("127.0.0.1", "[::1]", "localhost", "mybox.lan")]
+        assert f"answers the origins {', '.join(origins)} only" in message
+        assert refused(post(hello, Host="attacker.example:80"), 421).startswith(
+            "Invalid Host header"
+        )
+        assert refused(post(b" " * (4 * 1024 * 1024 + 1)), 413).startswith("request body over")
+        # The server's own origins, and a name it was told of, are answered: still serving.
+        for host, origin in [
+            (f"127.0.0.1:{port}", f"http://localhost:{port}"),
+            (f"mybox.lan:{port}", f"http://mybox.lan:{port}"),
+            (f"127.0.0.1:{port}", None),
+        ]:
+            extra = {"Host": host} | ({"Origin": origin} if origin else {})
+            answer = post(hello, **extra)
+            assert answer.status_code == 200, (host, origin, answer.text)
+            assert '"serverInfo"' in answer.text
+    finally:
+        stop(proc, timeout=20)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
