@@ -1,6 +1,9 @@
 """LangChain tools over one memory workspace: search, get, salience, cross-references, append.
 
-Each tool is a ``BaseTool`` with a pydantic ``args_schema``; all return
+Each tool is a ``BaseTool`` whose ``args_schema`` comes from :mod:`.analysis.tool_args`,
+the schema the MCP server shows too: the same names (``memory_crossref`` for the
+related notes) and OpenClaw's argument names (``maxResults``, ``minScore``,
+``from``), so a prompt written for one face works on the other. All return
 ``content_and_artifact``: a compact text an LLM can read and cite
 (``memory/2026-02-08.md:7-12``), plus the full JSON as the ``ToolMessage``
 artifact for code. Refused or failed calls (a path outside the memory, no graph
@@ -25,22 +28,27 @@ notes while it writes.
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
+from langchain_core.tools.base import ArgsSchema
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from .analysis import salience, tool_json
+from .analysis.tool_args import (
+    CROSSREF,
+    RENAMED,
+    MemoryAppendInput,
+    MemoryAppendScopedInput,
+    MemoryCrossrefInput,
+    MemoryGetInput,
+    MemoryGetScopedInput,
+    MemorySalienceInput,
+    MemorySearchInput,
+    MemorySearchScopedInput,
+)
 from .core.errors import (
     CrossrefError,
     NoteError,
@@ -50,8 +58,7 @@ from .core.errors import (
     one_line,
     shown,
 )
-from .core.filters import KIND_SCHEMA
-from .core.request import SearchRequest, argument_errors
+from .core.request import SearchRequest, argument_errors, check_corpus
 from .core.settings import MemorySettings
 from .core.text import escape_controls
 from .engine import MemorySearch
@@ -70,7 +77,8 @@ __all__ = [
 
 
 def _refused(exc: ValidationError) -> str:
-    return "\n".join(f"Error: {e}" for e in argument_errors(exc.errors(include_url=False)))
+    errors = argument_errors(exc.errors(include_url=False), RENAMED)
+    return "\n".join(f"Error: {e}" for e in errors)
 
 
 class _MemoryTool(BaseTool, MemoryOptions):
@@ -99,6 +107,15 @@ class _MemoryTool(BaseTool, MemoryOptions):
             self.args_schema = self.scoped_schema
         return self
 
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The arguments a model is shown: the schema itself, in OpenClaw's names (its aliases).
+
+        LangChain's default rebuilds it from the fields' Python names (``max_results``),
+        which the schema does not take; the MCP server shows this same schema.
+        """
+        return self.args_schema or super().tool_call_schema
+
     def get_engine(self) -> MemorySearch | ScopedSearch:
         """The engine, created on first use (once, when threads call at once)."""
         with self._engine_lock:
@@ -125,48 +142,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
         return f"Error: {escape_controls(line)}", {"error": line}
 
 
-class _Input(BaseModel):
-    """Tool arguments: an argument the tool does not take is refused, as in ``serve``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
 # ------------------------------------------------------------------ search
-class MemorySearchInput(_Input):
-    """Arguments of ``memory_search``."""
-
-    query: str = Field(description="What to look for, in natural language; dates allowed.")
-    k: int = Field(5, ge=1, le=50, description="How many results to return.")
-    min_score: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="Drop results scoring below this (0..1, the chance of answering).",
-    )
-    since: str | None = Field(
-        None, description="Only notes from this day on: ISO date or words ('last week', '上个月')."
-    )
-    until: str | None = Field(None, description="Only notes up to this day: ISO date or words.")
-    path: str | None = Field(
-        None, description="Only files matching this glob or prefix, e.g. memory/topics/**."
-    )
-    # Checked by SearchRequest, in the words every entry point uses.
-    kind: Annotated[Any, WithJsonSchema(KIND_SCHEMA)] = Field(
-        None, description="Only these kinds of file, one or a list: core (MEMORY.md), daily, topic."
-    )
-    corpus: str | None = Field(
-        None, description="memory (notes), sessions (past conversations) or all (default)."
-    )
-
-
-class MemorySearchScopedInput(MemorySearchInput):
-    """Arguments of ``memory_search`` over scopes."""
-
-    scope: str | list[str] | None = Field(
-        None, description="The scope(s) to search: a name or a list (default: all of them)."
-    )
-
-
 class MemorySearchTool(_MemoryTool):
     """Hybrid, date-aware search over the agent's markdown memory.
 
@@ -192,20 +168,20 @@ class MemorySearchTool(_MemoryTool):
     def _run(
         self,
         query: str,
-        k: int = 5,
+        max_results: int = 6,
         min_score: float | None = None,
+        corpus: str = "all",
         since: str | None = None,
         until: str | None = None,
         path: str | None = None,
         kind: str | list[str] | None = None,
-        corpus: str | None = None,
         scope: str | list[str] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         flt = {"since": since, "until": until, "path": path, "kind": kind, "corpus": corpus}
         try:
             request = SearchRequest.from_body(
-                {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now
+                {"query": query, "k": max_results, "min_score": min_score, **flt}, now=self.now
             )
             engine = narrowed(self.get_engine(), scope)
             response, artifact = tool_json.search(engine, request)
@@ -233,24 +209,6 @@ class MemorySearchTool(_MemoryTool):
 
 
 # --------------------------------------------------------------------- get
-class MemoryGetInput(_Input):
-    """Arguments of ``memory_get``."""
-
-    path: str = Field(description="Memory file path as search shows it: memory/2026-02-08.md")
-    from_line: int = Field(1, ge=1, alias="from", description="First line to read (1-based).")
-    lines: int | None = Field(None, ge=1, description="How many lines (default: to the end).")
-
-    model_config = ConfigDict(populate_by_name=True)  # and _Input's extra="forbid"
-
-
-class MemoryGetScopedInput(MemoryGetInput):
-    """Arguments of ``memory_get`` over scopes."""
-
-    scope: str | None = Field(
-        None, description="The scope the file is in, as search gave it (needed if several)."
-    )
-
-
 class MemoryGetTool(_MemoryTool):
     """Read lines of one memory file (confined to the workspace's memory files)."""
 
@@ -267,12 +225,14 @@ class MemoryGetTool(_MemoryTool):
         path: str,
         from_line: int = 1,
         lines: int | None = None,
+        corpus: str = "all",
         scope: str | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
+            check_corpus(corpus)
             engine = one_scope(self.get_engine(), scope)
-        except ScopeError as exc:
+        except (RequestError, ScopeError) as exc:
             return self._error(str(exc))
         got = tool_json.get(engine, path, from_line, lines)
         if got.get("disabled"):
@@ -296,12 +256,6 @@ class MemoryGetTool(_MemoryTool):
 
 
 # ---------------------------------------------------------------- salience
-class MemorySalienceInput(_Input):
-    """Arguments of ``memory_salience``."""
-
-    top: int = Field(3, ge=1, le=50, description="How many files needing attention to list.")
-
-
 class MemorySalienceTool(_MemoryTool):
     """Which memory files need review: stale topics, unreviewed daily notes, search gaps."""
 
@@ -325,33 +279,28 @@ class MemorySalienceTool(_MemoryTool):
 
 
 # ---------------------------------------------------------------- crossref
-class MemoryCrossrefInput(_Input):
-    """Arguments of ``memory_crossref``."""
-
-    path: str | None = Field(
-        None,
-        description="A memory file to show links of; omit for the graph overview.",
-    )
-
-
 class MemoryCrossrefTool(_MemoryTool):
     """Cross-references between memory files (built from the index's vectors)."""
 
-    name: str = "memory_crossref"
+    name: str = CROSSREF
     description: str = (
-        "Show which memory files and sections are related to a file (path=...), or, "
-        "without a path, the most connected files of the memory."
+        "Show which memory files and sections are related to a file (path=...), or to one "
+        "search result (path and its startLine), or, without a path, the most connected "
+        "files of the memory."
     )
     args_schema: type[BaseModel] = MemoryCrossrefInput
     build_if_missing: bool = True
     """Build the graph on first use when vectors are available."""
 
     def _run(
-        self, path: str | None = None, run_manager: CallbackManagerForToolRun | None = None
+        self,
+        path: str | None = None,
+        start_line: int | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
             engine = self.workspace_engine()
-            shown = tool_json.related(engine, path, build=self.build_if_missing)
+            shown = tool_json.related(engine, path, line=start_line, build=self.build_if_missing)
         except (CrossrefError, NoteError, ScopeError) as exc:
             return self._error(str(exc))
         if path is None:
@@ -360,25 +309,6 @@ class MemoryCrossrefTool(_MemoryTool):
 
 
 # ------------------------------------------------------------------ append
-class MemoryAppendInput(_Input):
-    """Arguments of ``memory_append``."""
-
-    text: str = Field(description="What to remember, one fact or decision in plain words.")
-    section: str | None = Field(
-        None, description="A header to file it under (created once), e.g. 'Decisions'."
-    )
-    file: str | None = Field(
-        None,
-        description="A memory file (MEMORY.md or memory/...md) instead of today's daily note.",
-    )
-
-
-class MemoryAppendScopedInput(MemoryAppendInput):
-    """Arguments of ``memory_append`` over scopes."""
-
-    scope: str | None = Field(None, description="The scope to write to (needed if several).")
-
-
 class MemoryAppendTool(_MemoryTool):
     """Write memory: append a bullet to today's daily note or a memory file (atomic)."""
 

@@ -1,24 +1,25 @@
 """The memory as an MCP server (``enhanced-memory mcp``), on the official SDK's FastMCP.
 
 Tools, each answering the JSON the command line prints (built by
-:mod:`..analysis.tool_json`, the builder the LangChain tools use):
+:mod:`..analysis.tool_json`, the builder the LangChain tools use), with the
+LangChain tools' names and arguments (one schema each,
+:mod:`..analysis.tool_args`):
 
 - ``memory_search``: OpenClaw's arguments (``query``, ``maxResults``,
   ``minScore``, ``corpus``) plus the filters ``since``, ``until``, ``path``,
   ``kind``; answers ``search --json``.
 - ``memory_get``: OpenClaw's ``path``, ``from``, ``lines``; answers ``get --json``.
 - ``memory_salience``: ``salience --json``.
-- ``memory_related``: cross-references of a file, or of one result
+- ``memory_crossref``: cross-references of a file, or of one result
   (``path`` and ``startLine``), or the graph overview.
 - ``memory_status``: index state, embedder, counts, staleness.
 - ``memory_append``: only with ``allow_write`` (``--allow-write``).
 
-``memory_search``, ``memory_get`` and ``memory_append`` take a ``scope``: on a
-server started with scopes (``mcp --scope``), the scope(s) to search (default:
-all) or the one to read or write (needed when there are several); on a
-single workspace's server any scope is refused. A server over scopes offers
-those three and not the tools of one workspace's index (salience, related,
-status).
+On a server started with scopes (``mcp --scope``), ``memory_search``,
+``memory_get`` and ``memory_append`` take a ``scope``: the scope(s) to search
+(default: all) or the one to read or write (needed when there are several). A
+server over scopes offers those three and not the tools of one workspace's
+index (salience, crossref, status).
 
 All but ``memory_append`` carry ``readOnlyHint``. Every refusal is a tool
 error (``isError``) of one line per problem, ``<tool>: <argument>: <problem>``
@@ -40,21 +41,33 @@ error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.types import Tool, ToolAnnotations
-from pydantic import Field, ValidationError, WithJsonSchema
+from pydantic import BaseModel, ValidationError
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
 from ..analysis import tool_json
+from ..analysis.tool_args import (
+    CROSSREF,
+    RENAMED,
+    MemoryAppendInput,
+    MemoryAppendScopedInput,
+    MemoryCrossrefInput,
+    MemoryGetInput,
+    MemoryGetScopedInput,
+    MemorySalienceInput,
+    MemorySearchInput,
+    MemorySearchScopedInput,
+    MemoryStatusInput,
+)
 from ..core.errors import EnhancedMemoryError, one_line
-from ..core.filters import KIND_SCHEMA
 from ..core.request import SearchRequest, argument_errors, check_corpus
 from ..engine.scoped import ScopedSearch, narrowed, one_scope
 from .http import BadRequest, allowed_hosts, allowed_origins, check_origin, parse_json
@@ -73,25 +86,6 @@ _READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=
 _WRITE = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
 )
-
-# Filters and corpus are checked by SearchRequest, not by the schema, so that a bad
-# value is a one-line tool error in our words (as on the command line and in serve).
-Corpus = Annotated[
-    str, Field(description="'memory' (notes), 'sessions' (transcripts) or 'all' (both).")
-]
-Scope = Annotated[
-    str | None, Field(description="The scope to read or write (servers started with scopes).")
-]
-Scopes = Annotated[
-    str | list[str] | None,
-    Field(description="Scopes to search: a name or a list (default: all the server's)."),
-]
-Kinds = Annotated[
-    Any,
-    WithJsonSchema(KIND_SCHEMA),
-    Field(description="Kinds of file: core, daily, topic (one or a list)."),
-]
-
 
 # JSON-RPC's error codes: a body that is not JSON, a request refused as it is.
 _PARSE_ERROR = -32700
@@ -165,15 +159,34 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 class _Server(FastMCP):
-    """FastMCP whose tools refuse unknown arguments and say each problem in one line.
+    """FastMCP whose tools take the LangChain tools' arguments and say each problem in one line.
 
-    The SDK ignores arguments a tool does not take and answers pydantic's own text
+    Each tool's schema is its model of :mod:`..analysis.tool_args` (``arguments``),
+    shown as it is and checked here, so that a model's call means the same on both
+    faces; the SDK's own model of a tool's function is one field, that model. The
+    SDK ignores arguments a tool does not take and answers pydantic's own text
     (lines per error, with URLs); ``serve`` refuses the first and words the second.
     Its HTTP app has the :class:`_Guard` in front.
     """
 
     guard: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
     """The Host names and the Origins answered over HTTP."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arguments: dict[str, type[BaseModel]] = {}
+        """Each tool's arguments."""
+
+    def add(
+        self,
+        fn: Callable[[Any], dict[str, Any]],
+        name: str,
+        model: type[BaseModel],
+        annotations: ToolAnnotations,
+    ) -> None:
+        """Offer ``fn`` (called with the model of the arguments) as the tool ``name``."""
+        self.add_tool(fn, name=name, description=fn.__doc__, annotations=annotations)
+        self.arguments[name] = model
 
     def streamable_http_app(self) -> Starlette:
         """The SDK's app behind the guard."""
@@ -188,20 +201,21 @@ class _Server(FastMCP):
         return app
 
     async def list_tools(self) -> list[Tool]:
-        """The tools, each schema closed to other arguments."""
+        """The tools, each with its arguments' schema (closed to other arguments)."""
         tools = await super().list_tools()
         for tool in tools:
-            tool.inputSchema["additionalProperties"] = False
+            tool.inputSchema = self.arguments[tool.name].model_json_schema()
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call a tool; any failure is a :class:`ToolError` of one line per problem."""
-        schemas = {tool.name: tool.inputSchema for tool in await super().list_tools()}
-        known = schemas.get(name, {}).get("properties", {})
-        unknown = sorted(arguments.keys() - known.keys()) if name in schemas else []
-        if unknown:  # in the words of pydantic's own refusal, as argument_errors says it
-            extra = [{"type": "extra_forbidden", "loc": (k,)} for k in unknown]
-            raise ToolError(_lines(name, argument_errors(extra)))
+        model = self.arguments.get(name)
+        if model is not None:
+            try:
+                arguments = {"args": model.model_validate(arguments)}
+            except ValidationError as exc:
+                errors = argument_errors(exc.errors(include_url=False), RENAMED)
+                raise ToolError(_lines(name, errors)) from None
         try:
             return await super().call_tool(name, arguments)
         except ToolError as exc:
@@ -213,8 +227,6 @@ def _failure(tool: str, exc: ToolError) -> str:
     cause = exc.__cause__
     if cause is None:  # the SDK's own refusal (an unknown tool)
         return one_line(str(exc))
-    if isinstance(cause, ValidationError):
-        return _lines(tool, argument_errors(cause.errors(include_url=False)))
     if isinstance(cause, EnhancedMemoryError):
         return _lines(tool, [cause])
     return _lines(tool, [f"{type(cause).__name__}: {cause}"])
@@ -262,84 +274,62 @@ def build_server(
     )
     server.guard = (hosts, allowed_origins(hosts, port))
 
-    @server.tool(annotations=_READ)
-    def memory_search(
-        query: Annotated[str, Field(description="What to look for; dates allowed ('last week').")],
-        maxResults: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 6,  # noqa: N803
-        minScore: Annotated[  # noqa: N803
-            float | None, Field(ge=0, le=1, description="Drop results scoring below (0..1).")
-        ] = None,
-        corpus: Corpus = "all",
-        since: Annotated[str | None, Field(description="First day: ISO date or words.")] = None,
-        until: Annotated[str | None, Field(description="Last day: ISO date or words.")] = None,
-        path: Annotated[str | None, Field(description="Glob or prefix: memory/topics/**")] = None,
-        kind: Kinds = None,
-        scope: Scopes = None,
-    ) -> dict[str, Any]:
+    scoped = isinstance(engine, ScopedSearch)
+
+    def memory_search(args: MemorySearchInput) -> dict[str, Any]:
         """Search the agent's memory (hybrid keywords + vectors, date-aware).
 
         Returns OpenClaw's memory_search JSON: results with path, startLine, endLine,
         score (0..1, the chance of answering), snippet and citation (and scope).
         """
-        body = {"query": query, "maxResults": maxResults, "minScore": minScore, "corpus": corpus}
-        body |= {"since": since, "until": until, "path": path, "kind": kind}
+        body = {"query": args.query, "k": args.max_results, "min_score": args.min_score}
+        body |= {"corpus": args.corpus, "since": args.since, "until": args.until}
+        body |= {"path": args.path, "kind": args.kind}
         request = SearchRequest.from_body(body, now=now)
-        return tool_json.search(narrowed(engine, scope), request)[1]
+        return tool_json.search(narrowed(engine, getattr(args, "scope", None)), request)[1]
 
-    @server.tool(annotations=_READ)
-    def memory_get(
-        path: Annotated[str, Field(description="A memory file, e.g. memory/2026-02-08.md")],
-        from_line: Annotated[
-            int, Field(validation_alias="from", ge=1, description="First line (1-based).")
-        ] = 1,
-        lines: Annotated[int | None, Field(ge=1, description="How many lines.")] = None,
-        corpus: Corpus = "all",
-        scope: Scope = None,
-    ) -> dict[str, Any]:
+    def memory_get(args: MemoryGetInput) -> dict[str, Any]:
         """Read lines of a memory file (OpenClaw's memory_get: text, truncated, nextFrom)."""
-        check_corpus(corpus)
-        return tool_json.read(one_scope(engine, scope), path, from_line, lines)
+        check_corpus(args.corpus)
+        target = one_scope(engine, getattr(args, "scope", None))
+        return tool_json.read(target, args.path, args.from_line, args.lines)
+
+    server.add(
+        memory_search,
+        "memory_search",
+        MemorySearchScopedInput if scoped else MemorySearchInput,
+        _READ,
+    )
+    server.add(memory_get, "memory_get", MemoryGetScopedInput if scoped else MemoryGetInput, _READ)
 
     if allow_write:
 
-        @server.tool(annotations=_WRITE)
-        def memory_append(
-            text: Annotated[str, Field(description="What to remember, in plain words.")],
-            section: Annotated[
-                str | None, Field(description="A header to file it under, e.g. Decisions.")
-            ] = None,
-            file: Annotated[
-                str | None, Field(description="MEMORY.md or memory/...md instead of today's.")
-            ] = None,
-            scope: Scope = None,
-        ) -> dict[str, Any]:
+        def memory_append(args: MemoryAppendInput) -> dict[str, Any]:
             """Remember: append a bullet to today's daily note or a memory file (atomic)."""
-            target = one_scope(engine, scope)
-            return tool_json.append(target, text, section=section, file=file, now=now)
+            target = one_scope(engine, getattr(args, "scope", None))
+            return tool_json.append(
+                target, args.text, section=args.section, file=args.file, now=now
+            )
+
+        model = MemoryAppendScopedInput if scoped else MemoryAppendInput
+        server.add(memory_append, "memory_append", model, _WRITE)
 
     if isinstance(engine, ScopedSearch):  # the tools below read one workspace's index
         return server
 
-    @server.tool(annotations=_READ)
-    def memory_salience(
-        top: Annotated[int, Field(ge=1, le=50, description="How many files to list.")] = 3,
-    ) -> dict[str, Any]:
+    def memory_salience(args: MemorySalienceInput) -> dict[str, Any]:
         """Which memory files need attention: stale topics, unreviewed daily notes, gaps."""
-        return tool_json.salience(engine, top, now)
+        return tool_json.salience(engine, args.top, now)
 
-    @server.tool(annotations=_READ)
-    def memory_related(
-        path: Annotated[str | None, Field(description="A memory file; omit for overview.")] = None,
-        startLine: Annotated[  # noqa: N803
-            int | None, Field(ge=1, description="A result's startLine: only its chunk's refs.")
-        ] = None,
-    ) -> dict[str, Any]:
+    def memory_crossref(args: MemoryCrossrefInput) -> dict[str, Any]:
         """Cross-references: files and sections related to a file or one search result."""
-        return tool_json.related(engine, path, line=startLine)
+        return tool_json.related(engine, args.path, line=args.start_line)
 
-    @server.tool(annotations=_READ)
-    def memory_status() -> dict[str, Any]:
+    def memory_status(args: MemoryStatusInput) -> dict[str, Any]:
         """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
         return tool_json.status(engine, allow_write=allow_write)
 
+    server.add(memory_salience, "memory_salience", MemorySalienceInput, _READ)
+    server.add(memory_crossref, CROSSREF, MemoryCrossrefInput, _READ)
+    server.add(memory_status, "memory_status", MemoryStatusInput, _READ)
     return server

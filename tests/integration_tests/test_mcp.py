@@ -23,15 +23,17 @@ import anyio
 import httpx
 import jsonschema
 import pytest
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from langchain_enhanced_memory.tools import create_memory_tools
 from tests.cli_run import CLI, cli_env, run_cli, stop
 from tests.fake_ollama import FakeOllama, unused_port
 
 NOW = "2026-02-09T10:00:00"
-READ_TOOLS = {"memory_search", "memory_get", "memory_salience", "memory_related", "memory_status"}
+READ_TOOLS = {"memory_search", "memory_get", "memory_salience", "memory_crossref", "memory_status"}
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -153,11 +155,11 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     status = await call(session, "memory_status")
     assert status["files"] == 4 and status["provider"] == "ollama" and status["write"] is False
     assert status["stale"] is False and status["vectors"] == status["chunks"]
-    overview = await call(session, "memory_related")
+    overview = await call(session, "memory_crossref")
     assert overview["files"] >= 1
-    shown = await call(session, "memory_related", path="memory/2026-02-08.md")
+    shown = await call(session, "memory_crossref", path="memory/2026-02-08.md")
     assert shown["path"] == "memory/2026-02-08.md" and "linked_files" in shown
-    one = await call(session, "memory_related", path="memory/2026-02-08.md", startLine=3)
+    one = await call(session, "memory_crossref", path="memory/2026-02-08.md", startLine=3)
     assert all(int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one["outgoing"])
 
     # A session transcript the agent writes: searched by corpus, read as turns.
@@ -295,7 +297,7 @@ def test_refusals_are_tool_errors_of_one_line_each(ws: Path) -> None:
             assert "must be memory, sessions or all" in await error_of(
                 session, "memory_get", path="MEMORY.md", corpus="chats"
             )
-            await error_of(session, "memory_related", path="../x.md")  # no vectors: one line
+            await error_of(session, "memory_crossref", path="../x.md")  # no vectors: one line
 
     anyio.run(main)
     assert not (ws / "memory/2026-02-09.md").exists()  # the refused append wrote nothing
@@ -411,3 +413,33 @@ def test_http_refuses_foreign_origins_and_unreadable_bodies_in_one_line(ws: Path
         stop(proc, timeout=20)
     stderr = proc.stderr.read() if proc.stderr else ""
     assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+
+
+def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> None:
+    # A model's prompt written for one face must work on the other: the same tools, and
+    # each tool's arguments the same JSON schema (OpenClaw's names), as each face shows it.
+    chain = {t.name: t for t in create_memory_tools(ws, embedder="none", allow_write=True)}
+
+    async def main() -> dict[str, dict[str, Any]]:
+        args = ["mcp", "--workspace", str(ws), "--embedder", "none", "--allow-write"]
+        async with stdio_session(args) as session:
+            return {t.name: t.inputSchema for t in (await session.list_tools()).tools}
+
+    mcp = anyio.run(main)
+    # memory_status: the MCP server's alone for now (a LangChain one is being added).
+    assert set(mcp) - {"memory_status"} == set(chain) == {
+        "memory_search", "memory_get", "memory_salience", "memory_crossref", "memory_append",
+    }  # fmt: skip
+    for name, tool in chain.items():
+        assert tool.tool_call_schema.model_json_schema() == mcp[name], name
+        # What a chat model is given (OpenAI's tool format) names the same arguments.
+        shown = convert_to_openai_tool(tool)["function"]["parameters"]
+        assert shown["properties"].keys() == mcp[name]["properties"].keys(), name
+        assert shown.get("required", []) == mcp[name].get("required", []), name
+    search = mcp["memory_search"]["properties"]
+    assert {"query", "maxResults", "minScore", "corpus", "since", "until", "path", "kind"} == set(
+        search
+    )
+    assert set(mcp["memory_get"]["properties"]) == {"path", "from", "lines", "corpus"}
+    assert set(mcp["memory_crossref"]["properties"]) == {"path", "startLine"}
+    assert all(schema["additionalProperties"] is False for schema in mcp.values())
