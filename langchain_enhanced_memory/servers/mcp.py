@@ -41,10 +41,12 @@ error.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
@@ -90,6 +92,25 @@ _WRITE = ToolAnnotations(
 # JSON-RPC's error codes: a body that is not JSON, a request refused as it is.
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
+
+
+# The SDK's loggers of streamable HTTP, which log a failure with its traceback.
+_HTTP_LOGGERS = ("mcp.server.streamable_http", "mcp.server.streamable_http_manager")
+
+
+class _OneLine(logging.Filter):
+    """The SDK's HTTP failures as one line each; a client that left is no failure (as in serve)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
+            return False  # the client closed its stream: nothing went wrong here
+        if exc is not None:
+            record.msg = one_line(f"{record.getMessage()}: {type(exc).__name__}: {exc}")
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
 
 
 class _Guard:
@@ -189,7 +210,11 @@ class _Server(FastMCP):
         self.arguments[name] = model
 
     def streamable_http_app(self) -> Starlette:
-        """The SDK's app behind the guard."""
+        """The SDK's app behind the guard, its failures logged in one line."""
+        for name in _HTTP_LOGGERS:
+            logger = logging.getLogger(name)
+            if not any(isinstance(f, _OneLine) for f in logger.filters):
+                logger.addFilter(_OneLine())
         app = super().streamable_http_app()
         app.add_middleware(_Guard, hosts=self.guard[0], origins=self.guard[1])
         return app

@@ -409,6 +409,18 @@ def test_http_refuses_foreign_origins_and_unreadable_bodies_in_one_line(ws: Path
             answer = post(hello, **extra)
             assert answer.status_code == 200, (host, origin, answer.text)
             assert '"serverInfo"' in answer.text
+
+        async def session_opened_and_closed() -> None:
+            # Its close ended the SDK's event stream with a traceback on stderr.
+            async with (
+                streamable_http_client(url) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                assert "memory_search" in {t.name for t in (await session.list_tools()).tools}
+
+        anyio.run(session_opened_and_closed)
+        time.sleep(1)  # the server notices the closed stream
     finally:
         stop(proc, timeout=20)
     stderr = proc.stderr.read() if proc.stderr else ""
