@@ -38,7 +38,6 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_
 
 from .analysis import salience, tool_json
 from .analysis.tool_args import (
-    CROSSREF,
     RENAMED,
     MemoryAppendInput,
     MemoryAppendScopedInput,
@@ -282,7 +281,7 @@ class MemorySalienceTool(_MemoryTool):
 class MemoryCrossrefTool(_MemoryTool):
     """Cross-references between memory files (built from the index's vectors)."""
 
-    name: str = CROSSREF
+    name: str = "memory_crossref"  # the command line's crossref, on MCP too
     description: str = (
         "Show which memory files and sections are related to a file (path=...), or to one "
         "search result (path and its startLine), or, without a path, the most connected "

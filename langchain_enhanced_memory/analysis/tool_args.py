@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from ..core.filters import KIND_SCHEMA
 
 __all__ = [
-    "CROSSREF",
     "RENAMED",
     "MemoryAppendInput",
     "MemoryAppendScopedInput",
@@ -34,9 +33,6 @@ __all__ = [
     "MemorySearchScopedInput",
     "MemoryStatusInput",
 ]
-
-#: The related-notes tool's name on both faces: the command line's ``crossref``.
-CROSSREF = "memory_crossref"
 
 #: Argument names the LangChain tools took before they took OpenClaw's, and the name now.
 RENAMED = {"k": "maxResults", "min_score": "minScore", "from_line": "from"}

@@ -57,7 +57,6 @@ from starlette.responses import JSONResponse
 
 from ..analysis import tool_json
 from ..analysis.tool_args import (
-    CROSSREF,
     RENAMED,
     MemoryAppendInput,
     MemoryAppendScopedInput,
@@ -355,6 +354,6 @@ def build_server(
         return tool_json.status(engine, allow_write=allow_write)
 
     server.add(memory_salience, "memory_salience", MemorySalienceInput, _READ)
-    server.add(memory_crossref, CROSSREF, MemoryCrossrefInput, _READ)
+    server.add(memory_crossref, "memory_crossref", MemoryCrossrefInput, _READ)
     server.add(memory_status, "memory_status", MemoryStatusInput, _READ)
     return server
