@@ -4,10 +4,10 @@
 
 Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
 ``remember`` beside a plain appender and killed, publishes and appends to PostgreSQL
-killed, or the server under them),
-the embedder-fault, hostile-file, hostile-query and fuzz tests, with the slow
-marker on, then prints a markdown table of what was tried and what held. Exits
-non-zero when anything failed.
+killed, or the server under them, a fuzzed transcript), the embedder-fault,
+hostile-file, hostile-query, lone-surrogate and fuzz tests, with the slow marker
+on, then prints a markdown table of what was tried and what held. Exits non-zero
+when anything failed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ TARGETS = [
     "tests/integration_tests/test_embedder_faults.py",
     "tests/integration_tests/test_hostile_files.py",
     "tests/integration_tests/test_hostile_queries.py",
+    "tests/integration_tests/test_lone_surrogates.py",
     "tests/unit_tests/test_fuzz.py",
     "tests/integration_tests/test_database_faults.py",
     "tests/integration_tests/test_database_serve_faults.py",
@@ -174,6 +175,20 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
     rows.append(("Hostile workspace files (invalid UTF-8, binary, 50 MB, 20,000-line section,"
                  " 10,000 files, empty, headers only, CRLF, BOM, long lines, symlinks,"
                  " changing files, undecodable names)", t, h))  # fmt: skip
+    t, h = tally(res, "test_a_fuzzed_transcript_costs_only_itself",
+                 "test_random_fuzzed_transcripts_cost_only_themselves")  # fmt: skip
+    rows.append(("A fuzzed transcript (random bytes, lone surrogates, NULs, lines up to 4 MB,"
+                 " truncated and deeply nested JSON, wrong types; one of each fault, then"
+                 " seeded random mixes) beside notes and good transcripts: every other file"
+                 " chunked and found exactly as without it, `index`, `search` and `get` exit 0",
+                 t, h))  # fmt: skip
+    t, h = tally(res, "test_index_search_and_get_keep_the_line_with_one_warning",
+                 "test_serve_starts_and_answers", "test_retriever_and_tools_answer_and_write",
+                 "test_save_thread_keeps_each_message_once",
+                 "test_remember_takes_an_argument_that_is_not_utf8")  # fmt: skip
+    rows.append(("A lone surrogate (half an emoji) in a transcript, a tool's or `serve`'s"
+                 " input, a thread or a non-UTF-8 `remember` argument: U+FFFD, every face"
+                 " answers", t, h))  # fmt: skip
     t, h = tally(res, "test_damaged_index_is_rebuilt_from_the_markdown")
     rows.append(("Damaged index file (truncated, garbage, empty): set aside"
                  " and rebuilt from the markdown with a one-line warning", t, h))  # fmt: skip

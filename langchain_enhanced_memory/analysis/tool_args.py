@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from ..core.filters import KIND_SCHEMA
+from ..core.text import clean_json
 
 __all__ = [
     "RENAMED",
@@ -44,6 +45,12 @@ class _Input(BaseModel):
     """Tool arguments: OpenClaw's names only, anything else refused."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean(cls, data: Any) -> Any:
+        # A model's half emoji costs that character, not the answer a host must encode.
+        return clean_json(data)
 
 
 class MemorySearchInput(_Input):

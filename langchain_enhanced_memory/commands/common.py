@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.errors import EnhancedMemoryError, RequestError
-from ..core.request import clean_text, parse_when
-from ..core.text import escape_controls
+from ..core.request import parse_when
+from ..core.text import clean_text, escape_controls
 
 if TYPE_CHECKING:
     from datetime import datetime

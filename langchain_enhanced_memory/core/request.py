@@ -26,6 +26,7 @@ from typing import Any
 
 from .errors import SHOWN_CHARS, RequestError, one_line, shown
 from .filters import FILTER_FIELDS, SearchFilter, corpus_of
+from .text import clean_text
 
 __all__ = [
     "FILTER_FIELDS",
@@ -34,7 +35,6 @@ __all__ = [
     "SearchRequest",
     "argument_errors",
     "check_corpus",
-    "clean_text",
     "parse_when",
 ]
 
@@ -48,11 +48,6 @@ MAX_K = 1000
 #: Linux (128 KiB), so every entry point takes the queries the command line
 #: does; a longer one (a pasted file, a runaway tool call) is refused, not cut.
 MAX_QUERY_CHARS = 128 * 1024
-
-
-def clean_text(text: str) -> str:
-    """Replace lone surrogates (undecodable argv bytes, JSON escapes) that UTF-8 cannot write."""
-    return text if text.isascii() else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def parse_when(value: Any) -> datetime | None:

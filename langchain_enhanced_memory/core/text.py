@@ -14,7 +14,9 @@ dictionary load in every fresh process, so it is not used.
 
 :func:`escape_controls` is how any text from a note or a file name is printed
 for people: what a terminal would act on instead of show is written as its
-escape.
+escape. :func:`clean_text` is what text that comes in (a transcript's turn, a
+command-line argument, a note to write, a tool's input, an HTTP body through
+:func:`clean_json`) becomes before anything encodes it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 # The original skill's English stopword list (64 words).
 STOPWORDS_EN: frozenset[str] = frozenset(
@@ -248,6 +251,32 @@ def snippet(text: str, limit: int) -> str:
     if cut and "\ud800" <= cut[-1] <= "\udbff":
         cut = cut[:-1]
     return cut
+
+
+# A UTF-16 half (a lone surrogate): what a JSON escape of half an emoji or an undecodable
+# command-line byte becomes; no UTF-8 writer (SQLite, a segment, a stream) takes one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, what text becomes where it enters the package.
+
+    A half emoji that a program cut (a JSON escape of one UTF-16 half) or a command-line byte
+    that is not UTF-8 costs that one character, never the write or the index that
+    would have to encode it.
+    """
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def clean_json(value: Any) -> Any:
+    """A decoded JSON value with :func:`clean_text` applied to every string in it, keys too."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_json(k): clean_json(v) for k, v in value.items()}
+    return value
 
 
 # What a terminal acts on instead of showing, or what splits a line: C0 and C1 controls and DEL

@@ -10,14 +10,16 @@ Two formats, told apart line by line:
 - A plain chat log: ``{"role", "content", "timestamp"?}`` a line.
 
 A turn is the line's speaker (``name`` when given, else ``role``) and its text
-on one line. Only what the user and the assistant said is kept by default:
-thinking, tool calls and tool results come in with ``session_extras``. A chunk
-is a question with its answer, or a small window of turns
-(``session_window`` turns; an answer is never cut from its question unless the
-window doubles; a new day starts a new chunk), its lines the JSONL line numbers
-of its first and last message, and its header the time of its first message
-(``2023-05-08 13:57``) and who spoke, so that date routing and the
-``since``/``until`` filters work on when it was said.
+on one line; a lone surrogate in it (half an emoji a program cut, written as a
+JSON escape) is kept as U+FFFD, and the turn says so (:attr:`Turn.mended`).
+Only what the user and the assistant said is kept by default: thinking, tool
+calls and tool results come in with ``session_extras``. A chunk is a question
+with its answer, or a small window of turns (``session_window`` turns; an
+answer is never cut from its question unless the window doubles; a new day
+starts a new chunk), its lines the JSONL line numbers of its first and last
+message, and its header the time of its first message (``2023-05-08 13:57``)
+and who spoke, so that date routing and the ``since``/``until`` filters work
+on when it was said.
 :class:`TranscriptStream` is fed a file's lines in blocks, like the notes'
 chunker, and names where a transcript that grew can be chunked again from.
 """
@@ -32,6 +34,7 @@ from typing import Any
 
 from .chunking import Chunk, Resume
 from .settings import MemorySettings
+from .text import clean_text
 
 __all__ = [
     "TRANSCRIPT_SUFFIX",
@@ -65,6 +68,7 @@ class Turn:
         speaker: Who said it: the message's ``name``, else its role.
         text: What was said, on one line.
         time: When, as ``YYYY-MM-DD HH:MM`` (the wall time the transcript wrote), or "".
+        mended: Its speaker or text held a lone surrogate, now U+FFFD.
     """
 
     line: int
@@ -72,6 +76,7 @@ class Turn:
     speaker: str
     text: str
     time: str
+    mended: bool = False
 
     def render(self) -> str:
         """``speaker: text``, the turn as indexed and as ``get`` shows it."""
@@ -93,6 +98,13 @@ def parse_turn(raw: str, line: int, extras: bool = False) -> Turn | None:
     Raises:
         MalformedLine: The line is not a JSON object.
     """
+    try:
+        return _parse(raw, line, extras)
+    except RecursionError:  # nested thousands deep: past the JSON decoder's (or encoder's) stack
+        raise MalformedLine("not JSON (nested too deeply)") from None
+
+
+def _parse(raw: str, line: int, extras: bool) -> Turn | None:
     if not raw.strip():
         return None
     try:
@@ -117,7 +129,9 @@ def parse_turn(raw: str, line: int, extras: bool = False) -> Turn | None:
         return None
     name = msg.get("name")
     speaker = name.strip() if isinstance(name, str) and name.strip() else role
-    return Turn(line, role, " ".join(speaker.split()), text, _time(when))
+    spoken = " ".join(speaker.split())
+    speaker, said = clean_text(spoken), clean_text(text)
+    return Turn(line, role, speaker, said, _time(when), speaker != spoken or said != text)
 
 
 def _content(content: Any, extras: bool) -> str:
@@ -179,10 +193,26 @@ def transcript_time(header: str) -> str | None:
 
 
 @dataclass
-class _Malformed:
+class _Faults:
+    """Lines of one fault: the first one's number and reason, and how many there were."""
+
+    outcome: str
     first: int = 0
     count: int = 0
     reason: str = ""
+
+    def add(self, line: int, reason: str) -> None:
+        """Count line ``line`` (1-based); the first one's reason is the one said."""
+        if not self.count:
+            self.first, self.reason = line, reason
+        self.count += 1
+
+    def words(self) -> str | None:
+        """``line N: reason; outcome (M more such lines)``, None for none."""
+        if not self.count:
+            return None
+        more = f" ({self.count - 1} more such lines)" if self.count > 1 else ""
+        return f"line {self.first}: {self.reason}; {self.outcome}{more}"
 
 
 @dataclass
@@ -202,7 +232,8 @@ class TranscriptStream:
     default_header: str
     settings: MemorySettings = field(default_factory=MemorySettings)
     resume_from: Resume | None = None
-    malformed: _Malformed = field(default_factory=_Malformed)
+    malformed: _Faults = field(default_factory=lambda: _Faults("skipped"))
+    mended: _Faults = field(default_factory=lambda: _Faults("kept as U+FFFD"))
 
     def __post_init__(self) -> None:
         self.n = self.resume_from.line if self.resume_from else 0  # next line index
@@ -235,6 +266,12 @@ class TranscriptStream:
         return out
 
     @property
+    def faults(self) -> str | None:
+        """After :meth:`close`: the lines skipped or mended, in words (None: none)."""
+        said = [w for w in (self.malformed.words(), self.mended.words()) if w]
+        return "; ".join(said) or None
+
+    @property
     def resume(self) -> Resume | None:
         """After :meth:`close`: the last chunk's first line (or a partial line), else the end."""
         line = self.n if self.partial is None else self.partial
@@ -249,13 +286,12 @@ class TranscriptStream:
             if last:
                 self.partial = i
                 return
-            bad = self.malformed
-            if not bad.count:
-                bad.first, bad.reason = i + 1, str(exc)
-            bad.count += 1
+            self.malformed.add(i + 1, str(exc))
             return
         if turn is None:
             return
+        if turn.mended:
+            self.mended.add(i + 1, "a lone surrogate (half an emoji)")
         s = self.settings
         size = len(turn.text) + len(turn.speaker) + 2
         if self.open and (

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EnhancedMemoryError, RequestError, ScopeError
 from ..core.request import SearchRequest
+from ..core.text import clean_json
 from ..engine.scoped import ScopedSearch, narrowed
 from ..openclaw.response import failure_json, response_json
 
@@ -138,7 +139,7 @@ def allowed_origins(names: Iterable[str], port: int) -> frozenset[str]:
 def parse_json(raw: bytes) -> Any:
     """A body's JSON (raises :class:`BadRequest`, 400: not UTF-8 JSON, or nested too deeply)."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return clean_json(json.loads(raw.decode("utf-8")))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(400, f"body is not JSON ({exc})".splitlines()[0]) from None
     except RecursionError:  # ``[[[[...`` deeper than Python's parser goes

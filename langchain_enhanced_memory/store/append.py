@@ -66,6 +66,7 @@ from typing import Any
 
 from ..core.chunking import outline
 from ..core.errors import NoteError, WriteError
+from ..core.text import clean_text
 from .db import writable
 from .notes import normalize_path
 from .workspace import places
@@ -224,6 +225,7 @@ def _bullet(text: str) -> list[str]:
     """The bullet's lines: ``- first`` and indented continuation lines, structure escaped."""
     if not isinstance(text, str) or not text.strip():
         raise WriteError("give the text to remember")
+    text = clean_text(text)
     if len(text) > _MAX_TEXT:
         raise WriteError(f"the text is {len(text)} characters; at most {_MAX_TEXT} at a time")
     if _BAD_CHARS.search(text):
@@ -236,7 +238,7 @@ def _bullet(text: str) -> list[str]:
 def _section(section: str | None) -> str | None:
     if section is None:
         return None
-    name = " ".join(str(section).split()).lstrip("#").strip()
+    name = " ".join(clean_text(str(section)).split()).lstrip("#").strip()
     if not name or _BAD_CHARS.search(name) or len(name) > 200:
         raise WriteError("the section must be a short one-line name, e.g. Decisions")
     return name
@@ -258,6 +260,8 @@ def _target(file: str) -> str:
             f"refused: {shown} is {len(parts) - 2} folders below memory/; at most {_MAX_DEPTH}",
             _PATHS,
         )
+    if clean_text(rel) != rel:
+        raise WriteError(f"refused: {clean_text(shown)} is not a UTF-8 name", _PATHS)
     if any(len(p.encode("utf-8")) > _MAX_NAME for p in parts):
         raise WriteError(f"refused: {shown} has a name over {_MAX_NAME} bytes", _PATHS)
     return rel

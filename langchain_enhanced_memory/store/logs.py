@@ -47,6 +47,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.text import clean_text
 from .locations import writable
 
 if TYPE_CHECKING:
@@ -266,8 +267,7 @@ def record_search(
         return False
     hits = response.hits
     entry = {
-        # A lone surrogate (undecodable input) cannot be written as UTF-8 JSON.
-        "query": query.encode("utf-8", "replace").decode("utf-8"),
+        "query": clean_text(query),  # a lone surrogate cannot be written as UTF-8 JSON
         "top_score": round(hits[0].score, 4) if hits else 0.0,
         "timestamp": _stamp(now),
         "results": len(hits),

@@ -183,7 +183,7 @@ def sliced(
 def _turn_lines(path: Path, settings: MemorySettings) -> list[str | None]:
     """Each line of a transcript as its turn (``speaker: text``), None for a line with none."""
     out: list[str | None] = []
-    for first, _, block in read_blocks(path, max_bytes=MAX_TRANSCRIPT_BYTES):
+    for first, _, block in read_blocks(path, max_bytes=MAX_TRANSCRIPT_BYTES, sniff=False):
         for i, raw in enumerate(block, first + 1):
             try:
                 turn = parse_turn(raw, i, settings.session_extras)

@@ -73,7 +73,7 @@ class FileRead:
         chunks: Its chunks from line ``since`` on (1-based; 1: all of them).
         since: Stored chunks starting at this line or later are replaced; earlier ones kept.
         tail: Where it can be chunked again from if it only grows (JSON), or None.
-        malformed: A transcript's lines that are not JSON, in words (None: none).
+        faults: A transcript's lines skipped (not JSON) or mended, in words (None: none).
     """
 
     file: MemoryFile
@@ -82,7 +82,7 @@ class FileRead:
     chunks: list[Chunk]
     since: int = 1
     tail: str | None = None
-    malformed: str | None = None
+    faults: str | None = None
 
 
 @dataclass
@@ -223,8 +223,8 @@ def sync_text(
             warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
-        if read.malformed:
-            warn_once(f"{escape_controls(f.path)}: {read.malformed}")
+        if read.faults:
+            warn_once(f"{escape_controls(f.path)}: {read.faults}")
         if old and old[3] == read.digest:
             touched.append((f.path, read.st))
             continue
@@ -391,8 +391,11 @@ def _chunked(
     stream = chunker.stream(f.abs_path.name, resume)
     chunks: list[Chunk] = []
     blocks: list[tuple[int, int]] = []  # (first line, byte offset) of each block
-    limit = MAX_TRANSCRIPT_BYTES if f.kind == "session" else None
-    for first, at, lines in read_blocks(f.abs_path, offset, line, digest, hashed, limit):
+    session = f.kind == "session"
+    limit = MAX_TRANSCRIPT_BYTES if session else None
+    for first, at, lines in read_blocks(
+        f.abs_path, offset, line, digest, hashed, limit, sniff=not session
+    ):
         blocks.append((first, at))
         chunks += stream.feed(lines, first)
     chunks += stream.close()
@@ -404,9 +407,5 @@ def _chunked(
         if at >= 0:
             tail = json.dumps([at, first, point.dumps()])
     since = resume.line + 1 if resume else 1
-    malformed = None
-    if isinstance(stream, TranscriptStream) and stream.malformed.count:
-        bad = stream.malformed
-        more = f" ({bad.count - 1} more such lines)" if bad.count > 1 else ""
-        malformed = f"line {bad.first}: {bad.reason}; skipped{more}"
-    return FileRead(f, st, digest.hexdigest(), chunks, since, tail, malformed)
+    faults = stream.faults if isinstance(stream, TranscriptStream) else None
+    return FileRead(f, st, digest.hexdigest(), chunks, since, tail, faults)

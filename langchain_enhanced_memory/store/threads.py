@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import WriteError
+from ..core.text import clean_text
 from ..core.transcripts import TRANSCRIPT_SUFFIX
 from .append import append_block, folder_lock, read_all
 
@@ -69,7 +70,7 @@ def append_thread(folder: Path, thread_id: str, records: Sequence[dict[str, Any]
             the folder cannot be written.
     """
     path = thread_file(folder, thread_id)
-    keyed = [{**r, "id": str(r.get("id") or f"#{i}")} for i, r in enumerate(records)]
+    keyed = [{**r, "id": clean_text(str(r.get("id") or f"#{i}"))} for i, r in enumerate(records)]
     with folder_lock(folder, _LOCK_NAME):
         fd = _open(path)
         try:
@@ -78,7 +79,7 @@ def append_thread(folder: Path, thread_id: str, records: Sequence[dict[str, Any]
             for record in keyed:
                 if record["id"] not in seen:
                     seen.add(record["id"])
-                    new.append(json.dumps(record, ensure_ascii=False) + "\n")
+                    new.append(clean_text(json.dumps(record, ensure_ascii=False)) + "\n")
             if new:
                 append_block(fd, "".join(new).encode("utf-8"), b"\n")
             return len(new)
@@ -93,7 +94,7 @@ def _ids(raw: bytes) -> set[str]:
         with contextlib.suppress(ValueError):
             obj = json.loads(line)
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-                ids.add(obj["id"])
+                ids.add(clean_text(obj["id"]))
     return ids
 
 

@@ -551,6 +551,7 @@ def read_blocks(
     digest: Digest | None = None,
     hashed: int = 0,
     max_bytes: int | None = None,
+    sniff: bool = True,
 ) -> Iterator[tuple[int, int, list[str]]]:
     r"""Read a file from ``offset`` as :func:`read_lines` does, a block of whole lines at a time.
 
@@ -567,6 +568,8 @@ def read_blocks(
         hashed: Bytes ``digest`` has already seen.
         max_bytes: The largest file read (:data:`MAX_FILE_BYTES` when None;
             :data:`MAX_TRANSCRIPT_BYTES` for a transcript).
+        sniff: Refuse a file with NUL bytes near the start as binary (False for a
+            transcript, whose lines are judged one by one: a NUL costs its line).
 
     Yields:
         ``(first line index, byte offset of the block, lines)``.
@@ -588,7 +591,7 @@ def read_blocks(
         if any(head.startswith(bom) for bom in _UTF16_BOMS):
             yield line, -1, split_lines(_decode(_read_all(path, fh, digest, hashed)))
             return
-        if b"\x00" in head:
+        if sniff and b"\x00" in head:
             raise UnreadableFileError(path, "looks binary (NUL bytes near the start)")
         fh.seek(offset)
         at, rest = offset, b""

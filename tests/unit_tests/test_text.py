@@ -12,6 +12,8 @@ from langchain_enhanced_memory.core.text import (
     STOPWORDS_QUERY,
     STOPWORDS_ZH,
     ZH_KEEP,
+    clean_json,
+    clean_text,
     escape_controls,
     normalize,
     path_text,
@@ -158,3 +160,12 @@ def test_escapes_read_as_python_writes_them() -> None:
         "a\\x1b]0;x\\x07b\\nc\\u2028\\udcff 中文 👨\u200d👩"
     )
     assert escape_controls("l1\n\tl2\r", keep="\n\t") == "l1\n\tl2\\r"
+
+
+def test_clean_text_replaces_only_lone_surrogates() -> None:
+    text = "ok 😀 cut \ud83d \udcff 中文 \ufffd"
+    assert clean_text(text) == "ok 😀 cut \ufffd \ufffd 中文 \ufffd"
+    clean_text(text).encode("utf-8")
+    assert clean_text("plain") == "plain"
+    body = {"q\ud800": ["a\udfff", {"k": "\udc00"}, 3, None], "n": 1.5}
+    assert clean_json(body) == {"q\ufffd": ["a\ufffd", {"k": "\ufffd"}, 3, None], "n": 1.5}

@@ -283,6 +283,43 @@ def test_malformed_lines_are_skipped_with_one_warning(
     ]
 
 
+def test_a_nul_or_a_deeply_nested_line_costs_only_that_line(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = [json.dumps(r).encode() for r in chat("2026-02-02", 2, "harbour")]
+    bad = [b'{"role": "user", "content": "a\x00b"}', b"[" * 100_000]
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "z.jsonl").write_bytes(b"\n".join([*bad, *good]) + b"\n")
+    with caplog.at_level(logging.WARNING, logger="langchain_enhanced_memory"):
+        hits = search(ws, "harbour")
+    assert (hits[0].path, hits[0].start_line, hits[0].end_line) == ("sessions/z.jsonl", 3, 4)
+    warned = [r.getMessage() for r in caplog.records if "z.jsonl" in r.getMessage()]
+    assert warned == [
+        "sessions/z.jsonl: line 1: not JSON (Invalid control character at); skipped"
+        " (1 more such lines)"
+    ]
+
+
+def test_a_lone_surrogate_costs_that_character_with_one_warning(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cut = message("user", "cut \ud83d kites", "2026-02-02T10:00:00Z", name="An\udcffa")
+    call = {"type": "toolCall", "name": "fly", "arguments": {"to": "\udfff"}}
+    tool = message("assistant", "", "2026-02-02T10:01:00Z", content=[call])
+    turn = parse_turn(json.dumps(tool), 3, extras=True)
+    assert turn is not None and (turn.text, turn.mended) == ('fly({"to": "\ufffd"})', True)
+    write_jsonl(
+        ws / "sessions" / "cut.jsonl", [HEADER, cut, tool, *chat("2026-02-03", 2, "harbour")]
+    )
+    with caplog.at_level(logging.WARNING, logger="langchain_enhanced_memory"):
+        hits = {h.start_line: h.text for h in search(ws, "kites harbour")}
+    assert hits[2] == "An\ufffda: cut \ufffd kites" and hits[4].startswith("user: turn 0 about")
+    warned = [r.getMessage() for r in caplog.records if "cut.jsonl" in r.getMessage()]
+    assert warned == [
+        "sessions/cut.jsonl: line 2: a lone surrogate (half an emoji); kept as U+FFFD"
+    ]
+
+
 # --------------------------------------------------------------------------- get
 
 
