@@ -123,7 +123,7 @@ def in_process(ws: Path, qs: list[str]) -> dict[str, Any]:
         res[label] = {
             "scoring": _timed(score, list(range(len(qs)))),
             "invoke": _timed(lambda q, r=retriever: r.invoke(q, now=synthetic.NOW), qs),
-            "tool": _timed(lambda q, t=tool: t.invoke({"query": q, "k": 5}), qs),
+            "tool": _timed(lambda q, t=tool: t.invoke({"query": q, "maxResults": 5}), qs),
         }
         eng.close()
     return res

@@ -13,7 +13,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import BeforeValidator, ConfigDict, InstanceOf, PrivateAttr
+from pydantic import BeforeValidator, ConfigDict, InstanceOf, PrivateAttr, model_validator
 
 from .core.filters import SearchFilter
 from .core.request import SearchRequest
@@ -22,6 +22,11 @@ from .core.transcripts import session_id, transcript_time
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch
 from .options import MemoryOptions
+
+#: ``search_kwargs`` keys: the retriever's own fields.
+_SEARCH_KWARGS = ("k", "filter", "min_score")
+#: A vector store retriever's key, and what says the same here.
+_SEARCH_KWARGS_INSTEAD = {"score_threshold": "min_score (0..1, the calibrated score)"}
 
 
 def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
@@ -94,6 +99,10 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
         model: Ollama model name (default ``nomic-embed-text``).
         ollama_url: Ollama base URL.
         k: Number of documents to return.
+        min_score: Drop documents scoring below this (0..1, the calibrated ``score``).
+        search_kwargs: LangChain's ``as_retriever`` convention: ``{"k", "filter",
+            "min_score"}``, the same as those fields (any other key is refused, naming
+            the field to use).
         settings: Weights, thresholds and the scoring profile.
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Update a stale index before searching.
@@ -116,11 +125,32 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
     event loop.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # A misspelt field (``kk=1``) is refused: ignored, it would search with the default.
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     k: int = 5
+    min_score: float | None = None
     # A dataclass, built by its own checks, not pydantic's.
     filter: Annotated[InstanceOf[SearchFilter], BeforeValidator(SearchFilter.of)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _search_kwargs(cls, data: Any) -> Any:
+        """``search_kwargs`` (``as_retriever``'s habit) as the fields it names."""
+        if not isinstance(data, dict) or "search_kwargs" not in data:
+            return data
+        fields = dict(data)
+        given = fields.pop("search_kwargs") or {}
+        if not isinstance(given, dict):
+            raise ValueError("search_kwargs must be a dict of k, filter and min_score")
+        for key, value in given.items():
+            if key not in _SEARCH_KWARGS:
+                use = _SEARCH_KWARGS_INSTEAD.get(key, "k, filter or min_score")
+                raise ValueError(f"search_kwargs: {key!r} is not taken here; use {use}")
+            if key in fields and fields[key] != value:
+                raise ValueError(f"search_kwargs: {key!r} is also given as a field; give one")
+            fields[key] = value
+        return fields
 
     _engine: MemorySearch | ScopedSearch | None = PrivateAttr(default=None)
     _engine_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -142,7 +172,11 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
     ) -> SearchRequest:
         chosen = self.filter if flt is None else flt
         return SearchRequest.parse(
-            query=query, k=self.k if k is None else k, now=now, filter=chosen
+            query=query,
+            k=self.k if k is None else k,
+            now=now,
+            filter=chosen,
+            min_score=self.min_score,
         )
 
     def _get_relevant_documents(

@@ -1,6 +1,9 @@
 """LangChain tools over one memory workspace: search, get, salience, cross-references, append.
 
-Each tool is a ``BaseTool`` with a pydantic ``args_schema``; all return
+Each tool is a ``BaseTool`` whose ``args_schema`` comes from :mod:`.analysis.tool_args`,
+the schema the MCP server shows too: the same names (``memory_crossref`` for the
+related notes) and OpenClaw's argument names (``maxResults``, ``minScore``,
+``from``), so a prompt written for one face works on the other. All return
 ``content_and_artifact``: a compact text an LLM can read and cite
 (``memory/2026-02-08.md:7-12``), plus the full JSON as the ``ToolMessage``
 artifact for code. Refused or failed calls (a path outside the memory, no graph
@@ -25,22 +28,26 @@ notes while it writes.
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.callbacks import CallbackManagerForToolRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import BaseTool
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    WithJsonSchema,
-    model_validator,
-)
+from langchain_core.tools.base import ArgsSchema
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from .analysis import salience, tool_json
+from .analysis.tool_args import (
+    RENAMED,
+    MemoryAppendInput,
+    MemoryAppendScopedInput,
+    MemoryCrossrefInput,
+    MemoryGetInput,
+    MemoryGetScopedInput,
+    MemorySalienceInput,
+    MemorySearchInput,
+    MemorySearchScopedInput,
+)
 from .core.errors import (
     CrossrefError,
     NoteError,
@@ -50,10 +57,9 @@ from .core.errors import (
     one_line,
     shown,
 )
-from .core.filters import KIND_SCHEMA
-from .core.request import SearchRequest, argument_errors
+from .core.request import SearchRequest, argument_errors, check_corpus
 from .core.settings import MemorySettings
-from .core.text import clean_json
+from .core.text import escape_controls
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
@@ -70,7 +76,8 @@ __all__ = [
 
 
 def _refused(exc: ValidationError) -> str:
-    return "\n".join(f"Error: {e}" for e in argument_errors(exc.errors(include_url=False)))
+    errors = argument_errors(exc.errors(include_url=False), RENAMED)
+    return "\n".join(f"Error: {e}" for e in errors)
 
 
 class _MemoryTool(BaseTool, MemoryOptions):
@@ -99,6 +106,15 @@ class _MemoryTool(BaseTool, MemoryOptions):
             self.args_schema = self.scoped_schema
         return self
 
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The arguments a model is shown: the schema itself, in OpenClaw's names (its aliases).
+
+        LangChain's default rebuilds it from the fields' Python names (``max_results``),
+        which the schema does not take; the MCP server shows this same schema.
+        """
+        return self.args_schema or super().tool_call_schema
+
     def get_engine(self) -> MemorySearch | ScopedSearch:
         """The engine, created on first use (once, when threads call at once)."""
         with self._engine_lock:
@@ -122,57 +138,10 @@ class _MemoryTool(BaseTool, MemoryOptions):
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
         line = one_line(message)
-        return f"Error: {line}", {"error": line}
-
-
-class _Input(BaseModel):
-    """Tool arguments: an argument the tool does not take is refused, as in ``serve``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _clean(cls, data: Any) -> Any:
-        # A model's half emoji costs that character, not the answer a host must encode.
-        return clean_json(data)
+        return f"Error: {escape_controls(line)}", {"error": line}
 
 
 # ------------------------------------------------------------------ search
-class MemorySearchInput(_Input):
-    """Arguments of ``memory_search``."""
-
-    query: str = Field(description="What to look for, in natural language; dates allowed.")
-    k: int = Field(5, ge=1, le=50, description="How many results to return.")
-    min_score: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="Drop results scoring below this (0..1, the chance of answering).",
-    )
-    since: str | None = Field(
-        None, description="Only notes from this day on: ISO date or words ('last week', '上个月')."
-    )
-    until: str | None = Field(None, description="Only notes up to this day: ISO date or words.")
-    path: str | None = Field(
-        None, description="Only files matching this glob or prefix, e.g. memory/topics/**."
-    )
-    # Checked by SearchRequest, in the words every entry point uses.
-    kind: Annotated[Any, WithJsonSchema(KIND_SCHEMA)] = Field(
-        None, description="Only these kinds of file, one or a list: core (MEMORY.md), daily, topic."
-    )
-    corpus: str | None = Field(
-        None, description="memory (notes), sessions (past conversations) or all (default)."
-    )
-
-
-class MemorySearchScopedInput(MemorySearchInput):
-    """Arguments of ``memory_search`` over scopes."""
-
-    scope: str | list[str] | None = Field(
-        None, description="The scope(s) to search: a name or a list (default: all of them)."
-    )
-
-
 class MemorySearchTool(_MemoryTool):
     """Hybrid, date-aware search over the agent's markdown memory.
 
@@ -198,20 +167,20 @@ class MemorySearchTool(_MemoryTool):
     def _run(
         self,
         query: str,
-        k: int = 5,
+        max_results: int = 6,
         min_score: float | None = None,
+        corpus: str = "all",
         since: str | None = None,
         until: str | None = None,
         path: str | None = None,
         kind: str | list[str] | None = None,
-        corpus: str | None = None,
         scope: str | list[str] | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         flt = {"since": since, "until": until, "path": path, "kind": kind, "corpus": corpus}
         try:
             request = SearchRequest.from_body(
-                {"query": query, "k": k, "min_score": min_score, **flt}, now=self.now
+                {"query": query, "k": max_results, "min_score": min_score, **flt}, now=self.now
             )
             engine = narrowed(self.get_engine(), scope)
             response, artifact = tool_json.search(engine, request)
@@ -232,29 +201,13 @@ class MemorySearchTool(_MemoryTool):
             blocks.append(block)
         if not blocks:
             why = f" ({response.filter_note})" if response.filter_note else ""
-            return f"No memory matches {shown(query)}{why}.", artifact
-        return "\n\n".join(blocks), artifact
+            return escape_controls(f"No memory matches {shown(query)}{why}."), artifact
+        # What the model reads is cleaned as the terminal's text is: a note's escape
+        # sequences or bidirectional overrides must not reach it as they are.
+        return escape_controls("\n\n".join(blocks), keep="\n"), artifact
 
 
 # --------------------------------------------------------------------- get
-class MemoryGetInput(_Input):
-    """Arguments of ``memory_get``."""
-
-    path: str = Field(description="Memory file path as search shows it: memory/2026-02-08.md")
-    from_line: int = Field(1, ge=1, alias="from", description="First line to read (1-based).")
-    lines: int | None = Field(None, ge=1, description="How many lines (default: to the end).")
-
-    model_config = ConfigDict(populate_by_name=True)  # and _Input's extra="forbid"
-
-
-class MemoryGetScopedInput(MemoryGetInput):
-    """Arguments of ``memory_get`` over scopes."""
-
-    scope: str | None = Field(
-        None, description="The scope the file is in, as search gave it (needed if several)."
-    )
-
-
 class MemoryGetTool(_MemoryTool):
     """Read lines of one memory file (confined to the workspace's memory files)."""
 
@@ -271,20 +224,22 @@ class MemoryGetTool(_MemoryTool):
         path: str,
         from_line: int = 1,
         lines: int | None = None,
+        corpus: str = "all",
         scope: str | None = None,
         run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
+            check_corpus(corpus)
             engine = one_scope(self.get_engine(), scope)
-        except ScopeError as exc:
+        except (RequestError, ScopeError) as exc:
             return self._error(str(exc))
         got = tool_json.get(engine, path, from_line, lines)
         if got.get("disabled"):
-            return f"Error: {got['error']}", got
+            return escape_controls(f"Error: {got['error']}"), got
         if "from" not in got:
-            return f"No such memory file: {got['path']} (search first).", got
+            return escape_controls(f"No such memory file: {got['path']} (search first)."), got
         if not got["lines"]:
-            return f"{got['path']} is empty.", got
+            return escape_controls(f"{got['path']} is empty."), got
         numbered = "\n".join(
             f"{n:>5}  {line}" for n, line in enumerate(got["text"].split("\n"), got["from"])
         )
@@ -294,16 +249,12 @@ class MemoryGetTool(_MemoryTool):
             if got["to"] < got["totalLines"]
             else ""
         )
-        return f"{got['path']}:{got['from']}-{got['to']}\n{numbered}{more}", got
+        # Cleaned as ``get`` prints it: the note's own lines and tabs, no control characters.
+        text = f"{got['path']}:{got['from']}-{got['to']}\n{numbered}{more}"
+        return escape_controls(text, keep="\n\t"), got
 
 
 # ---------------------------------------------------------------- salience
-class MemorySalienceInput(_Input):
-    """Arguments of ``memory_salience``."""
-
-    top: int = Field(3, ge=1, le=50, description="How many files needing attention to list.")
-
-
 class MemorySalienceTool(_MemoryTool):
     """Which memory files need review: stale topics, unreviewed daily notes, search gaps."""
 
@@ -327,33 +278,28 @@ class MemorySalienceTool(_MemoryTool):
 
 
 # ---------------------------------------------------------------- crossref
-class MemoryCrossrefInput(_Input):
-    """Arguments of ``memory_crossref``."""
-
-    path: str | None = Field(
-        None,
-        description="A memory file to show links of; omit for the graph overview.",
-    )
-
-
 class MemoryCrossrefTool(_MemoryTool):
     """Cross-references between memory files (built from the index's vectors)."""
 
-    name: str = "memory_crossref"
+    name: str = "memory_crossref"  # the command line's crossref, on MCP too
     description: str = (
-        "Show which memory files and sections are related to a file (path=...), or, "
-        "without a path, the most connected files of the memory."
+        "Show which memory files and sections are related to a file (path=...), or to one "
+        "search result (path and its startLine), or, without a path, the most connected "
+        "files of the memory."
     )
     args_schema: type[BaseModel] = MemoryCrossrefInput
     build_if_missing: bool = True
     """Build the graph on first use when vectors are available."""
 
     def _run(
-        self, path: str | None = None, run_manager: CallbackManagerForToolRun | None = None
+        self,
+        path: str | None = None,
+        start_line: int | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
     ) -> tuple[str, dict[str, Any]]:
         try:
             engine = self.workspace_engine()
-            shown = tool_json.related(engine, path, build=self.build_if_missing)
+            shown = tool_json.related(engine, path, line=start_line, build=self.build_if_missing)
         except (CrossrefError, NoteError, ScopeError) as exc:
             return self._error(str(exc))
         if path is None:
@@ -362,25 +308,6 @@ class MemoryCrossrefTool(_MemoryTool):
 
 
 # ------------------------------------------------------------------ append
-class MemoryAppendInput(_Input):
-    """Arguments of ``memory_append``."""
-
-    text: str = Field(description="What to remember, one fact or decision in plain words.")
-    section: str | None = Field(
-        None, description="A header to file it under (created once), e.g. 'Decisions'."
-    )
-    file: str | None = Field(
-        None,
-        description="A memory file (MEMORY.md or memory/...md) instead of today's daily note.",
-    )
-
-
-class MemoryAppendScopedInput(MemoryAppendInput):
-    """Arguments of ``memory_append`` over scopes."""
-
-    scope: str | None = Field(None, description="The scope to write to (needed if several).")
-
-
 class MemoryAppendTool(_MemoryTool):
     """Write memory: append a bullet to today's daily note or a memory file (atomic)."""
 
@@ -410,7 +337,7 @@ class MemoryAppendTool(_MemoryTool):
             return self._error(str(exc))
         where = f" under '{done['section']}'" if done["section"] else ""
         into = f"{scope}: " if scope else ""
-        return f"Remembered in {into}{done['path']}:{done['line']}{where}.", done
+        return escape_controls(f"Remembered in {into}{done['path']}:{done['line']}{where}."), done
 
 
 def create_memory_tools(

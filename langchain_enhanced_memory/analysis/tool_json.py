@@ -2,7 +2,7 @@
 
 ``memory_search`` and ``memory_get`` are OpenClaw's shapes
 (:mod:`..openclaw.response`, the same the command line prints);
-``memory_salience`` is ``salience --json``; ``memory_related`` is ``crossref
+``memory_salience`` is ``salience --json``; ``memory_crossref`` is ``crossref
 show --json`` (or the graph overview without a path); ``memory_status`` the
 index's state; ``memory_append`` where the new bullet landed. Refusals raise
 :class:`~..core.errors.EnhancedMemoryError` except where OpenClaw answers a

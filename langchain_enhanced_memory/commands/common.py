@@ -158,6 +158,19 @@ def engine_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch:
     return MemorySearch.from_config(config)
 
 
+def add_allow_host_argument(p: argparse.ArgumentParser) -> None:
+    """``--allow-host`` of the HTTP servers (``serve``, ``mcp --http``)."""
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name clients may reach it by (the Host header; repeatable), and"
+        " http://NAME:PORT an Origin it answers. Always answered: 127.0.0.1, localhost, [::1]"
+        " and --host",
+    )
+
+
 def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
     """``--scope`` (repeatable when ``many``: a search's) and ``--database``."""
     if many:

@@ -7,9 +7,11 @@ import sys
 
 from ..core.errors import EmbeddingError
 from ..engine import MemorySearch
+from ..servers.http import allowed_hosts
 from ..store import heap
 from .common import (
     CliError,
+    add_allow_host_argument,
     add_common_arguments,
     add_scope_arguments,
     parse_now,
@@ -26,6 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766)")
+    add_allow_host_argument(p)
     p.add_argument(
         "--allow-write", action="store_true", help="offer memory_append (off: read-only memory)"
     )
@@ -37,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise CliError(f"--port must be 1..65535, got {args.port}")
     now = parse_now(args.now)
+    try:
+        allowed_hosts(args.host, args.allow_host)  # a bad name fails before the index is read
+    except ValueError as exc:
+        raise CliError(f"--host/--allow-host: {exc}") from None
     try:
         from ..servers.mcp import build_server
     except ImportError:
@@ -56,7 +63,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         serves = "scopes " + ", ".join(engine.scopes)
     server = build_server(
-        engine, allow_write=args.allow_write, now=now, host=args.host, port=args.port
+        engine,
+        allow_write=args.allow_write,
+        now=now,
+        host=args.host,
+        port=args.port,
+        allow_hosts=args.allow_host,
     )
     if not args.http:
         server.run("stdio")

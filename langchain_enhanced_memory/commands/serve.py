@@ -12,7 +12,14 @@ from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store import heap
 from ..store.locations import resolve_workspace
-from .common import CliError, add_common_arguments, add_scope_arguments, dump, searcher_from_args
+from .common import (
+    CliError,
+    add_allow_host_argument,
+    add_common_arguments,
+    add_scope_arguments,
+    dump,
+    searcher_from_args,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,14 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_scope_arguments(p, many=True)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks one)")
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="another name clients may reach it by (the Host header; repeatable). Always"
-        " answered: 127.0.0.1, localhost, [::1] and --host",
-    )
+    add_allow_host_argument(p)
     p.add_argument(
         "--daemon",
         action="store_true",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from datetime import date, datetime
@@ -212,13 +213,17 @@ _TYPE_PROBLEMS = {
 }
 
 
-def argument_errors(errors: list[Any]) -> list[RequestError]:
+def argument_errors(
+    errors: list[Any], renamed: Mapping[str, str] | None = None
+) -> list[RequestError]:
     """A schema's refusals as request errors, one per argument, in this module's words.
 
     Args:
         errors: pydantic's ``ValidationError.errors()``: dicts of ``type``,
             ``loc`` (the argument first, as the caller spelled it), ``msg``,
             ``input`` and ``ctx``.
+        renamed: Old argument names and the new ones: an unknown old name says
+            which to use instead.
     """
     out: dict[str, RequestError] = {}
     for error in errors:
@@ -233,5 +238,7 @@ def argument_errors(errors: list[Any]) -> list[RequestError]:
             problem = re.sub(r"^Input should be", "must be", str(error.get("msg", "is not valid")))
         if kind not in ("missing", "extra_forbidden") and "input" in error:
             problem += f", got {shown(error['input'])}"
+        elif kind == "extra_forbidden" and renamed and field in renamed:
+            problem += f"; use {renamed[field]}"
         out[field] = RequestError(one_line(problem), field)
     return list(out.values())

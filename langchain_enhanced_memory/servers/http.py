@@ -20,10 +20,12 @@ are handled on threads.
 What it accepts, so that a web page cannot read the notes (DNS rebinding, as
 ``mcp --http`` guards against): a ``Host`` naming 127.0.0.1, localhost,
 [::1], the bound ``--host`` or an ``--allow-host`` name, any port (else 421);
-no ``Origin``, or the server's own (``http://`` and the ``Host``; else 403); a
-POST body of ``Content-Type: application/json`` (else 415: no CORS "simple
-request" gets through), with a ``Content-Length`` (411) that is a decimal
-number (400) of at most 64 KiB (413). Other methods get 405 with ``Allow``.
+no ``Origin``, or one of the server's own: ``http://NAME:PORT`` of those names
+and the port it listens on, nothing else (another local port is another web
+page; else 403); a POST body of ``Content-Type: application/json`` (else 415:
+no CORS "simple request" gets through), with a ``Content-Length`` (411) that is
+a decimal number (400) of at most 64 KiB (413), of JSON that Python can parse
+(nested too deeply: 400). Other methods get 405 with ``Allow``.
 Every refusal is one line of JSON (the failure object) and closes the
 connection; a client that leaves mid-request is forgotten without a word.
 """
@@ -57,7 +59,10 @@ __all__ = [
     "BadRequest",
     "SearchServer",
     "allowed_hosts",
+    "allowed_origins",
     "body_size",
+    "check_origin",
+    "parse_json",
     "decode_body",
     "host_name",
     "is_loopback",
@@ -126,12 +131,24 @@ def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(names)
 
 
-def decode_body(raw: bytes) -> dict[str, Any]:
-    """A ``/search`` body as a JSON object (raises :class:`BadRequest`, 400)."""
+def allowed_origins(names: Iterable[str], port: int) -> frozenset[str]:
+    """The ``Origin`` values a server on ``port`` answers: ``http://NAME:PORT`` of each name."""
+    return frozenset(f"http://[{n}]:{port}" if ":" in n else f"http://{n}:{port}" for n in names)
+
+
+def parse_json(raw: bytes) -> Any:
+    """A body's JSON (raises :class:`BadRequest`, 400: not UTF-8 JSON, or nested too deeply)."""
     try:
-        body = clean_json(json.loads(raw.decode("utf-8")))
+        return clean_json(json.loads(raw.decode("utf-8")))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(400, f"body is not JSON ({exc})".splitlines()[0]) from None
+    except RecursionError:  # ``[[[[...`` deeper than Python's parser goes
+        raise BadRequest(400, "body is JSON nested too deeply") from None
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """A ``/search`` body as a JSON object (raises :class:`BadRequest`, 400)."""
+    body = parse_json(raw)
     if not isinstance(body, dict):
         raise BadRequest(400, 'body must be a JSON object {"query", "k"?, "now"?}')
     return body
@@ -149,28 +166,31 @@ def body_size(length: str | None) -> int:
     return int(digits)
 
 
-def check_origin(host: str | None, origin: str | None, allowed: frozenset[str]) -> None:
-    """Refuse a ``Host`` not in ``allowed`` (421) and a foreign ``Origin`` (403).
+def check_origin(
+    host: str | None, origin: str | None, allowed: frozenset[str], origins: frozenset[str]
+) -> None:
+    """Refuse a ``Host`` not in ``allowed`` (421) and an ``Origin`` not in ``origins`` (403).
 
     A page that rebinds its own name to 127.0.0.1 still sends that name as the
-    ``Host``, and a browser names the page's origin in ``Origin``.
+    ``Host``, and a browser names the page's origin in ``Origin``: a page served
+    on another port of this machine is another origin, refused too.
 
     Raises:
-        BadRequest: The status and message ``mcp --http`` answers them with.
+        BadRequest: The status and a message naming what is answered.
     """
     if host is None or host_name(host) not in allowed:
         shown = (host or "")[:100]
         raise BadRequest(
             421,
             f"Invalid Host header: {shown!r}",
-            "serve answers 127.0.0.1, localhost, [::1] and the --host it binds;"
+            "this server answers 127.0.0.1, localhost, [::1] and the --host it binds;"
             " name another with --allow-host",
         )
-    if origin is not None and origin.strip().lower() != f"http://{host.strip().lower()}":
+    if origin is not None and origin.strip().lower() not in origins:
         raise BadRequest(
             403,
             f"Invalid Origin header: {origin[:100]!r}",
-            "serve answers no web page of another origin",
+            f"this server answers the origins {', '.join(sorted(origins))} only",
         )
 
 
@@ -208,6 +228,7 @@ class SearchServer(ThreadingHTTPServer):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
+        self.origins = allowed_origins(allowed, int(self.server_address[1]))  # the port bound
         self.engine = engine
         self.lock = threading.Lock()
 
@@ -288,7 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._fail(code, message or HTTPStatus(code).phrase)
 
     def _check(self) -> None:
-        check_origin(self.headers.get("Host"), self.headers.get("Origin"), self.server.allowed)
+        headers = self.headers
+        check_origin(headers["Host"], headers["Origin"], self.server.allowed, self.server.origins)
 
     def do_GET(self) -> None:  # noqa: N802
         try:

@@ -56,7 +56,11 @@ class ScriptedToolModel(_ScriptedModel):
             msg = AIMessage(
                 "",
                 tool_calls=[
-                    {"name": "memory_search", "args": {"query": question, "k": 3}, "id": "s1"}
+                    {
+                        "name": "memory_search",
+                        "args": {"query": question, "maxResults": 3},
+                        "id": "s1",
+                    }
                 ],
             )
         elif step == 1:

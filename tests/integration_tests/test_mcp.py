@@ -23,15 +23,17 @@ import anyio
 import httpx
 import jsonschema
 import pytest
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from langchain_enhanced_memory.tools import create_memory_tools
 from tests.cli_run import CLI, cli_env, run_cli, stop
 from tests.fake_ollama import FakeOllama, unused_port
 
 NOW = "2026-02-09T10:00:00"
-READ_TOOLS = {"memory_search", "memory_get", "memory_salience", "memory_related", "memory_status"}
+READ_TOOLS = {"memory_search", "memory_get", "memory_salience", "memory_crossref", "memory_status"}
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -153,11 +155,11 @@ async def exercise(session: ClientSession, ws: Path, ollama_url: str) -> None:
     status = await call(session, "memory_status")
     assert status["files"] == 4 and status["provider"] == "ollama" and status["write"] is False
     assert status["stale"] is False and status["vectors"] == status["chunks"]
-    overview = await call(session, "memory_related")
+    overview = await call(session, "memory_crossref")
     assert overview["files"] >= 1
-    shown = await call(session, "memory_related", path="memory/2026-02-08.md")
+    shown = await call(session, "memory_crossref", path="memory/2026-02-08.md")
     assert shown["path"] == "memory/2026-02-08.md" and "linked_files" in shown
-    one = await call(session, "memory_related", path="memory/2026-02-08.md", startLine=3)
+    one = await call(session, "memory_crossref", path="memory/2026-02-08.md", startLine=3)
     assert all(int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one["outgoing"])
 
     # A session transcript the agent writes: searched by corpus, read as turns.
@@ -295,7 +297,7 @@ def test_refusals_are_tool_errors_of_one_line_each(ws: Path) -> None:
             assert "must be memory, sessions or all" in await error_of(
                 session, "memory_get", path="MEMORY.md", corpus="chats"
             )
-            await error_of(session, "memory_related", path="../x.md")  # no vectors: one line
+            await error_of(session, "memory_crossref", path="../x.md")  # no vectors: one line
 
     anyio.run(main)
     assert not (ws / "memory/2026-02-09.md").exists()  # the refused append wrote nothing
@@ -345,3 +347,112 @@ def test_streamable_http_on_loopback(ws: Path, fake_ollama: FakeOllama) -> None:
 def test_bad_port_is_one_line_exit_2(ws: Path) -> None:
     r = run_cli("mcp", "--workspace", str(ws), "--embedder", "none", "--http", "--port", "0")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--port" in r.stderr
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+@pytest.mark.timeout(120)
+def test_http_refuses_foreign_origins_and_unreadable_bodies_in_one_line(ws: Path) -> None:
+    port = unused_port()
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--workspace", str(ws), "--embedder", "none", "--http",
+         "--port", str(port), "--allow-host", "mybox.lan"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def post(body: bytes, **headers: str) -> httpx.Response:
+        headers = {"Content-Type": "application/json", **accept, **headers}
+        return httpx.post(url, content=body, headers=headers, timeout=30)
+
+    def refused(response: httpx.Response, status: int) -> str:
+        assert response.status_code == status, response.text
+        assert "\n" not in response.text.strip()
+        doc = response.json()
+        assert doc["jsonrpc"] == "2.0" and doc["id"] is None
+        return str(doc["error"]["message"])
+
+    hello = json.dumps(INITIALIZE).encode()
+    try:
+        wait_for_http(url, proc)
+        # 60 KB of brackets: the SDK answered 500 and printed a 60-line traceback.
+        nested = post(b"[" * 30_000 + b"]" * 30_000)
+        assert refused(nested, 400) == "body is JSON nested too deeply"
+        assert nested.json()["error"]["code"] == -32700
+        # A page on another port of localhost is another origin (the SDK took localhost:*).
+        message = refused(post(hello, Origin="http://localhost:3000"), 403)
+        assert message.startswith("Invalid Origin header: 'http://localhost:3000'")
+        origins = [f"http://{n}:{port}" for n in ("127.0.0.1", "[::1]", "localhost", "mybox.lan")]
+        assert f"answers the origins {', '.join(origins)} only" in message
+        assert refused(post(hello, Host="attacker.example:80"), 421).startswith(
+            "Invalid Host header"
+        )
+        assert refused(post(b" " * (4 * 1024 * 1024 + 1)), 413).startswith("request body over")
+        # The server's own origins, and a name it was told of, are answered: still serving.
+        for host, origin in [
+            (f"127.0.0.1:{port}", f"http://localhost:{port}"),
+            (f"mybox.lan:{port}", f"http://mybox.lan:{port}"),
+            (f"127.0.0.1:{port}", None),
+        ]:
+            extra = {"Host": host} | ({"Origin": origin} if origin else {})
+            answer = post(hello, **extra)
+            assert answer.status_code == 200, (host, origin, answer.text)
+            assert '"serverInfo"' in answer.text
+
+        async def session_opened_and_closed() -> None:
+            # Its close ended the SDK's event stream with a traceback on stderr.
+            async with (
+                streamable_http_client(url) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                assert "memory_search" in {t.name for t in (await session.list_tools()).tools}
+
+        anyio.run(session_opened_and_closed)
+        time.sleep(1)  # the server notices the closed stream
+    finally:
+        stop(proc, timeout=20)
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+
+
+def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> None:
+    # A model's prompt written for one face must work on the other: the same tools, and
+    # each tool's arguments the same JSON schema (OpenClaw's names), as each face shows it.
+    chain = {t.name: t for t in create_memory_tools(ws, embedder="none", allow_write=True)}
+
+    async def main() -> dict[str, dict[str, Any]]:
+        args = ["mcp", "--workspace", str(ws), "--embedder", "none", "--allow-write"]
+        async with stdio_session(args) as session:
+            return {t.name: t.inputSchema for t in (await session.list_tools()).tools}
+
+    mcp = anyio.run(main)
+    # memory_status: the MCP server's; a LangChain one, where there is one, is compared too.
+    assert set(chain) | {"memory_status"} == set(mcp) == {
+        "memory_search", "memory_get", "memory_salience", "memory_crossref", "memory_append",
+        "memory_status",
+    }  # fmt: skip
+    for name, tool in chain.items():
+        assert tool.tool_call_schema.model_json_schema() == mcp[name], name
+        # What a chat model is given (OpenAI's tool format) names the same arguments.
+        shown = convert_to_openai_tool(tool)["function"]["parameters"]
+        assert shown["properties"].keys() == mcp[name]["properties"].keys(), name
+        assert shown.get("required", []) == mcp[name].get("required", []), name
+    search = mcp["memory_search"]["properties"]
+    assert {"query", "maxResults", "minScore", "corpus", "since", "until", "path", "kind"} == set(
+        search
+    )
+    assert set(mcp["memory_get"]["properties"]) == {"path", "from", "lines", "corpus"}
+    assert set(mcp["memory_crossref"]["properties"]) == {"path", "startLine"}
+    assert all(schema["additionalProperties"] is False for schema in mcp.values())

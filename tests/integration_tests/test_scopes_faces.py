@@ -152,6 +152,9 @@ def test_serve_searches_its_scopes_and_refuses_others(scopes: dict[str, Path]) -
 
 def test_mcp_scope_argument(scopes: dict[str, Path]) -> None:
     args = ["mcp", "--embedder", "none", "--allow-write", *scope_args(scopes)]
+    folders = {name: str(folder) for name, folder in scopes.items()}
+    made = create_memory_tools(scopes=folders, embedder="none", allow_write=True)
+    langchain = {t.name: t for t in made}
 
     async def main() -> None:
         async with stdio_session(args) as session:
@@ -160,6 +163,9 @@ def test_mcp_scope_argument(scopes: dict[str, Path]) -> None:
             for tool in tools.values():
                 assert tool.inputSchema["additionalProperties"] is False
                 assert "scope" in tool.inputSchema["properties"]
+                # The LangChain tool over the same scopes takes the same arguments.
+                chain = langchain[tool.name].tool_call_schema.model_json_schema()
+                assert chain == tool.inputSchema, tool.name
             result = await session.call_tool(
                 "memory_search", {"query": "Postgres", "scope": "team"}
             )
@@ -202,7 +208,7 @@ def test_tools_take_a_scope(scopes: dict[str, Path]) -> None:
     assert set(tools) == {"memory_search", "memory_get", "memory_append"}
     message = tools["memory_search"].invoke(
         {"type": "tool_call", "id": "1", "name": "memory_search",
-         "args": {"query": "Postgres", "scope": "alpha", "k": 10}}
+         "args": {"query": "Postgres", "scope": "alpha", "maxResults": 10}}
     )  # fmt: skip
     assert {row["scope"] for row in message.artifact["results"]} == {"alpha"}
     assert "alpha: MEMORY.md:1-3" in message.content

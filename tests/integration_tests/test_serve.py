@@ -202,6 +202,18 @@ def test_oversized_body_is_refused_and_server_keeps_serving(server: Server) -> N
     assert status == 200 and doc["results"]
 
 
+def test_deeply_nested_json_is_a_one_line_400_and_no_traceback(workspace: Path) -> None:
+    # 60 KB of brackets: under the size limit, deeper than Python's JSON parser goes.
+    nested = b"[" * 30_000 + b"]" * 30_000
+    with serving(workspace) as s:
+        status, doc = s.request("POST", "/search", nested, JSON)
+        assert status == 400
+        validate(doc, "failure")
+        assert doc["error"] == "body is JSON nested too deeply"
+        assert s.search(query="ramen")[0] == 200
+    assert "Traceback" not in s.stderr and "RecursionError" not in s.stderr, s.stderr
+
+
 def test_unknown_endpoint_is_404_json(server: Server) -> None:
     status, doc = server.request("GET", "/nope")
     assert status == 404
@@ -305,6 +317,11 @@ JSON = {"Content-Type": "application/json"}
             403,
             "Invalid Origin header",
         ),  # fmt: skip
+        (
+            {"Host": "127.0.0.1:{port}", "Origin": "http://localhost:3000", **JSON},
+            403,
+            "Invalid Origin header",
+        ),  # fmt: skip
         ({"Host": "127.0.0.1:{port}", "Content-Type": "text/plain"}, 415, "application/json"),
         (
             {"Host": "127.0.0.1:{port}", "Content-Type": "application/x-www-form-urlencoded"},
@@ -339,6 +356,8 @@ def test_foreign_hosts_origins_and_simple_requests_are_refused(
         {"Host": "LOCALHOST", "Content-Type": "application/json; charset=utf-8"},
         {"Host": "[::1]:{port}", "Origin": "http://[::1]:{port}", **JSON},
         {"Host": "[::1]", **JSON},
+        # Another of its own names, on its own port: the same server.
+        {"Host": "127.0.0.1:{port}", "Origin": "http://localhost:{port}", **JSON},
     ],
 )
 def test_the_servers_own_names_and_origin_are_answered(server: Server, headers: dict) -> None:
@@ -346,6 +365,17 @@ def test_the_servers_own_names_and_origin_are_answered(server: Server, headers: 
     status, doc = server.request("POST", "/search", SEARCH, headers)
     assert status == 200, doc
     validate(doc, "success")
+
+
+def test_a_refused_origin_is_told_the_exact_origins_answered(server: Server) -> None:
+    headers = {"Origin": "http://localhost:3000", **JSON}
+    status, doc = server.request("POST", "/search", SEARCH, headers)
+    assert status == 403
+    port = server.port
+    assert doc["action"] == (
+        f"this server answers the origins http://127.0.0.1:{port}, http://[::1]:{port},"
+        f" http://localhost:{port} only"
+    )
 
 
 def test_health_also_refuses_a_foreign_host(server: Server) -> None:

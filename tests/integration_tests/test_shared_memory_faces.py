@@ -37,13 +37,13 @@ def test_workers_share_user_and_team_scopes(database_url: str) -> None:
     # Another worker, another instance: both writes are in its next search.
     message = a["memory_search"].invoke(
         {"type": "tool_call", "id": "1", "name": "memory_search",
-         "args": {"query": "window seat Lisbon offsite", "k": 10}}
+         "args": {"query": "window seat Lisbon offsite", "maxResults": 10}}
     )  # fmt: skip
     assert {row["scope"] for row in message.artifact["results"]} == {"alice", "team"}
     # Bob's worker never sees alice's scope: it did not name it.
     message = b["memory_search"].invoke(
         {"type": "tool_call", "id": "2", "name": "memory_search",
-         "args": {"query": "window seat Lisbon offsite", "k": 10}}
+         "args": {"query": "window seat Lisbon offsite", "maxResults": 10}}
     )  # fmt: skip
     assert {row["scope"] for row in message.artifact["results"]} == {"team"}
     got = a["memory_get"].invoke(

@@ -30,7 +30,12 @@ class TestSearchTool(TempWorkspace, ToolsIntegrationTests):
     @property
     def tool_invoke_params_example(self):
         # One kind as a string (the unit suite passes a list).
-        return {"query": "postgres migration", "k": 3, "since": "2026-02-01", "kind": "daily"}
+        return {
+            "query": "postgres migration",
+            "maxResults": 3,
+            "since": "2026-02-01",
+            "kind": "daily",
+        }
 
 
 class TestGetTool(TempWorkspace, ToolsIntegrationTests):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
 from langchain_enhanced_memory.core.errors import IndexUnavailableError, ScopeError
@@ -92,3 +93,45 @@ def test_a_home_folder_is_expanded_before_it_is_checked(
     assert retriever.invoke("decisions")[0].metadata["scope"] == "mine"
     with pytest.raises(ScopeError, match=r"scope mine: folder not found: .*/nope$"):
         EnhancedMemoryRetriever(scopes={"mine": "~/nope"}, embedder="none")
+def test_the_retriever_refuses_a_field_it_does_not_know(workspace: Path) -> None:
+    with pytest.raises(ValidationError, match="kk") as refused:
+        EnhancedMemoryRetriever(workspace=workspace, embedder="none", kk=1)
+    assert refused.value.errors()[0]["type"] == "extra_forbidden"
+
+
+def test_search_kwargs_are_the_retrievers_own_fields(workspace: Path) -> None:
+    # LangChain's as_retriever habit: search_kwargs={"k": ..., "filter": ...}.
+    retriever = EnhancedMemoryRetriever(
+        workspace=workspace,
+        embedder="none",
+        search_kwargs={"k": 1, "filter": {"kind": "daily"}, "min_score": 0.0},
+    )
+    docs = retriever.invoke("Postgres migration")
+    assert len(docs) == 1 and docs[0].metadata["kind"] == "daily"
+    assert retriever.min_score == 0.0
+    high = EnhancedMemoryRetriever(
+        workspace=workspace, embedder="none", search_kwargs={"min_score": 1.0}
+    )
+    assert high.invoke("Postgres migration") == []  # no score reaches 1: the floor counts
+    retriever.engine.close()
+    high.engine.close()
+
+
+@pytest.mark.parametrize(
+    ("search_kwargs", "says"),
+    [
+        ({"score_threshold": 0.5}, "'score_threshold' is not taken here; use min_score"),
+        ({"kk": 1}, "'kk' is not taken here; use k, filter or min_score"),
+        ([("k", 1)], "search_kwargs must be a dict"),
+    ],
+)
+def test_search_kwargs_refuse_what_they_cannot_honour(
+    workspace: Path, search_kwargs: Any, says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        EnhancedMemoryRetriever(workspace=workspace, search_kwargs=search_kwargs)
+
+
+def test_search_kwargs_and_the_same_field_must_agree(workspace: Path) -> None:
+    with pytest.raises(ValidationError, match="'k' is also given as a field"):
+        EnhancedMemoryRetriever(workspace=workspace, k=3, search_kwargs={"k": 1})

@@ -184,7 +184,7 @@ def test_retriever_filter_argument_and_field(many: Path) -> None:
 def test_search_tool_filter_arguments(many: Path) -> None:
     tool = MemorySearchTool(workspace=many, embedder="none", now=NOW)
     props = tool.tool_call_schema.model_json_schema()["properties"]
-    assert {"since", "until", "path", "kind", "min_score"} <= set(props)
+    assert {"since", "until", "path", "kind", "minScore"} <= set(props)
     out = tool.invoke(
         {"type": "tool_call", "id": "1", "name": "memory_search",
          "args": {"query": "boiler", "kind": ["daily"], "since": "2026-01-28"}}

@@ -44,7 +44,12 @@ def test_body_size_accepts_up_to_the_limit() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "fragment"),
-    [(b"{not json", "not JSON"), (b"\xff\xfe", "not JSON"), (b"[1, 2]", "JSON object")],
+    [
+        (b"{not json", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"query": ' + b"[" * 30_000 + b"]" * 30_000 + b"}", "nested too deeply"),
+    ],
 )
 def test_decode_body_refusals(raw: bytes, fragment: str) -> None:
     with pytest.raises(BadRequest, match=fragment) as err:

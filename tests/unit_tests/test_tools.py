@@ -36,7 +36,12 @@ class TestSearchToolStandard(TempWorkspace, ToolsUnitTests):
 
     @property
     def tool_invoke_params_example(self):
-        return {"query": "postgres migration", "k": 3, "since": "2026-02-01", "kind": ["daily"]}
+        return {
+            "query": "postgres migration",
+            "maxResults": 3,
+            "since": "2026-02-01",
+            "kind": ["daily"],
+        }
 
 
 class TestAppendToolStandard(TempWorkspace, ToolsUnitTests):
@@ -113,7 +118,7 @@ def tools(workspace, monkeypatch):
 
 
 def test_search_tool_cites_and_returns_json(tools, workspace):
-    msg = _call(tools["memory_search"], {"query": "what did we decide yesterday?", "k": 2})
+    msg = _call(tools["memory_search"], {"query": "what did we decide yesterday?", "maxResults": 2})
     first = msg.content.splitlines()[0]
     assert first.startswith("[1] memory/2026-02-08.md:")
     assert "Decisions" in first
@@ -205,10 +210,10 @@ def test_search_tool_no_match_quotes_a_long_query_by_its_prefix(workspace):
 
 
 def test_bad_arguments_are_one_line_errors_not_exceptions(tools):
-    msg = _call(tools["memory_search"], {"query": "x", "k": 500, "max_results": 3})
+    msg = _call(tools["memory_search"], {"query": "x", "maxResults": 500, "max_results": 3})
     assert msg.status == "error"
     assert msg.content.split("\n") == [
-        "Error: k: must be at most 50, got 500",
+        "Error: maxResults: must be at most 100, got 500",
         "Error: max_results: is not a known field",
     ]
     msg = _call(tools["memory_search"], {"query": "x", "kind": "journal"})
@@ -245,3 +250,52 @@ def test_search_tool_and_retriever_take_a_corpus(tools, workspace):
     retriever = EnhancedMemoryRetriever(workspace=workspace, embedder="none")
     docs = retriever.invoke("Postgres", filter={"corpus": "sessions"})
     assert [d.metadata["path"] for d in docs] == ["sessions/s1.jsonl"]
+
+
+def test_tool_text_escapes_control_characters_of_the_notes(tmp_path):
+    # A note can hold an escape sequence or a bidirectional override (pasted, or planted to
+    # steer the model); the text the model reads shows them escaped, as the terminal does.
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    planted = "# Vault \x1b]0;pwned\x07\n\nThe vault code is 1234 \u202e4321 \x1b[2J done.\n"
+    (ws / "memory" / "2026-02-08.md").write_text(planted, encoding="utf-8")
+    tools = {t.name: t for t in create_memory_tools(ws, embedder="none", now=NOW)}
+    found = _call(tools["memory_search"], {"query": "vault code"}).content
+    read = _call(tools["memory_get"], {"path": "memory/2026-02-08.md"}).content
+    for text in (found, read):
+        assert not {"\x1b", "\x07", "\u202e"} & set(text)
+        assert "\\x1b]0;pwned\\x07" in text and "\\u202e4321 \\x1b[2J" in text
+    assert read.splitlines()[3].split(None, 1) == [
+        "3",
+        "The vault code is 1234 \\u202e4321 \\x1b[2J done.",
+    ]
+    # The artifact is the JSON for code: the note's own characters.
+    art = _call(tools["memory_get"], {"path": "memory/2026-02-08.md"}).artifact
+    assert "\u202e4321" in art["text"]
+
+
+def test_the_old_argument_names_are_refused_naming_the_new_ones(tools):
+    # The tools take OpenClaw's names, as the MCP server does; k, min_score and
+    # from_line were the LangChain tools' own.
+    msg = _call(tools["memory_search"], {"query": "x", "k": 2, "min_score": 0.5})
+    assert msg.status == "error" and msg.content.split("\n") == [
+        "Error: k: is not a known field; use maxResults",
+        "Error: min_score: is not a known field; use minScore",
+    ]
+    msg = _call(tools["memory_get"], {"path": "MEMORY.md", "from_line": 2})
+    assert msg.content == "Error: from_line: is not a known field; use from"
+    found = _call(tools["memory_search"], {"query": "Postgres", "maxResults": 1, "minScore": 0})
+    assert len(found.artifact["results"]) == 1
+    got = _call(tools["memory_get"], {"path": "memory/2026-02-08.md", "from": 3, "lines": 1})
+    assert got.artifact["text"] == "## Decisions"
+
+
+def test_crossref_tool_takes_a_results_start_line(tools):
+    # As memory_crossref on MCP: the links of one search result's chunk.
+    whole = _call(tools["memory_crossref"], {"path": "memory/2026-02-08.md"}).artifact
+    one = _call(tools["memory_crossref"], {"path": "memory/2026-02-08.md", "startLine": 3})
+    assert one.status == "success", one.content
+    assert all(
+        int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one.artifact["outgoing"]
+    )
+    assert 0 < len(one.artifact["outgoing"]) < len(whole["outgoing"])
