@@ -93,6 +93,8 @@ def test_a_home_folder_is_expanded_before_it_is_checked(
     assert retriever.invoke("decisions")[0].metadata["scope"] == "mine"
     with pytest.raises(ScopeError, match=r"scope mine: folder not found: .*/nope$"):
         EnhancedMemoryRetriever(scopes={"mine": "~/nope"}, embedder="none")
+
+
 def test_the_retriever_refuses_a_field_it_does_not_know(workspace: Path) -> None:
     with pytest.raises(ValidationError, match="kk") as refused:
         EnhancedMemoryRetriever(workspace=workspace, embedder="none", kk=1)
