@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_run import cli_env, run_cli
+from tests.workspaces import copy_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -77,11 +77,7 @@ RUN = [b for b in README_BLOCKS if b.skip is None and b.lang in ("python", "bash
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A folder laid out like the repository root, holding a fresh copy of the demo workspace."""
-    shutil.copytree(
-        ROOT / "examples" / "workspace",
-        tmp_path / "examples" / "workspace",
-        ignore=shutil.ignore_patterns(".enhanced-memory", "query_log.json", "access_log.json"),
-    )
+    copy_workspace(ROOT / "examples" / "workspace", tmp_path / "examples" / "workspace")
     return tmp_path
 
 
