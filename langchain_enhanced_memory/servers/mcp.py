@@ -10,7 +10,7 @@ Tools, each answering the JSON the command line prints (built by
 - ``memory_salience``: ``salience --json``.
 - ``memory_related``: cross-references of a file, or of one result
   (``path`` and ``startLine``), or the graph overview.
-- ``memory_status``: index state, embedder, counts, staleness.
+- ``memory_status``: ``status --json`` (and ``write``).
 - ``memory_append``: only with ``allow_write`` (``--allow-write``).
 
 ``memory_search``, ``memory_get`` and ``memory_append`` take a ``scope``: on a
@@ -44,6 +44,7 @@ from ..analysis import tool_json
 from ..core.errors import EnhancedMemoryError, one_line
 from ..core.filters import KIND_SCHEMA
 from ..core.request import SearchRequest, argument_errors, check_corpus
+from ..core.version import __version__
 from ..engine.scoped import ScopedSearch, narrowed, one_scope
 
 if TYPE_CHECKING:
@@ -148,6 +149,8 @@ def build_server(
         port=port,
         log_level="WARNING",
     )
+    # FastMCP takes no version, and its server would report the MCP SDK's as its own.
+    server._mcp_server.version = __version__
 
     @server.tool(annotations=_READ)
     def memory_search(
@@ -226,7 +229,7 @@ def build_server(
 
     @server.tool(annotations=_READ)
     def memory_status() -> dict[str, Any]:
-        """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
+        """The index: files, chunks and share embedded per corpus, stale files, the embedder."""
         return tool_json.status(engine, allow_write=allow_write)
 
     return server
