@@ -65,7 +65,7 @@ class QueryEmbedder:
                     )
                     if self._choice.reason and c.on_embedder_error == "keyword":
                         # Said once, here: the command line's embedder line leaves it out.
-                        log.warning("%s; answering keyword-only", self._choice.reason)
+                        log.warning("%s (keyword-only)", self._choice.reason)
             return self._choice
 
     def required(self) -> EmbedderChoice:

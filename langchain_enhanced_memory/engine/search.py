@@ -165,8 +165,10 @@ class MemorySearch:
         """Embed every chunk and line lacking a vector (0 without an embedder).
 
         Raises:
-            EmbeddingError: The embedder failed (batches already embedded are kept).
+            EmbeddingError: The embedder failed (batches already embedded are kept), or
+                is unavailable and the config's ``on_embedder_error`` is ``fail``.
         """
+        self.embedder.required()
         model_id = self.model_id
         if model_id is None:
             return 0
