@@ -4,9 +4,9 @@ The agent is LangChain 1.x's ``langchain.agents.create_agent`` (a LangGraph
 graph; it replaces LangGraph's deprecated ``create_react_agent``) with
 ``memory_search`` (hybrid, date-aware search with citations), ``memory_get``
 (read lines of a memory file), ``memory_salience`` (what needs review),
-``memory_crossref`` (related files) and, with ``--allow-write``,
-``memory_append`` (remember something in today's daily note). Run it with a
-local Ollama chat model::
+``memory_crossref`` (related files), ``memory_status`` (what is indexed) and,
+with ``--allow-write``, ``memory_append`` (remember something in today's daily
+note). Run it with a local Ollama chat model::
 
     ENHANCED_MEMORY_CHAT_MODEL=llama3.1 python examples/langgraph_agent.py \
         "What did we decide about the billing database, and what is still open?"

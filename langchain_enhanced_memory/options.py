@@ -50,6 +50,9 @@ class MemoryOptions(BaseModel):
     """Ollama embedding model (default ``nomic-embed-text``)."""
     ollama_url: str | None = None
     """Ollama's base URL."""
+    on_embedder_error: Literal["keyword", "fail"] = "keyword"
+    """When the embedder is unavailable or fails: answer keyword-only (``fallback`` set),
+    or ``fail`` (raise ``EmbeddingError``)."""
     # A dataclass, built by its own checks (a profile's preset included), not pydantic's.
     settings: Annotated[InstanceOf[MemorySettings], BeforeValidator(MemorySettings.of)] = Field(
         default_factory=MemorySettings
@@ -115,6 +118,7 @@ class MemoryOptions(BaseModel):
             model=self.model,
             ollama_url=self.ollama_url,
             embeddings=self.embeddings,
+            on_embedder_error=self.on_embedder_error,
             index_path=Path(self.index_path) if self.index_path else None,
             auto_index=self.auto_index,
             watch=self.watch,

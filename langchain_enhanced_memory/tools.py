@@ -1,4 +1,4 @@
-"""LangChain tools over one memory workspace: search, get, salience, cross-references, append.
+"""LangChain tools over one memory workspace: search, get, salience, crossref, status, append.
 
 Each tool is a ``BaseTool`` whose ``args_schema`` comes from :mod:`.analysis.tool_args`,
 the schema the MCP server shows too: the same names (``memory_crossref`` for the
@@ -11,7 +11,7 @@ yet, an argument the schema refuses or does not know) come back as one line per
 problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
 server use, never an exception, quoting at most a short prefix of what was given.
 
-:func:`create_memory_tools` builds the four read tools sharing one search engine
+:func:`create_memory_tools` builds the five read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
 unless asked). The JSON each tool returns comes from :mod:`.analysis.tool_json`,
 the builder the MCP server uses too.
@@ -36,7 +36,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools.base import ArgsSchema
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
-from .analysis import salience, tool_json
+from .analysis import salience, status, tool_json
 from .analysis.tool_args import (
     RENAMED,
     MemoryAppendInput,
@@ -47,6 +47,7 @@ from .analysis.tool_args import (
     MemorySalienceInput,
     MemorySearchInput,
     MemorySearchScopedInput,
+    MemoryStatusInput,
 )
 from .core.errors import (
     CrossrefError,
@@ -71,6 +72,7 @@ __all__ = [
     "MemoryGetTool",
     "MemorySalienceTool",
     "MemorySearchTool",
+    "MemoryStatusTool",
     "create_memory_tools",
 ]
 
@@ -307,6 +309,28 @@ class MemoryCrossrefTool(_MemoryTool):
         return views.format_show(shown), shown
 
 
+# ------------------------------------------------------------------ status
+class MemoryStatusTool(_MemoryTool):
+    """What the memory's index holds: files, chunks, the share embedded, stale files."""
+
+    name: str = "memory_status"
+    description: str = (
+        "Say what the memory index holds (files, chunks and the share embedded, for notes and "
+        "session transcripts), how many files changed since it was indexed, and the embedder."
+    )
+    args_schema: type[BaseModel] = MemoryStatusInput
+
+    def _run(
+        self, run_manager: CallbackManagerForToolRun | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        try:
+            engine = self.workspace_engine()
+        except ScopeError as exc:
+            return self._error(str(exc))
+        got = status.status(engine)
+        return status.format_text(got), got.as_dict()
+
+
 # ------------------------------------------------------------------ append
 class MemoryAppendTool(_MemoryTool):
     """Write memory: append a bullet to today's daily note or a memory file (atomic)."""
@@ -356,7 +380,7 @@ def create_memory_tools(
     now: datetime | None = None,
     allow_write: bool = False,
 ) -> list[BaseTool]:
-    """The four memory tools sharing one engine (one index, one embedder), and the writer.
+    """The five memory tools sharing one engine (one index, one embedder), and the writer.
 
     Over ``scopes`` the toolkit is ``memory_search`` and ``memory_get`` (and
     ``memory_append``), each with a ``scope`` argument; salience and
@@ -404,6 +428,7 @@ def create_memory_tools(
     tools: list[BaseTool] = [MemorySearchTool(now=now, **common), MemoryGetTool(**common)]
     if isinstance(engine, MemorySearch):
         tools += [MemorySalienceTool(now=now, **common), MemoryCrossrefTool(**common)]
+        tools.append(MemoryStatusTool(**common))
     if allow_write:
         tools.append(MemoryAppendTool(now=now, **common))
     return tools

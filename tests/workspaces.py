@@ -1,7 +1,8 @@
-"""Workspaces the tests write: a helper and the small English workspace most tests share."""
+"""Workspaces the tests write: helpers and the small English workspace most tests share."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,21 @@ def write_workspace(root: Path, files: dict[str, str]) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     return root
+
+
+# What a used workspace holds besides its notes: the index folder (with, after `make demo`,
+# a resident engine's live socket, which cannot be copied) and the search logs.
+_NOT_NOTES = shutil.ignore_patterns(".enhanced-memory*", "query_log.json", "access_log.json")
+
+
+def copy_workspace(source: Path, dest: Path) -> Path:
+    """Copy the notes of ``source`` (examples/workspace, a benchmark's) to ``dest``, return it.
+
+    Never its index or logs: the copy starts as a fresh clone's would, whatever ran in
+    ``source`` before (``make demo``'s index and its resident engine).
+    """
+    shutil.copytree(source, dest, ignore=_NOT_NOTES)
+    return dest
 
 
 SMALL_WORKSPACE = {

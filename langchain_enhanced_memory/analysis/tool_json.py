@@ -30,6 +30,7 @@ from ..openclaw.response import citation, get_failure_json, get_json, response_j
 from ..store import logs, notes
 from ..store.append import append_memory
 from . import salience as salience_mod
+from . import status as status_mod
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
@@ -133,33 +134,8 @@ def _chunk_start(ref: str) -> int:
 
 
 def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]:
-    """The index's state: files, chunks, vectors, staleness, the embedder, the graph."""
-    index = engine.index
-    stats = index.stats()
-    choice = engine.choice
-    model_id = engine.model_id
-    vectors = 0
-    if model_id is not None:
-        has = index.snapshot(model_id).has_vector
-        vectors = int(has.sum()) if has is not None else 0
-    with index.connect() as conn:
-        graph = storage.has_tables(conn)
-    return {
-        "workspace": str(index.workspace),
-        "index": str(index.path),
-        "files": stats["files"],
-        "chunks": stats["chunks"],
-        "generation": stats["generation"],
-        "stale": index.is_stale(),
-        "provider": choice.provider,
-        "model": choice.model,
-        "fallback": choice.fallback,
-        "reason": choice.reason,
-        "vectors": vectors,
-        "graph": graph,
-        "profile": engine.settings.profile,
-        "write": allow_write,
-    }
+    """The index's state (:func:`.status.status`), and whether the tools may write."""
+    return status_mod.status(engine).as_dict() | {"write": allow_write}
 
 
 def append(

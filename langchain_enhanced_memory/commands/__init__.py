@@ -24,6 +24,7 @@ PROG = "enhanced-memory"
 # name -> one-line help; the module is langchain_enhanced_memory.commands.<name>.
 COMMANDS: dict[str, str] = {
     "index": "bring the index up to date (incremental)",
+    "status": "what is indexed, the embedder, the resident engine (reads only)",
     "search": "search the memory (OpenClaw memory_search JSON)",
     "eval": "measure retrieval quality on graded queries",
     "salience": "which memory files need attention",
@@ -60,6 +61,9 @@ def build_parser(
     parser = _Parser(
         prog=PROG, description="Hybrid, date-aware search over an agent's markdown memory."
     )
+    from ..core.version import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     runner = None
     for name, helptext in COMMANDS.items():

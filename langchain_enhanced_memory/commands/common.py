@@ -92,6 +92,12 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         "--ollama-url", help="Ollama URL (default: $OLLAMA_URL or http://localhost:11434)"
     )
     p.add_argument(
+        "--on-embedder-error",
+        choices=("keyword", "fail"),
+        help="when the embedder is unavailable or fails: answer keyword-only, or fail"
+        " (default: $ENHANCED_MEMORY_ON_EMBEDDER_ERROR or keyword; eval: fail)",
+    )
+    p.add_argument(
         "--index", dest="index_path", help="index file (default: WORKSPACE/.enhanced-memory/)"
     )
     p.add_argument(
@@ -308,6 +314,7 @@ def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
         model=args.model,
         ollama_url=args.ollama_url,
         index_path=args.index_path,
+        on_embedder_error=args.on_embedder_error,
         **fields,
     )
 
@@ -324,15 +331,15 @@ def report_embedder(engine: MemorySearch | ScopedSearch, response: Any = None) -
     """One stderr line naming the active embedder (text mode).
 
     A search over scopes says what its ``response`` was made with (each scope
-    resolves its own embedder).
+    resolves its own embedder). The cause of a fallback is not repeated: the
+    engine said it when it resolved the embedder.
     """
     c = getattr(engine, "choice", None) or response
     if c is None:
         return
     line = f"embedder: {c.provider}" + (f" ({c.model})" if c.model else "")
     if c.fallback:
-        reason = getattr(c, "reason", None)
-        line += f", fallback {c.fallback}" + (f": {reason}" if reason else "")
+        line += f", fallback {c.fallback}"
     print(escape_controls(line), file=sys.stderr)
 
 

@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         embedder=args.embedder,
         model=args.model,
         ollama_url=args.ollama_url,
+        # A figure must not silently change meaning: keyword-only only when asked for.
+        on_embedder_error=args.on_embedder_error or "fail",
         settings=settings,
     )
 

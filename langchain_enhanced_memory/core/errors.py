@@ -145,7 +145,8 @@ class EmbeddingError(EnhancedMemoryError, RuntimeError):
     Attributes:
         kind: A machine-readable category: ``"unreachable"``, ``"timeout"``,
             ``"not_pulled"``, ``"http"``, ``"malformed"``, ``"disconnected"``,
-            ``"invalid_output"``, ``"missing_extra"`` or ``"error"``.
+            ``"invalid_output"``, ``"missing_extra"``, ``"unavailable"`` (no embedder
+            could be resolved) or ``"error"``.
         attempts: How many calls were made before giving up (0 when unknown).
     """
 

@@ -18,10 +18,12 @@ from ..core.errors import RequestError, SettingsError
 from ..core.settings import PROFILE_NAMES, MemorySettings
 from ..store.locations import resolve_workspace
 
-__all__ = ["EMBEDDERS", "Embedder", "EngineConfig"]
+__all__ = ["EMBEDDERS", "EMBEDDER_ERRORS", "Embedder", "EmbedderErrors", "EngineConfig"]
 
 EMBEDDERS: tuple[str, ...] = ("auto", "ollama", "local", "none")
 Embedder = Literal["auto", "ollama", "local", "none"]
+EMBEDDER_ERRORS: tuple[str, ...] = ("keyword", "fail")
+EmbedderErrors = Literal["keyword", "fail"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class EngineConfig:
         model: Ollama embedding model (default ``nomic-embed-text``).
         ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        on_embedder_error: When the embedder is unavailable or fails: ``keyword``
+            answers keyword-only (``fallback`` set, the cause logged once), ``fail``
+            raises :class:`~..core.errors.EmbeddingError` (OpenClaw's ``fallback``).
         index_path: Where the SQLite index lives (default: inside the workspace).
         auto_index: Bring a stale index up to date before searching.
         watch: Learn of edits from file-system events (for a long-lived engine);
@@ -57,6 +62,7 @@ class EngineConfig:
     model: str | None = None
     ollama_url: str | None = None
     embeddings: Any = None
+    on_embedder_error: EmbedderErrors = "keyword"
     index_path: Path | None = None
     auto_index: bool = True
     watch: bool = False
@@ -66,6 +72,8 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.embedder not in EMBEDDERS:
             raise SettingsError(f"must be one of {', '.join(EMBEDDERS)}", "embedder")
+        if self.on_embedder_error not in EMBEDDER_ERRORS:
+            raise SettingsError("must be keyword or fail", "on_embedder_error")
         embeddings = self.embeddings
         if embeddings is not None and not (
             callable(getattr(embeddings, "embed_documents", None))
@@ -92,18 +100,19 @@ class EngineConfig:
         model: str | None = None,
         ollama_url: str | None = None,
         index_path: str | Path | None = None,
+        on_embedder_error: str | None = None,
         session_dirs: Sequence[str] = (),
         **fields: Any,
     ) -> EngineConfig:
         """A config from explicit values, then the environment, then the defaults.
 
         ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
-        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL`` and
-        ``$ENHANCED_MEMORY_INDEX`` fill what is not given; ``session_dirs`` are
-        searched beside the settings' transcript folders.
+        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL``,
+        ``$ENHANCED_MEMORY_INDEX`` and ``$ENHANCED_MEMORY_ON_EMBEDDER_ERROR`` fill what
+        is not given; ``session_dirs`` are searched beside the settings' transcript folders.
 
         Raises:
-            RequestError: An unknown profile or embedder.
+            RequestError: An unknown profile, embedder or ``on_embedder_error``.
             EnhancedMemoryError: The workspace does not exist.
         """
         env = os.environ
@@ -115,6 +124,9 @@ class EngineConfig:
             raise RequestError(
                 f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
             )
+        on_error = on_embedder_error or env.get("ENHANCED_MEMORY_ON_EMBEDDER_ERROR") or "keyword"
+        if on_error not in EMBEDDER_ERRORS:
+            raise RequestError(f"must be keyword or fail, got {on_error!r}", "on_embedder_error")
         settings = fields.pop("settings", None) or MemorySettings(profile=profile)
         if session_dirs:  # more transcript folders than the settings name
             settings = replace(settings, session_dirs=(*settings.session_dirs, *session_dirs))
@@ -125,6 +137,7 @@ class EngineConfig:
             embedder=cast(Embedder, embedder),
             model=model or env.get("EMBED_MODEL") or None,
             ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
+            on_embedder_error=cast(EmbedderErrors, on_error),
             index_path=Path(index_path) if index_path else None,
             **fields,
         )

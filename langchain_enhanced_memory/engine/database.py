@@ -9,7 +9,6 @@ on any host before a search starts is in that search. Ranking is
 
 from __future__ import annotations
 
-import logging
 import time
 from datetime import date, datetime
 from pathlib import Path
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from ..store.database import Database, Embedding
 
 __all__ = ["DatabaseSearch"]
-
-log = logging.getLogger("langchain_enhanced_memory")
 
 
 class DatabaseSearch:
@@ -113,12 +110,14 @@ class DatabaseSearch:
 
         Raises:
             RequestError: A filter's date words name no date.
+            EmbeddingError: The embedder is unavailable or failed, and the config's
+                ``on_embedder_error`` is ``fail``.
             DatabaseError: The database failed (one line; the next call reconnects).
         """
         started = time.perf_counter()
         timings: dict[str, float] = {}
         now = request.now or datetime.now()
-        choice = self.embedder.choice
+        choice = self.embedder.required()
         fallback = choice.fallback
         model_id = self.model_id
         snap = self._last = self.database.snapshot(self.scope, model_id)
@@ -130,8 +129,8 @@ class DatabaseSearch:
             else:
                 try:
                     qvec = self.embedder.embed_query(request.query)
-                except Exception as exc:  # any embedder failure: answer keyword-only
-                    log.warning("embedder failed, answering keyword-only: %s", exc)
+                except Exception as exc:  # any embedder failure: keyword-only, or fail
+                    self.embedder.failed(exc)
                     fallback = "keyword-only"
         if qvec is None and snap.vectors is not None:
             snap = snap.with_vectors(None, None)

@@ -63,9 +63,37 @@ class QueryEmbedder:
                         embeddings=c.embeddings,
                         local_threads=c.settings.local_threads,
                     )
-                    if self._choice.reason:
-                        log.warning("%s", self._choice.reason)
+                    if self._choice.reason and c.on_embedder_error == "keyword":
+                        # Said once, here: the command line's embedder line leaves it out.
+                        log.warning("%s (keyword-only)", self._choice.reason)
             return self._choice
+
+    def required(self) -> EmbedderChoice:
+        """The choice, for a search: one that fell back raises when the config says ``fail``.
+
+        Raises:
+            EmbeddingError: The embedder is unavailable and ``on_embedder_error`` is ``fail``.
+        """
+        c = self.choice
+        if c.fallback and self.config.on_embedder_error == "fail":
+            from ..core.errors import EmbeddingError
+
+            raise EmbeddingError(c.reason or f"{c.provider} is unavailable", kind="unavailable")
+        return c
+
+    def failed(self, exc: Exception) -> None:
+        """A query vector could not be made: log it (the search goes on keyword-only) or raise.
+
+        Raises:
+            EmbeddingError: ``on_embedder_error`` is ``fail``.
+        """
+        if self.config.on_embedder_error == "fail":
+            from ..core.errors import EmbeddingError
+
+            if isinstance(exc, EmbeddingError):
+                raise exc
+            raise EmbeddingError(f"{type(exc).__name__}: {exc}") from exc
+        log.warning("embedder failed, answering keyword-only: %s", exc)
 
     @property
     def model_id(self) -> str | None:

@@ -7,7 +7,6 @@ a fresh process starts fast.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
@@ -26,7 +25,7 @@ from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
 from ..store.logs import record_search
 from .answer import finish, ms_since, ranked_hits
-from .config import Embedder, EngineConfig
+from .config import Embedder, EmbedderErrors, EngineConfig
 from .embedder import QueryEmbedder
 
 if TYPE_CHECKING:
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from ..store.upkeep import EmbedJob, ProgressFactory
 
 __all__ = ["MemorySearch"]
-
-log = logging.getLogger("langchain_enhanced_memory")
 
 
 class MemorySearch:
@@ -50,6 +47,8 @@ class MemorySearch:
         model: Embedding model name (Ollama), defaults to ``nomic-embed-text``.
         ollama_url: Ollama's base URL (or the original's full ``/api/embed`` URL).
         embeddings: Any LangChain ``Embeddings``; overrides ``embedder``.
+        on_embedder_error: ``keyword`` (answer keyword-only) or ``fail`` (raise
+            ``EmbeddingError``) when the embedder is unavailable or fails.
         index_path: Where the SQLite index lives.
         auto_index: Bring a stale index up to date before searching.
         watch: Follow file-system events instead of scanning before each search.
@@ -78,6 +77,7 @@ class MemorySearch:
         model: str | None = None,
         ollama_url: str | None = None,
         embeddings: Embeddings | None = None,
+        on_embedder_error: EmbedderErrors = "keyword",
         index_path: str | Path | None = None,
         auto_index: bool = True,
         watch: bool = False,
@@ -91,6 +91,7 @@ class MemorySearch:
             model=model,
             ollama_url=ollama_url,
             embeddings=embeddings,
+            on_embedder_error=on_embedder_error,
             index_path=Path(index_path) if index_path else None,
             auto_index=auto_index,
             watch=watch,
@@ -164,8 +165,10 @@ class MemorySearch:
         """Embed every chunk and line lacking a vector (0 without an embedder).
 
         Raises:
-            EmbeddingError: The embedder failed (batches already embedded are kept).
+            EmbeddingError: The embedder failed (batches already embedded are kept), or
+                is unavailable and the config's ``on_embedder_error`` is ``fail``.
         """
+        self.embedder.required()
         model_id = self.model_id
         if model_id is None:
             return 0
@@ -210,11 +213,13 @@ class MemorySearch:
 
         Raises:
             RequestError: A filter's date words name no date (checked against ``now``).
+            EmbeddingError: The embedder is unavailable or failed, and the config's
+                ``on_embedder_error`` is ``fail``.
         """
         started = time.perf_counter()
         timings: dict[str, float] = {}
         now = request.now or datetime.now()
-        choice = self.choice
+        choice = self.embedder.required()
         fallback = choice.fallback
         model_id = self.model_id
         if self.auto_index:
@@ -227,8 +232,8 @@ class MemorySearch:
                 embedded = self._vector_share(model_id)
                 if embedded is None:
                     qvec = self.embed_query(request.query)
-            except Exception as exc:  # any embedder failure: answer keyword-only
-                log.warning("embedder failed, answering keyword-only: %s", exc)
+            except Exception as exc:  # any embedder failure: keyword-only, or fail
+                self.embedder.failed(exc)
                 fallback, model_id = "keyword-only", None
             if embedded is not None:  # vectors still coming: keyword-only, and say how far
                 fallback, model_id = "keyword-only", None

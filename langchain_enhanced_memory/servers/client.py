@@ -26,7 +26,13 @@ import sys
 import time
 
 from ..core.errors import EnhancedMemoryError
-from ..store.locations import ResidentFiles, resident_files, resident_location, workspace_dir
+from ..store.locations import (
+    ResidentFiles,
+    locked,
+    resident_files,
+    resident_location,
+    workspace_dir,
+)
 
 try:  # json's own C escaper: the json package (and re, which it loads) are not imported
     from _json import encode_basestring_ascii as _quote
@@ -241,7 +247,7 @@ def start_resident(
     import subprocess  # not on the path of a call answered by a running engine
 
     files = resident_files(workspace, create=True)
-    if _locked(str(files.lock)):
+    if locked(files.lock):
         return None
     cmd = [sys.executable, "-m", "langchain_enhanced_memory.cli", "daemon", "run"]
     cmd += ["--workspace", str(files.workspace)]
@@ -260,23 +266,6 @@ def start_resident(
         )
     finally:
         os.close(fd)
-
-
-def _locked(path: str) -> bool:
-    """Whether an engine holds the lock at ``path`` (a shared try: it waits for no one)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # releases a lock taken
-    return False
 
 
 def ask(workspace: Path, op: str) -> dict[str, Any] | None:

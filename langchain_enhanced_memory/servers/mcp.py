@@ -12,7 +12,7 @@ LangChain tools' names and arguments (one schema each,
 - ``memory_salience``: ``salience --json``.
 - ``memory_crossref``: cross-references of a file, or of one result
   (``path`` and ``startLine``), or the graph overview.
-- ``memory_status``: index state, embedder, counts, staleness.
+- ``memory_status``: ``status --json`` (and ``write``).
 - ``memory_append``: only with ``allow_write`` (``--allow-write``).
 
 On a server started with scopes (``mcp --scope``), ``memory_search``,
@@ -70,6 +70,7 @@ from ..analysis.tool_args import (
 )
 from ..core.errors import EnhancedMemoryError, one_line
 from ..core.request import SearchRequest, argument_errors, check_corpus
+from ..core.version import __version__
 from ..engine.scoped import ScopedSearch, narrowed, one_scope
 from .http import BadRequest, allowed_hosts, allowed_origins, check_origin, parse_json
 
@@ -297,6 +298,8 @@ def build_server(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     server.guard = (hosts, allowed_origins(hosts, port))
+    # FastMCP takes no version, and its server would report the MCP SDK's as its own.
+    server._mcp_server.version = __version__
 
     scoped = isinstance(engine, ScopedSearch)
 
@@ -350,7 +353,7 @@ def build_server(
         return tool_json.related(engine, args.path, line=args.start_line)
 
     def memory_status(args: MemoryStatusInput) -> dict[str, Any]:
-        """The index: files, chunks, vectors, whether it is stale, the embedder, the graph."""
+        """The index: files, chunks and share embedded per corpus, stale files, the embedder."""
         return tool_json.status(engine, allow_write=allow_write)
 
     server.add(memory_salience, "memory_salience", MemorySalienceInput, _READ)

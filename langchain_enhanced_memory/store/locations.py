@@ -36,11 +36,13 @@ __all__ = [
     "INDEX_DIRNAME",
     "ResidentFiles",
     "host_id",
+    "locked",
     "make_private",
     "open_private",
     "private_dir",
     "resident_files",
     "resident_location",
+    "resident_pid",
     "resolve_workspace",
     "tighten",
     "workspace_dir",
@@ -261,3 +263,38 @@ def resident_files(workspace: Path, *, create: bool = False) -> ResidentFiles:
     except (OSError, EnhancedMemoryError):  # no private folder: the index folder's own
         lock = os.path.join(folder, f"{stem}.lock")
     return ResidentFiles(Path(ws), Path(folder), stem, Path(lock))
+
+
+def locked(path: str | os.PathLike[str]) -> bool:
+    """Whether an engine holds the lock at ``path`` (a shared try: it waits for no one)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases a lock taken
+    return False
+
+
+def resident_pid(workspace: Path) -> int | None:
+    """The pid of the resident engine that serves ``workspace``, None when none runs.
+
+    Only looks: the engine holds its lock for life, and its description names its pid.
+    """
+    import json
+
+    try:
+        files = resident_files(workspace)
+        if not locked(files.lock):
+            return None
+        with open(files.info, encoding="utf-8") as fh:
+            pid = json.load(fh).get("pid")
+    except (OSError, ValueError, AttributeError, EnhancedMemoryError):
+        return None  # starting (no description yet), or one that is not ours to read
+    return pid if isinstance(pid, int) else None

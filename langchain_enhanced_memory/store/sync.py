@@ -23,6 +23,7 @@ import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..core.chunking import Chunk, Resume, line_texts
@@ -251,9 +252,12 @@ def sync_text(
                 next_id = _insert_file(conn, read, settings, next_id)
             generation = generation_of(conn) + 1
             write_postings(conn, folder, generation, None if rechunk_all else first_new)
+            # When: `status` says how old the index is.
+            when = datetime.now(timezone.utc).isoformat(timespec="seconds")
             conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?)",
-                (str(generation), signature),
+                "INSERT OR REPLACE INTO meta VALUES ('generation', ?), ('chunker', ?),"
+                " ('indexed_at', ?)",
+                (str(generation), signature, when),
             )
         conn.execute("COMMIT")
     except BaseException:

@@ -85,7 +85,7 @@ class ScriptedToolModel(_ScriptedModel):
 
 
 def test_agent_calls_all_four_tools_offline(workspace):
-    # Read-only by default: exactly the four read tools are bound, no memory_append.
+    # Read-only by default: exactly the five read tools are bound, no memory_append.
     example = _load_example()
     model = ScriptedToolModel()
     agent = example.build_agent(
@@ -97,6 +97,7 @@ def test_agent_calls_all_four_tools_offline(workspace):
         "memory_get",
         "memory_salience",
         "memory_search",
+        "memory_status",
     ]
     tool_msgs = {m.name: m for m in state["messages"] if isinstance(m, ToolMessage)}
     assert set(tool_msgs) == {"memory_search", "memory_get", "memory_crossref", "memory_salience"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from langchain_enhanced_memory.commands.common import parse_now
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.openclaw.response import result_row
 from tests.cli_run import run_cli
+from tests.workspaces import copy_workspace
 
 ZH = Path(__file__).resolve().parents[2] / "benchmarks" / "zh"
 DATE_CATEGORIES = ("zh-date-relative", "zh-date-absolute")
@@ -23,9 +23,7 @@ DATE_CATEGORIES = ("zh-date-relative", "zh-date-absolute")
 @pytest.fixture(scope="module")
 def zh_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the Chinese workspace (search writes logs next to the notes)."""
-    dest = tmp_path_factory.mktemp("zh") / "linxiao"
-    shutil.copytree(ZH / "linxiao", dest, ignore=shutil.ignore_patterns(".enhanced-memory*"))
-    return dest
+    return copy_workspace(ZH / "linxiao", tmp_path_factory.mktemp("zh") / "linxiao")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from langchain_enhanced_memory.core.calibration import calibrate, evidence, feat
 from langchain_enhanced_memory.core.scoring import Postings
 from langchain_enhanced_memory.engine import MemorySearch
 from tests.cli_run import run_cli
+from tests.workspaces import copy_workspace
 
 NOW = datetime(2026, 2, 9, 9)
 
@@ -89,9 +89,7 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("demo") / "workspace"
-    shutil.copytree(DEMO, ws)
-    return ws
+    return copy_workspace(DEMO, tmp_path_factory.mktemp("demo") / "workspace")
 
 
 def _batch(ws: Path, embedder: str, mode: str) -> dict[str, list[dict[str, Any]]]:
@@ -120,8 +118,7 @@ def keyword_only(demo: Path) -> dict[str, list[dict[str, Any]]]:
 def hybrid(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     """The same queries with the offline model's vectors (indexed first: a search answers
     keyword-only while they are still coming)."""
-    ws = tmp_path_factory.mktemp("demo-local") / "workspace"
-    shutil.copytree(DEMO, ws)
+    ws = copy_workspace(DEMO, tmp_path_factory.mktemp("demo-local") / "workspace")
     done = run_cli("index", "--workspace", str(ws), "--embedder", "local")
     assert done.returncode == 0, done.stderr
     return _batch(ws, "local", "hybrid")

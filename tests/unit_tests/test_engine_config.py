@@ -26,6 +26,7 @@ def _given(workspace: Path) -> dict[str, Any]:
         "model": "some-model",
         "ollama_url": "http://127.0.0.1:9",
         "embeddings": WordEmbeddings(),
+        "on_embedder_error": "fail",
         "index_path": workspace / "elsewhere.sqlite",
         "auto_index": False,
         "watch": False,

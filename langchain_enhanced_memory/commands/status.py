@@ -1,0 +1,53 @@
+"""``enhanced-memory status``: what is indexed, with which embedder, and what serves it.
+
+Only reads: a folder with no index is said to have none (exit 0), nothing is
+indexed or written, and no resident engine is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+
+from ..analysis.status import format_text, status
+from ..engine.scoped import DATABASE_ENV
+from .common import (
+    CliError,
+    add_common_arguments,
+    add_scope_arguments,
+    dump,
+    engine_from_args,
+    open_database,
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``enhanced-memory status``."""
+    add_common_arguments(p)
+    add_scope_arguments(p, many=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the workspace's status (and the database's scopes with ``--database``)."""
+    with engine_from_args(args) as engine:
+        database = None
+        if args.database or args.scope:
+            if not (args.database or os.environ.get(DATABASE_ENV)):
+                raise CliError(f"--scope needs --database URL (or ${DATABASE_ENV})")
+            database = open_database(args)
+        try:
+            got = status(engine, database)
+        finally:
+            if database is not None:
+                database.close()
+    if args.scope:
+        kept = tuple(s for s in got.scopes if s.name == args.scope)
+        if not kept:
+            raise CliError(f"no scope {args.scope} in the database")
+        got = replace(got, scopes=kept)
+    if args.json:
+        dump(got.as_dict())
+    else:
+        print(format_text(got))
+    return 0
