@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
