@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_run import run_cli
-from tests.workspaces import SMALL_WORKSPACE, write_workspace
+from tests.workspaces import SMALL_WORKSPACE, copy_workspace, write_workspace
 
 BAD = "sessions/m-fuzzed.jsonl"
 
@@ -175,7 +174,7 @@ def _check(baseline: tuple[Path, list[tuple], list], tmp: Path, data: bytes) -> 
     """Index ``data`` as the bad transcript beside the good files; the bad file's own hits."""
     good, chunks, found = baseline
     ws = tmp / "ws"
-    shutil.copytree(good, ws, ignore=shutil.ignore_patterns(".enhanced-memory"))
+    copy_workspace(good, ws)
     (ws / BAD).write_bytes(data)
     _cli(ws, "index")
     assert _chunks(ws) == chunks
