@@ -4,7 +4,12 @@ One SQLite file per workspace (WAL, so readers see a consistent snapshot while
 a writer runs). An advisory ``fcntl`` lock on a side file serializes writers.
 A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
-aside (that would drop every cached vector). An index of another schema
+aside (that would drop every cached vector). Only what is recognisably ours is
+set aside: at a path the package chose (``.enhanced-memory/index.sqlite``, the
+cache folder's) any file, at a path the user named (``--index``,
+``$ENHANCED_MEMORY_INDEX``) only a SQLite file holding our tables; any other
+existing file there (a note, a config file, another program's database) is
+refused and left exactly as it was. An index of another schema
 version is set aside and rebuilt like a damaged one, its vectors embedded
 again: an older one is of an earlier release (0.1.0 wrote version 4) or of a
 format no release wrote (1-3), a newer one of a later release.
@@ -55,6 +60,9 @@ _UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO cata
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Tables every schema version of ours has: a SQLite file without them is someone else's.
+_OUR_TABLES = frozenset({"meta", "files", "chunks"})
 
 # embed_cache.vector is always NULL: a row says the model has the text's
 # vector, which is in the model's spool or a segment file (.spool, .vector_segments).
@@ -112,6 +120,38 @@ def _named_folders(path: Path) -> list[Path]:
     return []
 
 
+def _ours_by_place(path: Path) -> bool:
+    """Whether ``path`` is an index file where the package itself puts one."""
+    return path.name in (INDEX_FILENAME, ORIGINAL_INDEX_FILENAME) and bool(_named_folders(path))
+
+
+def _foreign(path: Path) -> bool:
+    """Whether ``path`` holds data that is not one of our indexes (missing or empty: no).
+
+    Read without writing a byte: only the header, then a read-only SQLite
+    connection listing the tables. A SQLite file that cannot be read counts as
+    foreign: nothing says it is ours.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError:  # missing, or unopenable: connect() says what is wrong
+        return False
+    if not head:
+        return False
+    if head != _SQLITE_MAGIC:
+        return True
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True
+    return not _OUR_TABLES <= {name for (name,) in rows}
+
+
 class IndexDB:
     """Opens the index file, creating it or setting it aside and rebuilding it as needed.
 
@@ -123,6 +163,8 @@ class IndexDB:
         self.path = path
         self._local = threading.local()
         self._tightened = False
+        # A file at a path the user named is checked once, before anything writes to it.
+        self._checked = _ours_by_place(path)
 
     def connect(self) -> sqlite3.Connection:
         """A raw connection in autocommit mode with WAL (no schema check)."""
@@ -190,7 +232,13 @@ class IndexDB:
             conn.execute("ROLLBACK")
 
     def open_checked(self) -> sqlite3.Connection:
-        """Open, creating the schema; set aside a file that is not an index of this schema."""
+        """Open, creating the schema; set aside a file that is not an index of this schema.
+
+        Raises:
+            IndexUnavailableError: The index is busy or cannot be opened, or the user
+                named an existing file that is not one of our indexes (left untouched).
+        """
+        self._refuse_foreign()
         try:
             conn = self.connect()
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -222,6 +270,22 @@ class IndexDB:
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
         except sqlite3.DatabaseError as exc:
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
+
+    def _refuse_foreign(self) -> None:
+        """Refuse, before anything is written beside it, a named file that is not ours.
+
+        Raises:
+            IndexUnavailableError: The file holds someone else's data.
+        """
+        if self._checked:
+            return
+        if _foreign(self.path):
+            raise IndexUnavailableError(
+                f"{self.path} is not an enhanced-memory index: refused, nothing was changed",
+                "name a new file with --index (or $ENHANCED_MEMORY_INDEX),"
+                " or leave it out to use WORKSPACE/.enhanced-memory/",
+            )
+        self._checked = True
 
     @staticmethod
     def _create(conn: sqlite3.Connection) -> int:
@@ -296,6 +360,7 @@ class IndexDB:
 
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
+        self._refuse_foreign()
         return _flock(self.path.with_suffix(".lock"), wait)
 
     def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
@@ -304,6 +369,7 @@ class IndexDB:
         Apart from the writer lock: an embedding run lasts minutes, and a text
         sync (an edit the next search must see) never waits for it.
         """
+        self._refuse_foreign()
         return _flock(self.path.with_suffix(".embed.lock"), wait)
 
 
