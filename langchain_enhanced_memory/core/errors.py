@@ -13,6 +13,7 @@ __all__ = [
     "SHOWN_CHARS",
     "CrossrefError",
     "DatabaseError",
+    "DiskFullError",
     "EmbeddingError",
     "EnhancedMemoryError",
     "ExportError",
@@ -90,6 +91,15 @@ class IndexUnavailableError(EnhancedMemoryError, RuntimeError):
     """The index cannot be opened or written."""
 
     def __init__(self, message: str, action: str = "check --index and the folder's permissions"):
+        super().__init__(message, action)
+
+
+class DiskFullError(IndexUnavailableError):
+    """The index cannot be written: its disk is full (the last index stays searchable)."""
+
+    def __init__(
+        self, message: str, action: str = "free some space on that disk, then run it again"
+    ):
         super().__init__(message, action)
 
 

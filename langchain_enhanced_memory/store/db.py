@@ -24,6 +24,7 @@ that an earlier version left open to others is tightened on its first open.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import IndexUnavailableError
+from ..core.errors import DiskFullError, IndexUnavailableError
 from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
 
 __all__ = [
@@ -47,6 +48,9 @@ __all__ = [
     "IndexDB",
     "chunk_ids",
     "default_index_path",
+    "disk_full",
+    "index_folder",
+    "rollback",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -60,6 +64,8 @@ _UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO cata
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
+#: Free bytes under which a failed SQLite write is put down to a full disk.
+_FULL_BYTES = 1 << 20
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables every schema version of ours has: a SQLite file without them is someone else's.
 _OUR_TABLES = frozenset({"meta", "files", "chunks"})
@@ -89,16 +95,21 @@ CREATE TABLE IF NOT EXISTS catalog (
 
 
 def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
-    """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only.
+    """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only."""
+    return index_folder(workspace) / name
+
+
+def index_folder(workspace: Path) -> Path:
+    """The workspace's private folder: ``WORKSPACE/.enhanced-memory/``, or a cache folder.
 
     A read-only workspace (a mounted share, a benchmark folder) still gets a
     persistent index, under ``$XDG_CACHE_HOME/enhanced-memory/<hash>/``.
     """
     local = workspace / INDEX_DIRNAME
     if writable(local if local.exists() else workspace):
-        return local / name
+        return local
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return cache_root() / key / name
+    return cache_root() / key
 
 
 def cache_root() -> Path:
@@ -263,9 +274,11 @@ class IndexDB:
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
-            # Busy, locked or not openable is not damage: setting the file aside
-            # would throw away every cached vector.
-            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly")):
+            if disk_full(exc, self.path.parent):
+                return self._frozen()
+            # Busy, locked, unopenable or an I/O error is not damage: setting the file
+            # aside would throw away every cached vector.
+            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly", "I/O")):
                 raise IndexUnavailableError(f"index {self.path} is unavailable: {exc}") from None
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
         except sqlite3.DatabaseError as exc:
@@ -304,7 +317,7 @@ class IndexDB:
                 version = SCHEMA_VERSION
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
         return int(version)
 
@@ -327,7 +340,7 @@ class IndexDB:
                 conn.execute(f"PRAGMA user_version={version}")
             conn.execute("COMMIT")
         except sqlite3.Error:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             return int(conn.execute("PRAGMA user_version").fetchone()[0])
         log.info("index %s upgraded in place to schema %d", self.path, version)
         return int(version)
@@ -346,6 +359,37 @@ class IndexDB:
             p = Path(str(self.path) + suffix)
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
+
+    def _frozen(self) -> sqlite3.Connection:
+        """The last committed index, read-only, when the disk has no room to open it as usual.
+
+        Opening a WAL file needs room for its shared-memory file. Read as an
+        immutable file instead, the last index still answers searches, as long as
+        no WAL holds commits beyond it (the last writer checkpointed and removed
+        it); writes through it fail, and :meth:`MemoryIndex.sync` says the disk is full.
+
+        Raises:
+            DiskFullError: A WAL holds commits the file lacks, or the file is no index.
+        """
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(f"{self.path}-wal").st_size:
+                raise self.full()
+        try:
+            uri = f"{self.path.absolute().as_uri()}?immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                return conn
+            conn.close()
+        except sqlite3.Error:
+            pass
+        raise self.full()
+
+    def full(self) -> DiskFullError:
+        """The error of a write this index's disk had no room for."""
+        return DiskFullError(
+            f"cannot update the index {self.path}: no space left on its disk;"
+            " the last index is kept"
+        )
 
     def truncate_wal(self) -> None:
         """Checkpoint the WAL into the file and empty it, unless a reader is mid-read.
@@ -391,6 +435,35 @@ def _flock(path: Path, wait: bool) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, unless SQLite already has (it does on a full disk).
+
+    Rolling back then would raise "no transaction is active" over the real error.
+    """
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def disk_full(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) of ``folder`` has no room left.
+
+    SQLite says so (``SQLITE_FULL``) for the database file, but a WAL's or
+    shared-memory file's failed growth is an I/O error: that, or any other
+    SQLite failure, counts when ``folder``'s disk has under ``_FULL_BYTES`` free.
+    """
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
+        return True
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < _FULL_BYTES
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:

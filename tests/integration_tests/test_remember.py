@@ -254,3 +254,17 @@ def test_json_failures_have_remembers_own_shape(workspace: Path) -> None:
     failure = json.loads(r.stdout)
     assert set(failure) == {"path", "error", "action"} and failure["action"]
     assert not (workspace / "memory/deep").exists()
+
+
+def _notes(ws: Path) -> list[str]:
+    return sorted(p.name for p in (ws / "memory").iterdir() if not p.name.startswith("."))
+
+
+def test_a_failed_remember_leaves_no_note_it_created(workspace: Path) -> None:
+    before = _notes(workspace)
+    for extra in ((), ("--file", "memory/topics/new.md")):
+        # Not valid UTF-8: the text cannot be written, after the note was created.
+        r = remember(workspace, "bad \udcff text", *extra)
+        assert r.returncode != 0
+        assert _notes(workspace) == before
+        assert not (workspace / "memory/topics/new.md").exists()
