@@ -65,6 +65,22 @@ def test_index_folder_is_private_under_umask_022(workspace: Path, fake_ollama) -
     assert _modes(folder) == {}
 
 
+def test_a_search_writes_nothing_among_the_notes_and_nothing_readable(workspace: Path) -> None:
+    for note in workspace.rglob("*.md"):
+        note.chmod(0o600)
+    notes = _listing(workspace)
+    with _umask(0o022):
+        r = _cli("search", "vault code", "--workspace", str(workspace))
+        assert r.returncode == 0, r.stderr
+        r = _cli("get", "memory/2026-02-08.md", "--workspace", str(workspace))
+        assert r.returncode == 0, r.stderr
+    folder = workspace / ".enhanced-memory"
+    assert {p.name for p in folder.iterdir()} >= {"query_log.json", "access_log.json"}
+    assert _modes(folder) == {}  # the logs with the index: 0600 in a 0700 folder
+    new = {p for p in _listing(workspace) if not p.startswith(".enhanced-memory/")}
+    assert new == set(notes)  # nothing written among the notes (no log, no lock file)
+
+
 def test_an_existing_index_is_made_private_on_its_next_open(workspace: Path) -> None:
     ws = ("--workspace", str(workspace))
     assert _cli("index", *ws).returncode == 0
