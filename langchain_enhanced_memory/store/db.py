@@ -450,15 +450,19 @@ def disk_full(exc: BaseException, folder: Path) -> bool:
     """Whether ``exc`` says the disk (or the user's quota) of ``folder`` has no room left.
 
     SQLite says so (``SQLITE_FULL``) for the database file, but a WAL's or
-    shared-memory file's failed growth is an I/O error: that, or any other
-    SQLite failure, counts when ``folder``'s disk has under ``_FULL_BYTES`` free.
+    shared-memory file's failed growth is an I/O error, and a write through the
+    read-only connection of :meth:`IndexDB._frozen` a read-only one: those count
+    when ``folder``'s disk has under ``_FULL_BYTES`` free (busy or locked never).
     """
     if isinstance(exc, OSError):
         return exc.errno in (errno.ENOSPC, errno.EDQUOT)
     if not isinstance(exc, sqlite3.OperationalError):
         return False
-    if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc):
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL" or "disk is full" in str(exc):
         return True
+    if not name.startswith(("SQLITE_IOERR", "SQLITE_READONLY")):
+        return False
     try:
         st = os.statvfs(folder)
     except OSError:
