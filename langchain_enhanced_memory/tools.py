@@ -43,6 +43,7 @@ from pydantic import (
 from .analysis import salience, tool_json
 from .core.errors import (
     CrossrefError,
+    NoMemoryError,
     NoteError,
     RequestError,
     ScopeError,
@@ -208,7 +209,7 @@ class MemorySearchTool(_MemoryTool):
             )
             engine = narrowed(self.get_engine(), scope)
             response, artifact = tool_json.search(engine, request)
-        except (RequestError, ScopeError) as exc:
+        except (RequestError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
         blocks = []
         for n, h in enumerate(response.hits, 1):

@@ -19,6 +19,7 @@ __all__ = [
     "ExportError",
     "IndexUnavailableError",
     "MissingNoteError",
+    "NoMemoryError",
     "NoteError",
     "RequestError",
     "ScopeError",
@@ -92,6 +93,10 @@ class IndexUnavailableError(EnhancedMemoryError, RuntimeError):
 
     def __init__(self, message: str, action: str = "check --index and the folder's permissions"):
         super().__init__(message, action)
+
+
+class NoMemoryError(EnhancedMemoryError):
+    """A folder searched as a workspace that holds no memory (most often the wrong folder)."""
 
 
 class DiskFullError(IndexUnavailableError):
