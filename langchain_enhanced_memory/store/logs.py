@@ -175,13 +175,20 @@ def _merged(kind: type, old: Any, new: Any) -> Any:
 def _move_old(ws: Path, folder: Path) -> None:
     """Move the logs an earlier version kept in ``memory/`` into ``folder`` (lock held).
 
-    Merged into what is there: an earlier version may have logged meanwhile.
+    Merged into what is there: an earlier version may have logged meanwhile. One
+    that cannot be read or removed (another user's) stays, and is still read.
     """
     for name, kind in ((QUERY_LOG, list), (ACCESS_LOG, dict)):
         old = ws / _OLD_FOLDER / name
-        if old.exists():
-            _save(folder / name, _merged(kind, _load(old, kind), _load(folder / name, kind)))
-            old.unlink(missing_ok=True)
+        if not old.exists() or not writable(old.parent):
+            continue
+        try:
+            value = _load(old, kind)
+        except OSError as exc:
+            log.debug("left %s where it is: %s", old, exc)
+            continue
+        _save(folder / name, _merged(kind, value, _load(folder / name, kind)))
+        old.unlink(missing_ok=True)  # only once its entries are saved
     with contextlib.suppress(OSError):
         (ws / _OLD_FOLDER / _OLD_LOCK).unlink()
 
