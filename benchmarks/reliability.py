@@ -117,6 +117,28 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                 rkills["survived"] if not rkills["problems"] else 0,
             )
         )
+    full = load("full_disk")
+    if full:
+        rows.append(
+            (
+                "A full disk (a 2 MB file system filled) under `remember` of a 3,856-byte bullet"
+                " into a note whose last page has 0 to 3,800 bytes free, and into a new daily"
+                " note: one-line error, the note byte for byte as it was, no file left; with room"
+                " again the whole bullet",
+                full["remembers"] + full["remembers"] // 2,
+                full["remembers_held"] + full["remembers_after"] if not full["problems"] else 0,
+            )
+        )
+        rows.append(
+            (
+                "A full disk (0, 16 KB or 64 KB free) under `index` and `search` after an edit:"
+                " `index` fails with one line, the search answers from the last index with one"
+                " line saying it could not update it; with room again both catch up, the index"
+                " passes SQLite's integrity check and was never set aside",
+                full["indexes"],
+                full["indexes_held"] if not full["problems"] else 0,
+            )
+        )
     for name, what, whole in (
         ("db_publish_kills", "a publish to PostgreSQL (`index --database`)",
          "the scope is the previous generation or the new one, every chunk and stored note of"

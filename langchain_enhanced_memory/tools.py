@@ -51,6 +51,7 @@ from .analysis.tool_args import (
 )
 from .core.errors import (
     CrossrefError,
+    NoMemoryError,
     NoteError,
     RequestError,
     ScopeError,
@@ -186,7 +187,7 @@ class MemorySearchTool(_MemoryTool):
             )
             engine = narrowed(self.get_engine(), scope)
             response, artifact = tool_json.search(engine, request)
-        except (RequestError, ScopeError) as exc:
+        except (RequestError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
         blocks = []
         for n, h in enumerate(response.hits, 1):

@@ -9,9 +9,9 @@ Per file::
     salience   = importance * staleness
 
 ``base`` is 0.8 for ``MEMORY.md``, 0.7 for topic files and 0.4 for daily
-notes. Accesses come from ``memory/access_log.json`` and low-scoring queries
-(``top_score < 0.4``) from the last 50 entries of ``memory/query_log.json``,
-both written by every search (:mod:`..store.logs`), so the two signals the original
+notes. Accesses come from the access log and low-scoring queries
+(``top_score < 0.4``) from the last 50 entries of the query log, both kept
+with the index and written by every search (:mod:`..store.logs`), so the two signals the original
 could never fire now work.
 
 Items: ``MEMORY.md``, every daily note under ``memory/`` (``YYYY-MM-DD.md``,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.errors import EmbeddingError
+from ..core.errors import EmbeddingError, NoMemoryError
 from ..engine import MemorySearch
 from ..servers.http import allowed_hosts
 from ..store import heap
@@ -57,6 +57,11 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(engine, MemorySearch):
         try:
             engine.update_index()
+        except NoMemoryError:
+            if not args.allow_write:
+                raise
+            # A new agent's folder: its first memory_append makes it a workspace, and
+            # memory_search answers a tool error until then.
         except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
             print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
         serves = str(engine.index.workspace)

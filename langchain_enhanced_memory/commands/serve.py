@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
     engine = searcher_from_args(args, watch=True, background_embedding=True)
     if isinstance(engine, MemorySearch):
+        engine.require_memory()  # serve writes no note: a folder without any is the wrong one
         engine.index.sync()
         serves = str(engine.index.workspace)
     else:

@@ -13,11 +13,13 @@ __all__ = [
     "SHOWN_CHARS",
     "CrossrefError",
     "DatabaseError",
+    "DiskFullError",
     "EmbeddingError",
     "EnhancedMemoryError",
     "ExportError",
     "IndexUnavailableError",
     "MissingNoteError",
+    "NoMemoryError",
     "NoteError",
     "RequestError",
     "ScopeError",
@@ -90,6 +92,19 @@ class IndexUnavailableError(EnhancedMemoryError, RuntimeError):
     """The index cannot be opened or written."""
 
     def __init__(self, message: str, action: str = "check --index and the folder's permissions"):
+        super().__init__(message, action)
+
+
+class NoMemoryError(EnhancedMemoryError):
+    """A folder searched as a workspace that holds no memory (most often the wrong folder)."""
+
+
+class DiskFullError(IndexUnavailableError):
+    """The index cannot be written: its disk is full (the last index stays searchable)."""
+
+    def __init__(
+        self, message: str, action: str = "free some space on that disk, then run it again"
+    ):
         super().__init__(message, action)
 
 

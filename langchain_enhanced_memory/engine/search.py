@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.errors import NoMemoryError
 from ..core.request import SearchRequest
 from ..core.results import SearchResponse
 from ..core.settings import MemorySettings
@@ -24,6 +25,7 @@ from ..core.snapshot import Snapshot
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
 from ..store.logs import record_search
+from ..store.workspace import holds_memory
 from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EmbedderErrors, EngineConfig
 from .embedder import QueryEmbedder
@@ -66,6 +68,9 @@ class MemorySearch:
     which then rank in parallel. A search sees the notes as of some moment
     during the call; an edit made meanwhile is in the next one. Several
     processes may search and index one workspace at once (the index's locks).
+    A folder that holds no memory is refused by the first search or index run
+    (:meth:`require_memory`), not by the constructor: an agent's tools over a new
+    folder must still write its first note.
     """
 
     def __init__(
@@ -99,6 +104,7 @@ class MemorySearch:
             background_embedding=background_embedding,
         )
         self.settings = self.config.settings
+        self._holds_memory = False
         self.index = MemoryIndex(workspace, self.settings, index_path)
         self.embedder = QueryEmbedder(self.config, self.index.vector_dim)
         self.auto_index = auto_index
@@ -160,6 +166,25 @@ class MemorySearch:
         """Embed one query (raises ``EmbeddingError``)."""
         return self.embedder.embed_query(text)
 
+    def require_memory(self) -> None:
+        """Refuse a folder that holds no memory, before anything is written in it.
+
+        Checked until the folder is a workspace (:func:`~..store.workspace.holds_memory`),
+        so a first ``memory_append`` makes the next search answer.
+
+        Raises:
+            NoMemoryError: It holds none (most often the wrong folder).
+        """
+        if self._holds_memory:
+            return
+        if not holds_memory(self.index.workspace, self.settings):
+            raise NoMemoryError(
+                f"no memory in {self.index.workspace} (no MEMORY.md, memory/ or sessions/):"
+                " name the workspace with --workspace DIR or $OPENCLAW_WORKSPACE_DIR",
+                "or start one in this folder: enhanced-memory remember TEXT",
+            )
+        self._holds_memory = True
+
     # ----------------------------------------------------------------- index
     def embed_missing(self, *, wait: bool = True, progress: ProgressFactory | None = None) -> int:
         """Embed every chunk and line lacking a vector (0 without an embedder).
@@ -189,8 +214,10 @@ class MemorySearch:
 
         Returns:
             The sync report and the number of texts embedded. Raises
-            ``EmbeddingError`` when the embedder fails (text state is kept).
+            ``EmbeddingError`` when the embedder fails (text state is kept),
+            ``NoMemoryError`` for a folder that holds no memory.
         """
+        self.require_memory()
         report = self.index.sync(wait=wait)
         return report, self.embed_missing(wait=wait, progress=progress)
 
@@ -215,7 +242,9 @@ class MemorySearch:
             RequestError: A filter's date words name no date (checked against ``now``).
             EmbeddingError: The embedder is unavailable or failed, and the config's
                 ``on_embedder_error`` is ``fail``.
+            NoMemoryError: The folder holds no memory.
         """
+        self.require_memory()
         started = time.perf_counter()
         timings: dict[str, float] = {}
         now = request.now or datetime.now()

@@ -23,7 +23,9 @@ The only module that writes a note. What it guarantees:
 * **A kill leaves no torn line.** An append is one ``write`` of the whole
   block; a rewrite is a rename. A rewrite's temporary file
   (``.<name>.XXXXXXXX.tmp``) is deleted on any failure; one a kill left behind
-  is deleted by the next write of that note, under the lock.
+  is deleted by the next write of that note, under the lock. A full disk
+  neither: the bytes of a short or failed append are cut off again, and a note
+  the failed call created is deleted.
 * **A note stays the user's file.** A new note is created with mode ``0666``
   less the umask, as an editor creates it; an existing one keeps its inode,
   owner and mode. A symlink is written through (its target must be a ``.md``
@@ -157,6 +159,10 @@ def append_memory(
             fd, created = _open(real, rel)
             try:
                 line, name = _add(fd, real, rel, todo.header, bullet, heading)
+            except BaseException:
+                if created:  # a failed call leaves no note behind that it made
+                    _remove_if_empty(fd, real)
+                raise
             finally:
                 os.close(fd)
     except OSError as exc:
@@ -448,11 +454,36 @@ def _joined(lines: list[str], eol: str) -> str:
 
 
 def append_block(fd: int, data: bytes, eol: bytes) -> None:
-    """Append ``data`` with one ``write``, after a line end when the note lacks one."""
+    """Append ``data`` with one ``write``, after a line end when the note lacks one.
+
+    A write that fails or falls short (a full disk), or an ``fsync`` that fails,
+    takes back the bytes that landed, so the note holds the whole block or none
+    of it; unless another program appended after them meanwhile: its text stays.
+    """
     size = os.fstat(fd).st_size
     if size and os.pread(fd, 1, size - 1) != b"\n":
         data = eol + data
-    _write_all(fd, data)
+    view = memoryview(data)
+    start = end = -1  # where this call's bytes lie (``O_APPEND``: at the end of each write)
+    try:
+        while view:
+            n = os.write(fd, view)
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            start = end - n if start < 0 else start
+            view = view[n:]
+        os.fsync(fd)
+    except OSError:
+        if start >= 0 and os.fstat(fd).st_size == end == start + len(data) - len(view):
+            os.ftruncate(fd, start)
+        raise
+
+
+def _remove_if_empty(fd: int, real: Path) -> None:
+    """Delete the note this call created, still empty and still at ``real`` (best effort)."""
+    with contextlib.suppress(OSError):
+        st, now = os.fstat(fd), os.stat(real, follow_symlinks=False)
+        if st.st_size == 0 and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
+            os.unlink(real)
 
 
 def _write_all(fd: int, data: bytes) -> None:

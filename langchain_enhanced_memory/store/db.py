@@ -4,7 +4,12 @@ One SQLite file per workspace (WAL, so readers see a consistent snapshot while
 a writer runs). An advisory ``fcntl`` lock on a side file serializes writers.
 A file that is not a valid index is set aside and rebuilt from the markdown,
 which is never written; a busy, locked or unopenable file is reported, not set
-aside (that would drop every cached vector). An index of another schema
+aside (that would drop every cached vector). Only what is recognisably ours is
+set aside: at a path the package chose (``.enhanced-memory/index.sqlite``, the
+cache folder's) any file, at a path the user named (``--index``,
+``$ENHANCED_MEMORY_INDEX``) only a SQLite file holding our tables; any other
+existing file there (a note, a config file, another program's database) is
+refused and left exactly as it was. An index of another schema
 version is set aside and rebuilt like a damaged one, its vectors embedded
 again: an older one is of an earlier release (0.1.0 wrote version 4) or of a
 format no release wrote (1-3), a newer one of a later release.
@@ -19,6 +24,7 @@ that an earlier version left open to others is tightened on its first open.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import os
@@ -30,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.errors import IndexUnavailableError
+from ..core.errors import DiskFullError, IndexUnavailableError
 from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
 
 __all__ = [
@@ -42,6 +48,9 @@ __all__ = [
     "IndexDB",
     "chunk_ids",
     "default_index_path",
+    "disk_full",
+    "index_folder",
+    "rollback",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -55,6 +64,11 @@ _UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO cata
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
+#: Free bytes under which a failed SQLite write is put down to a full disk.
+_FULL_BYTES = 1 << 20
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Tables every schema version of ours has: a SQLite file without them is someone else's.
+_OUR_TABLES = frozenset({"meta", "files", "chunks"})
 
 # embed_cache.vector is always NULL: a row says the model has the text's
 # vector, which is in the model's spool or a segment file (.spool, .vector_segments).
@@ -81,16 +95,21 @@ CREATE TABLE IF NOT EXISTS catalog (
 
 
 def default_index_path(workspace: Path, name: str = INDEX_FILENAME) -> Path:
-    """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only.
+    """``WORKSPACE/.enhanced-memory/index.sqlite``, or a user cache path when read-only."""
+    return index_folder(workspace) / name
+
+
+def index_folder(workspace: Path) -> Path:
+    """The workspace's private folder: ``WORKSPACE/.enhanced-memory/``, or a cache folder.
 
     A read-only workspace (a mounted share, a benchmark folder) still gets a
     persistent index, under ``$XDG_CACHE_HOME/enhanced-memory/<hash>/``.
     """
     local = workspace / INDEX_DIRNAME
     if writable(local if local.exists() else workspace):
-        return local / name
+        return local
     key = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    return cache_root() / key / name
+    return cache_root() / key
 
 
 def cache_root() -> Path:
@@ -112,6 +131,38 @@ def _named_folders(path: Path) -> list[Path]:
     return []
 
 
+def _ours_by_place(path: Path) -> bool:
+    """Whether ``path`` is an index file where the package itself puts one."""
+    return path.name in (INDEX_FILENAME, ORIGINAL_INDEX_FILENAME) and bool(_named_folders(path))
+
+
+def _foreign(path: Path) -> bool:
+    """Whether ``path`` holds data that is not one of our indexes (missing or empty: no).
+
+    Read without writing a byte: only the header, then a read-only SQLite
+    connection listing the tables. A SQLite file that cannot be read counts as
+    foreign: nothing says it is ours.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_MAGIC))
+    except OSError:  # missing, or unopenable: connect() says what is wrong
+        return False
+    if not head:
+        return False
+    if head != _SQLITE_MAGIC:
+        return True
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True
+    return not _OUR_TABLES <= {name for (name,) in rows}
+
+
 class IndexDB:
     """Opens the index file, creating it or setting it aside and rebuilding it as needed.
 
@@ -123,6 +174,8 @@ class IndexDB:
         self.path = path
         self._local = threading.local()
         self._tightened = False
+        # A file at a path the user named is checked once, before anything writes to it.
+        self._checked = _ours_by_place(path)
 
     def connect(self) -> sqlite3.Connection:
         """A raw connection in autocommit mode with WAL (no schema check)."""
@@ -190,7 +243,13 @@ class IndexDB:
             conn.execute("ROLLBACK")
 
     def open_checked(self) -> sqlite3.Connection:
-        """Open, creating the schema; set aside a file that is not an index of this schema."""
+        """Open, creating the schema; set aside a file that is not an index of this schema.
+
+        Raises:
+            IndexUnavailableError: The index is busy or cannot be opened, or the user
+                named an existing file that is not one of our indexes (left untouched).
+        """
+        self._refuse_foreign()
         try:
             conn = self.connect()
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -215,13 +274,31 @@ class IndexDB:
             conn.execute("SELECT count(*) FROM meta").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
-            # Busy, locked or not openable is not damage: setting the file aside
-            # would throw away every cached vector.
-            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly")):
+            if disk_full(exc, self.path.parent):
+                return self._frozen()
+            # Busy, locked, unopenable or an I/O error is not damage: setting the file
+            # aside would throw away every cached vector.
+            if any(w in str(exc) for w in ("locked", "busy", "unable to open", "readonly", "I/O")):
                 raise IndexUnavailableError(f"index {self.path} is unavailable: {exc}") from None
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
         except sqlite3.DatabaseError as exc:
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
+
+    def _refuse_foreign(self) -> None:
+        """Refuse, before anything is written beside it, a named file that is not ours.
+
+        Raises:
+            IndexUnavailableError: The file holds someone else's data.
+        """
+        if self._checked:
+            return
+        if _foreign(self.path):
+            raise IndexUnavailableError(
+                f"{self.path} is not an enhanced-memory index: refused, nothing was changed",
+                "name a new file with --index (or $ENHANCED_MEMORY_INDEX),"
+                " or leave it out to use WORKSPACE/.enhanced-memory/",
+            )
+        self._checked = True
 
     @staticmethod
     def _create(conn: sqlite3.Connection) -> int:
@@ -240,7 +317,7 @@ class IndexDB:
                 version = SCHEMA_VERSION
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
         return int(version)
 
@@ -263,7 +340,7 @@ class IndexDB:
                 conn.execute(f"PRAGMA user_version={version}")
             conn.execute("COMMIT")
         except sqlite3.Error:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             return int(conn.execute("PRAGMA user_version").fetchone()[0])
         log.info("index %s upgraded in place to schema %d", self.path, version)
         return int(version)
@@ -283,6 +360,37 @@ class IndexDB:
             if p.exists():
                 p.replace(p.with_name(f"{p.name}.{why}-{stamp}"))
 
+    def _frozen(self) -> sqlite3.Connection:
+        """The last committed index, read-only, when the disk has no room to open it as usual.
+
+        Opening a WAL file needs room for its shared-memory file. Read as an
+        immutable file instead, the last index still answers searches, as long as
+        no WAL holds commits beyond it (the last writer checkpointed and removed
+        it); writes through it fail, and :meth:`MemoryIndex.sync` says the disk is full.
+
+        Raises:
+            DiskFullError: A WAL holds commits the file lacks, or the file is no index.
+        """
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(f"{self.path}-wal").st_size:
+                raise self.full()
+        try:
+            uri = f"{self.path.absolute().as_uri()}?immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+            if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+                return conn
+            conn.close()
+        except sqlite3.Error:
+            pass
+        raise self.full()
+
+    def full(self) -> DiskFullError:
+        """The error of a write this index's disk had no room for."""
+        return DiskFullError(
+            f"cannot update the index {self.path}: no space left on its disk;"
+            " the last index is kept"
+        )
+
     def truncate_wal(self) -> None:
         """Checkpoint the WAL into the file and empty it, unless a reader is mid-read.
 
@@ -296,6 +404,7 @@ class IndexDB:
 
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
+        self._refuse_foreign()
         return _flock(self.path.with_suffix(".lock"), wait)
 
     def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
@@ -304,6 +413,7 @@ class IndexDB:
         Apart from the writer lock: an embedding run lasts minutes, and a text
         sync (an edit the next search must see) never waits for it.
         """
+        self._refuse_foreign()
         return _flock(self.path.with_suffix(".embed.lock"), wait)
 
 
@@ -325,6 +435,39 @@ def _flock(path: Path, wait: bool) -> Iterator[bool]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, unless SQLite already has (it does on a full disk).
+
+    Rolling back then would raise "no transaction is active" over the real error.
+    """
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+def disk_full(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` says the disk (or the user's quota) of ``folder`` has no room left.
+
+    SQLite says so (``SQLITE_FULL``) for the database file, but a WAL's or
+    shared-memory file's failed growth is an I/O error, and a write through the
+    read-only connection of :meth:`IndexDB._frozen` a read-only one: those count
+    when ``folder``'s disk has under ``_FULL_BYTES`` free (busy or locked never).
+    """
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL" or "disk is full" in str(exc):
+        return True
+    if not name.startswith(("SQLITE_IOERR", "SQLITE_READONLY")):
+        return False
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < _FULL_BYTES
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str = "") -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
-from .db import generation_of
+from .db import generation_of, rollback
 from .spool import Spool, append, spool_state
 from .sync import embed_text, mean_line_hashes, sha
 from .vector_segments import Layout, VectorSegment, hash_keys
@@ -306,7 +306,7 @@ class CacheWriter:
                 append(conn, self.folder, self.model, hash_keys(hashes), q, scale)
                 _insert_rows(conn, rows)
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
             conn.execute("COMMIT")
         self._held = []

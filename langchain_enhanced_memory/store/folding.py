@@ -29,7 +29,7 @@ from ..core.segments import locate
 from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
 from . import embed_cache, postings
-from .db import IndexDB, chunk_ids, generation_of
+from .db import IndexDB, chunk_ids, generation_of, rollback
 from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
@@ -317,7 +317,7 @@ def fold(
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             (folder / layout.file).unlink(missing_ok=True)
             raise
         log.debug(

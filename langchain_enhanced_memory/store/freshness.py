@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import DiskFullError
 from ..core.transcripts import TRANSCRIPT_SUFFIX
 from .locations import make_private
 from .workspace import MEMORY_LINK, Places, places
@@ -231,16 +232,25 @@ class Freshness:
                 self._fall_back("a memory/, MEMORY.md or transcript folder link changed")
                 return self.refresh()
             # Unknown changes (first search) or new events: the exact check decides.
-            if self.index.is_stale():
-                self.index.sync(wait=True)  # the writer lock is held for text syncs only
+            if self.index.is_stale() and not self._synced():
+                return
             self._synced_at = seen
             return
         now = time.monotonic()
         if self.interval_s > 0 and now - self._checked < self.interval_s:
             return
-        if self.index.is_stale():
-            self.index.sync(wait=True)
+        if self.index.is_stale() and not self._synced():
+            return
         self._checked = now
+
+    def _synced(self) -> bool:
+        """Sync; False when the disk had no room (the search answers from the last index)."""
+        try:
+            self.index.sync(wait=True)  # the writer lock is held for text syncs only
+        except DiskFullError as exc:
+            log.warning("%s, and answers this search", exc)
+            return False
+        return True
 
     def close(self) -> None:
         """Stop the watcher."""

@@ -36,8 +36,10 @@ from .db import (
     ORIGINAL_INDEX_FILENAME,
     IndexDB,
     default_index_path,
+    disk_full,
     generation_of,
     get_meta,
+    rollback,
 )
 from .folding import forget_lost, kept_files, missing_embeddings
 from .postings import compact_postings, sweep_segments
@@ -129,13 +131,21 @@ class MemoryIndex:
 
         Args:
             wait: Block on another writer; when False and one is busy, return at once.
+
+        Raises:
+            DiskFullError: The disk had no room for it (the last index stays as it was).
         """
         report = SyncReport()
-        with self.db.writer_lock(wait) as locked:
-            if not locked:
-                return report
-            with self.db.open() as conn:
-                sync_text(conn, self.workspace, self.settings, report, side_folder(self.path))
+        try:
+            with self.db.writer_lock(wait) as locked:
+                if not locked:
+                    return report
+                with self.db.open() as conn:
+                    sync_text(conn, self.workspace, self.settings, report, side_folder(self.path))
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not disk_full(exc, self.path.parent):
+                raise
+            raise self.db.full() from None
         self._snapshots.forget_text()
         return report
 
@@ -222,7 +232,7 @@ class MemoryIndex:
                     compact_postings(conn, side_folder(self.path))
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    rollback(conn)
                     raise
                 models = [
                     n.split(":", 1)[1]

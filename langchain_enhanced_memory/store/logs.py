@@ -1,16 +1,24 @@
 """Query and access logs, in the original skill's file formats.
 
 Every search appends ``{query, top_score, timestamp, results, embedder}`` to
-``memory/query_log.json`` (a JSON list, newest last, capped at
-``settings.query_log_max`` entries) and adds one to ``memory/access_log.json``
+``query_log.json`` (a JSON list, newest last, capped at
+``settings.query_log_max`` entries) and adds one to ``access_log.json``
 (``{path: count}``) for each distinct file it returned; ``get`` counts an
 access too. These are the files the original ``memory_salience.py`` reads and
 nothing in the original wrote, so its "accesses" and "gap" signals never
 fired; :mod:`.salience` reads them here.
 
+Where: in the workspace's private folder (:func:`.db.index_folder`:
+``.enhanced-memory/``, or the cache folder of a read-only workspace), beside
+the index and as private as it (folder 0700, files 0600, whatever the umask):
+the queries are the user's words, and the notes may be private. Never among the
+notes. Logs an earlier version kept in ``memory/`` are moved there by the next
+write (their entries first, the counts added up); until then the readers read
+both, so no history is lost.
+
 Why files and not the index: the formats stay readable by the original's
-scripts and by a human, and deleting the index never loses the history. They
-are ``.json``, so markdown discovery never indexes them.
+scripts and by a human, and deleting the index never loses the history
+(``.enhanced-memory/index.sqlite`` is the index; the logs beside it are kept).
 
 Off the request path: a search queues its entry and returns; the process's
 writer thread writes what has queued once the searches pause (``FLUSH_DELAY_S``), in one
@@ -18,27 +26,28 @@ read-modify-write per file for the whole batch, and whatever is left is written
 at exit. The readers here flush this process's queue first, so a search is in
 the log its own process reads next.
 
-Safety: a read-modify-write runs under an exclusive ``fcntl`` lock on a hidden
-sidecar file (``memory/.enhanced-memory-logs.lock``) and each file is replaced
-atomically (temporary file, ``os.replace``; no fsync: a crash loses at most the
-last batch, never the file), so two processes searching at once lose no entry.
-A file that is not valid JSON is set aside (``*.corrupt-<time>``) and started
+Safety: a read-modify-write runs under an exclusive ``fcntl`` lock on
+``logs.lock`` in the same folder and each file is replaced atomically
+(temporary file, ``os.replace``; no fsync: a crash loses at most the last
+batch, never the file), so two processes searching at once lose no entry. A
+file that is not valid JSON is set aside (``*.corrupt-<time>``) and started
 afresh.
 
 Switching off: ``settings.log_queries=False`` or env ``ENHANCED_MEMORY_LOG=0``.
 A read-only workspace (no write bit on ``memory/``, which even root honours
 here) is not logged unless ``ENHANCED_MEMORY_LOG=1`` forces it. Logging never
-fails a search: errors are logged at warning level and ignored.
+fails a search: errors are logged at warning level (a full disk, which the
+search says already, at debug level) and ignored.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
 import logging
 import os
-import stat
 import tempfile
 import threading
 import time
@@ -49,6 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.text import clean_text
 from .locations import writable
+from .db import index_folder
+from .locations import make_private, open_private, writable
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
@@ -60,6 +71,7 @@ __all__ = [
     "LOG_ENV",
     "QUERY_LOG",
     "flush",
+    "log_path",
     "logging_enabled",
     "read_access_log",
     "read_query_log",
@@ -70,9 +82,12 @@ __all__ = [
 log = logging.getLogger("langchain_enhanced_memory")
 
 LOG_ENV = "ENHANCED_MEMORY_LOG"
-QUERY_LOG = "memory/query_log.json"
-ACCESS_LOG = "memory/access_log.json"
-_LOCK_NAME = ".enhanced-memory-logs.lock"
+QUERY_LOG = "query_log.json"
+ACCESS_LOG = "access_log.json"
+_LOCK_NAME = "logs.lock"
+# Where versions before 0.2 kept them: in the notes' folder, readable by anyone the notes were.
+_OLD_FOLDER = "memory"
+_OLD_LOCK = ".enhanced-memory-logs.lock"
 #: How long the searches must pause before the queued entries are written.
 FLUSH_DELAY_S = 0.5
 _OFF = {"0", "false", "no", "off"}
@@ -98,17 +113,22 @@ def logging_enabled(workspace: str | Path, settings: MemorySettings | None = Non
     return writable(mem if mem.exists() else ws)
 
 
+def log_path(workspace: str | Path, name: str) -> Path:
+    """Where the log ``name`` (:data:`QUERY_LOG`, :data:`ACCESS_LOG`) of ``workspace`` lives."""
+    return index_folder(Path(workspace)) / name
+
+
 @contextlib.contextmanager
-def _locked(memory_dir: Path) -> Iterator[None]:
+def _locked(folder: Path) -> Iterator[None]:
     import fcntl
 
-    memory_dir.mkdir(parents=True, exist_ok=True)
-    with open(memory_dir / _LOCK_NAME, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    make_private(folder)
+    fd = open_private(folder / _LOCK_NAME, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield  # closing the descriptor releases the lock
+    finally:
+        os.close(fd)
 
 
 def _load(path: Path, kind: type) -> Any:
@@ -130,20 +150,9 @@ def _load(path: Path, kind: type) -> Any:
     return value
 
 
-def _mode(path: Path) -> int:
-    """The existing file's permissions, else the umask's default (mkstemp makes 0600)."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def _save(path: Path, value: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # 0600
     try:
-        os.fchmod(fd, _mode(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(value, fh, ensure_ascii=False, indent=1)
         os.replace(tmp, path)
@@ -151,6 +160,39 @@ def _save(path: Path, value: Any) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _merged(kind: type, old: Any, new: Any) -> Any:
+    """An earlier version's log ``old`` and this one's ``new`` as one value."""
+    if kind is list:
+        return [*old, *new]  # the old entries are the older ones
+    counts: dict[str, int] = {}
+    for value in (old, new):
+        for path, n in value.items():
+            if isinstance(n, int | float):
+                counts[path] = counts.get(path, 0) + int(n)
+    return counts
+
+
+def _move_old(ws: Path, folder: Path) -> None:
+    """Move the logs an earlier version kept in ``memory/`` into ``folder`` (lock held).
+
+    Merged into what is there: an earlier version may have logged meanwhile. One
+    that cannot be read or removed (another user's) stays, and is still read.
+    """
+    for name, kind in ((QUERY_LOG, list), (ACCESS_LOG, dict)):
+        old = ws / _OLD_FOLDER / name
+        if not old.exists() or not writable(old.parent):
+            continue
+        try:
+            value = _load(old, kind)
+        except OSError as exc:
+            log.debug("left %s where it is: %s", old, exc)
+            continue
+        _save(folder / name, _merged(kind, value, _load(folder / name, kind)))
+        old.unlink(missing_ok=True)  # only once its entries are saved
+    with contextlib.suppress(OSError):
+        (ws / _OLD_FOLDER / _OLD_LOCK).unlink()
 
 
 def append_entry(
@@ -181,18 +223,20 @@ _Item = tuple["dict[str, Any] | None", "list[str]", int]
 def _write(ws: Path, items: list[_Item]) -> None:
     entries = [entry for entry, _, _ in items if entry is not None]
     paths = [p for _, item_paths, _ in items for p in dict.fromkeys(item_paths)]
-    with _locked(ws / "memory"):
+    folder = index_folder(ws)
+    with _locked(folder):
+        _move_old(ws, folder)
         if entries:
-            qlog = _load(ws / QUERY_LOG, list)
+            qlog = _load(folder / QUERY_LOG, list)
             qlog.extend(entries)
             keep = min(m for entry, _, m in items if entry is not None)
-            _save(ws / QUERY_LOG, qlog[-keep:])
+            _save(folder / QUERY_LOG, qlog[-keep:])
         if paths:
-            access = _load(ws / ACCESS_LOG, dict)
+            access = _load(folder / ACCESS_LOG, dict)
             for p in paths:
                 old = access.get(p)
                 access[p] = (old if isinstance(old, int) else 0) + 1
-            _save(ws / ACCESS_LOG, access)
+            _save(folder / ACCESS_LOG, access)
 
 
 class _Queue:
@@ -239,7 +283,8 @@ class _Queue:
             try:
                 _write(ws, items)
             except (OSError, ValueError) as exc:
-                log.warning("could not write the logs of %s: %s", ws, exc)
+                full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                (log.debug if full else log.warning)("could not write the logs of %s: %s", ws, exc)
 
 
 _QUEUE = _Queue()
@@ -299,21 +344,24 @@ def record_access(
 
 def read_query_log(workspace: str | Path) -> list[dict[str, Any]]:
     """The query log's entries (oldest first); ``[]`` when missing or unreadable."""
-    flush()
-    try:
-        value = json.loads((Path(workspace) / QUERY_LOG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+    value = _read(Path(workspace), QUERY_LOG, list)
+    return [e for e in value if isinstance(e, dict)]
 
 
 def read_access_log(workspace: str | Path) -> dict[str, int]:
     """The access counts by path; ``{}`` when missing or unreadable."""
-    flush()
-    try:
-        value = json.loads((Path(workspace) / ACCESS_LOG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(value, dict):
-        return {}
+    value = _read(Path(workspace), ACCESS_LOG, dict)
     return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)}
+
+
+def _read(ws: Path, name: str, kind: type) -> Any:
+    """The log ``name``, with what an earlier version left in ``memory/``; nothing written."""
+    flush()
+    values = []
+    for path in (ws / _OLD_FOLDER / name, log_path(ws, name)):
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            value = None
+        values.append(value if isinstance(value, kind) else kind())
+    return _merged(kind, *values)

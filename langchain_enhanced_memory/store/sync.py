@@ -31,7 +31,7 @@ from ..core.recipe import Chunker, recipe
 from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
-from .db import generation_of, get_meta
+from .db import generation_of, get_meta, rollback
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
 from .workspace import (
     BLOCK_BYTES,
@@ -261,7 +261,7 @@ def sync_text(
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     if report.changed_anything or rechunk_all:
         sweep_segments(conn, folder)  # committed: the segments no generation names go

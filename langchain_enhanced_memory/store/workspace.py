@@ -61,6 +61,7 @@ __all__ = [
     "UnreadableFileError",
     "classify",
     "discover",
+    "holds_memory",
     "memory_files",
     "places",
     "read_blocks",
@@ -256,6 +257,24 @@ def _openclaw_sessions(root: Path) -> list[str]:
     if agent == name or not agent:
         return []  # not laid out as OpenClaw lays out an agent's workspace
     return [str(root.parent / "agents" / agent / "sessions")]
+
+
+def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
+    """Whether ``workspace`` is one: a folder that holds memory to search.
+
+    It is when it holds what discovery looks for first (``settings.include``'s
+    first names: ``MEMORY.md`` or another core file, a ``memory/`` folder, even
+    empty) or a transcript folder (``sessions/``, one named in the settings or
+    ``$ENHANCED_MEMORY_SESSION_DIRS``, an OpenClaw agent's). A pattern that
+    starts with a wildcard could match anything: then every folder is one.
+    ``remember`` makes a folder one: it creates ``memory/``.
+    """
+    root = Path(workspace)
+    for pattern in settings.include:
+        first = pattern.split("/", 1)[0]
+        if any(c in first for c in "*?[{") or os.path.lexists(root / first):
+            return True
+    return bool(session_folders(root, settings))
 
 
 def places(

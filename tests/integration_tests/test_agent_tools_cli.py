@@ -41,7 +41,7 @@ def test_salience_after_real_searches_shows_accesses_and_gap(ws):
     for query in ("billing Postgres", "what did we say about kubernetes yesterday"):
         r = run(ws, "search", query, "--now", "2026-02-09T09:00", "--json")
         assert r.returncode == 0, r.stderr
-    log = json.loads((ws / "memory/query_log.json").read_text())
+    log = json.loads((ws / ".enhanced-memory/query_log.json").read_text())
     assert [e["query"] for e in log][-1] == "what did we say about kubernetes yesterday"
     assert log[-1]["top_score"] < 0.4
     r = run(ws, "salience", "--json", "--top", "10", "--now", "2026-02-20T12:00")

@@ -92,10 +92,39 @@ def test_bad_input_is_one_line_and_exit_2(workspace: Path, args: tuple, needle: 
     assert fail["results"] == [] and fail["disabled"] and fail["unavailable"] and fail["error"]
 
 
-def test_empty_workspace_gives_empty_results(tmp_path: Path) -> None:
-    r = run("search", "anything", "--workspace", str(tmp_path), "--json")
+def test_a_folder_without_memory_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    folder = tmp_path / "project"  # the wrong folder: code, no MEMORY.md, memory/ or sessions/
+    folder.mkdir()
+    (folder / "README.md").write_text("# A project\n\nhello world\n")
+    for args, where in (
+        (("search", "hello"), {"cwd": folder}),  # the default workspace: "."
+        (("search", "hello", "--json"), {"cwd": folder}),
+        (("index",), {"cwd": folder}),
+        (("search", "hello", "--workspace", str(folder)), {}),
+        (("serve", "--port", "0", "--workspace", str(folder)), {}),
+        (("mcp", "--workspace", str(folder)), {}),
+    ):
+        r = run(*args, **where)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        assert f"no memory in {folder} (no MEMORY.md, memory/ or sessions/)" in r.stderr
+        assert "--workspace DIR" in r.stderr
+        if "--json" in args:
+            assert json.loads(r.stdout)["results"] == []
+        assert [p.name for p in folder.iterdir()] == ["README.md"], args  # nothing written
+
+
+def test_remember_makes_an_empty_folder_a_workspace(tmp_path: Path) -> None:
+    folder = tmp_path / "new-agent"
+    folder.mkdir()
+    r = run("remember", "The first note of a new agent: call it Ada.", cwd=folder)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["results"] == []
+    r = run("search", "what is the agent called", "--json", cwd=folder)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["path"].startswith("memory/")
+    (folder / "memory").rename(folder / "old")  # an empty sessions/ folder is one too
+    (folder / "sessions").mkdir()
+    assert run("search", "anything", cwd=folder).returncode == 0
 
 
 def test_ollama_down_falls_back_to_keyword_only(workspace: Path) -> None:

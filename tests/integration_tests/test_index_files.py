@@ -65,6 +65,22 @@ def test_index_folder_is_private_under_umask_022(workspace: Path, fake_ollama) -
     assert _modes(folder) == {}
 
 
+def test_a_search_writes_nothing_among_the_notes_and_nothing_readable(workspace: Path) -> None:
+    for note in workspace.rglob("*.md"):
+        note.chmod(0o600)
+    notes = _listing(workspace)
+    with _umask(0o022):
+        r = _cli("search", "vault code", "--workspace", str(workspace))
+        assert r.returncode == 0, r.stderr
+        r = _cli("get", "memory/2026-02-08.md", "--workspace", str(workspace))
+        assert r.returncode == 0, r.stderr
+    folder = workspace / ".enhanced-memory"
+    assert {p.name for p in folder.iterdir()} >= {"query_log.json", "access_log.json"}
+    assert _modes(folder) == {}  # the logs with the index: 0600 in a 0700 folder
+    new = {p for p in _listing(workspace) if not p.startswith(".enhanced-memory/")}
+    assert new == set(notes)  # nothing written among the notes (no log, no lock file)
+
+
 def test_an_existing_index_is_made_private_on_its_next_open(workspace: Path) -> None:
     ws = ("--workspace", str(workspace))
     assert _cli("index", *ws).returncode == 0
@@ -220,3 +236,58 @@ def test_skip_warnings_once_per_search_and_not_on_get(workspace: Path, tmp_path:
     r = _cli("get", "memory/blob.md", *w)
     assert r.returncode != 0 and "cannot read memory/blob.md: looks binary" in r.stderr
     assert str(workspace) not in r.stderr
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int, bytes]]:
+    """``{name: (inode, mode, bytes)}`` of every file under ``folder``."""
+    return {
+        p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mode, p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_index_naming_a_file_that_is_not_an_index_is_refused_untouched(
+    workspace: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    conf = tmp_path / "important.conf"
+    conf.write_text("password_file = /etc/secret\n")
+    other_db = tmp_path / "app.sqlite"  # another program's SQLite database
+    with contextlib.closing(sqlite3.connect(other_db)) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+        conn.execute("INSERT INTO users VALUES ('alice')")
+        conn.commit()
+    for target, how in (
+        (workspace / "MEMORY.md", "flag"),
+        (conf, "flag"),
+        (other_db, "env"),
+    ):
+        before_ws, before_tmp = _listing(workspace), _listing(tmp_path)
+        if how == "flag":
+            r = _cli("search", "ramen", "--workspace", str(workspace), "--index", str(target))
+        else:
+            r = _cli("index", "--workspace", str(workspace), ENHANCED_MEMORY_INDEX=str(target))
+        assert r.returncode == 2, (target, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        assert f"{target} is not an enhanced-memory index" in r.stderr
+        # Nothing renamed, rewritten or added beside it (no .corrupt-*, no lock file).
+        assert _listing(workspace) == before_ws
+        assert _listing(tmp_path) == before_tmp
+    assert not (workspace / ".enhanced-memory").exists()
+
+
+def test_an_index_of_ours_at_a_named_path_is_still_set_aside(
+    workspace: Path, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "mine.sqlite"
+    assert _cli("index", "--workspace", str(workspace), "--index", str(path)).returncode == 0
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA user_version=99")  # as a later release would leave it
+    r = _cli("search", "ramen", "--workspace", str(workspace), "--index", str(path))
+    assert r.returncode == 0 and "ramen" in r.stdout.lower(), r.stderr
+    aside = [p.name.split("-")[0] for p in tmp_path.glob("mine.sqlite.*")]
+    assert aside == ["mine.sqlite.schema99"]

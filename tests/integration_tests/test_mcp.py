@@ -10,6 +10,7 @@ default, then on: the next search finds the new line).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
@@ -456,3 +457,20 @@ def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> 
     assert set(mcp["memory_get"]["properties"]) == {"path", "from", "lines", "corpus"}
     assert set(mcp["memory_crossref"]["properties"]) == {"path", "startLine"}
     assert all(schema["additionalProperties"] is False for schema in mcp.values())
+def test_a_new_agents_empty_folder_takes_its_first_note(tmp_path: Path) -> None:
+    folder = tmp_path / "new-agent"
+    folder.mkdir()
+    args = ["mcp", "--workspace", str(folder), "--embedder", "none", "--now", NOW]
+
+    async def main() -> None:
+        async with stdio_session([*args, "--allow-write"]) as session:
+            line = await error_of(session, "memory_search", query="who am I")
+            assert line.startswith(f"memory_search: no memory in {folder} (no MEMORY.md")
+            await call(session, "memory_append", text="I am Ada, a new agent.")
+            doc = await call(session, "memory_search", query="who am I Ada")
+            assert doc["results"][0]["path"] == "memory/2026-02-09.md"
+
+    anyio.run(main)
+    shutil.rmtree(folder / "memory")
+    r = run_cli(*args)  # without --allow-write, a folder without memory is the wrong one
+    assert r.returncode == 2 and "no memory in" in r.stderr and r.stderr.count("\n") == 1

@@ -254,3 +254,31 @@ def test_json_failures_have_remembers_own_shape(workspace: Path) -> None:
     failure = json.loads(r.stdout)
     assert set(failure) == {"path", "error", "action"} and failure["action"]
     assert not (workspace / "memory/deep").exists()
+
+
+def _notes(ws: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (ws / "memory").iterdir() if p.is_file()}
+
+
+def test_a_write_cut_short_leaves_the_note_as_it_was_and_no_note_it_created(
+    workspace: Path,
+) -> None:
+    import resource
+
+    def limited() -> None:  # the kernel cuts writes past 2,000 bytes short, then refuses them
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+    text = "a long bullet " * 200  # 2,800 bytes: a short write, then EFBIG
+    before = _notes(workspace)
+    for extra in ((), ("--file", "memory/2026-02-08.md"), ("--file", "memory/topics/new.md")):
+        r = subprocess.run(
+            [*CLI, "remember", "--workspace", str(workspace), "--now", NOW, text, *extra],
+            capture_output=True, text=True, env=cli_env(), preexec_fn=limited, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 2 and "File too large" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        after = _notes(workspace)
+        assert {k: v for k, v in after.items() if not k.startswith(".")} == {
+            k: v for k, v in before.items() if not k.startswith(".")
+        }  # no byte of the bullet, no new daily note
+        assert not (workspace / "memory/topics/new.md").exists()

@@ -15,6 +15,12 @@ import pytest
 
 from tests.postgres import PgServer
 from tests.reliability.db_faults import append_kills, publish_kills
+from tests.reliability.full_disk import (
+    FullDiskReport,
+    index_on_a_full_disk,
+    remember_on_a_full_disk,
+    small_disk,
+)
 from tests.reliability.harness import concurrency_run, concurrent_index_runs, kill_campaign
 from tests.reliability.vector_kills import vector_kill_campaign
 from tests.reliability.writers import concurrent_writers, remember_kills
@@ -80,6 +86,19 @@ def test_sigkill_during_remember_leaves_whole_bullets(tmp_path: Path) -> None:
     assert report.problems == [], report.problems[:5]
     assert report.kills == 30 and report.survived == report.kills
     assert report.landed < report.kills  # some kills came before the write
+
+
+def test_a_full_disk_leaves_notes_whole_and_the_last_index_searchable(tmp_path: Path) -> None:
+    report = FullDiskReport()
+    with small_disk(tmp_path / "disk") as disk:  # a real full disk: fails, never skips
+        for slack in (0, 1, 215, 1000, 2048, 3800):
+            remember_on_a_full_disk(disk, report, slack)
+        for leave in (0, 16 << 10, 64 << 10):
+            index_on_a_full_disk(disk, report, leave)
+    _save("full_disk", report)
+    assert report.problems == [], report.problems[:5]
+    assert report.remembers == report.remembers_held == 12 and report.remembers_after == 6
+    assert report.indexes == report.indexes_held == 3
 
 
 def test_sigkill_of_a_database_publish_or_of_the_server_leaves_one_generation(

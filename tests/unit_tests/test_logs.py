@@ -42,8 +42,8 @@ def test_search_appends_query_and_counts_accesses(workspace):
     engine.search("postgres migration", now=NOW)
     assert all(v == 2 for v in logs.read_access_log(workspace).values())
     # The original's formats: a JSON list and a {path: count} object.
-    assert isinstance(json.loads((workspace / logs.QUERY_LOG).read_text()), list)
-    assert isinstance(json.loads((workspace / logs.ACCESS_LOG).read_text()), dict)
+    assert isinstance(json.loads(logs.log_path(workspace, logs.QUERY_LOG).read_text()), list)
+    assert isinstance(json.loads(logs.log_path(workspace, logs.ACCESS_LOG).read_text()), dict)
 
 
 def test_a_file_returned_twice_counts_once_per_search(workspace):
@@ -78,13 +78,13 @@ def test_logged_files_are_not_indexed(workspace):
 def test_env_switches_logging_off(workspace, monkeypatch, value):
     monkeypatch.setenv(logs.LOG_ENV, value)
     _engine(workspace).search("postgres", now=NOW)
-    assert not (workspace / logs.QUERY_LOG).exists()
-    assert not (workspace / logs.ACCESS_LOG).exists()
+    assert not logs.log_path(workspace, logs.QUERY_LOG).exists()
+    assert not logs.log_path(workspace, logs.ACCESS_LOG).exists()
 
 
 def test_setting_switches_logging_off(workspace):
     _engine(workspace, log_queries=False).search("postgres", now=NOW)
-    assert not (workspace / logs.QUERY_LOG).exists()
+    assert not logs.log_path(workspace, logs.QUERY_LOG).exists()
 
 
 def test_read_only_memory_is_not_logged_unless_forced(workspace, monkeypatch):
@@ -93,7 +93,7 @@ def test_read_only_memory_is_not_logged_unless_forced(workspace, monkeypatch):
     try:
         assert not logs.logging_enabled(workspace, MemorySettings())
         _engine(workspace).search("postgres", now=NOW)
-        assert not (workspace / logs.QUERY_LOG).exists()
+        assert not logs.log_path(workspace, logs.QUERY_LOG).exists()
         monkeypatch.setenv(logs.LOG_ENV, "1")
         assert logs.logging_enabled(workspace, MemorySettings())
     finally:
@@ -102,7 +102,7 @@ def test_read_only_memory_is_not_logged_unless_forced(workspace, monkeypatch):
 
 def test_unwritable_log_never_fails_a_search(workspace, monkeypatch, caplog):
     monkeypatch.setenv(logs.LOG_ENV, "1")
-    (workspace / logs.QUERY_LOG).mkdir()  # a folder where the file should be
+    logs.log_path(workspace, logs.QUERY_LOG).mkdir(parents=True)  # a folder, not the file
     response = _engine(workspace).search("postgres", now=NOW)
     assert response.hits
     logs.flush()
@@ -115,21 +115,23 @@ def test_a_search_queues_its_entry_and_a_pause_writes_it(workspace, monkeypatch)
     for q in ("postgres", "alice", "budget"):
         engine.search(q, now=NOW)
     deadline = time.monotonic() + 30
-    while not (workspace / logs.QUERY_LOG).exists() and time.monotonic() < deadline:
+    while not logs.log_path(workspace, logs.QUERY_LOG).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    raw = json.loads((workspace / logs.QUERY_LOG).read_text(encoding="utf-8"))
+    raw = json.loads(logs.log_path(workspace, logs.QUERY_LOG).read_text(encoding="utf-8"))
     assert [e["query"] for e in raw] == ["postgres", "alice", "budget"]  # one batch, in order
 
 
 def test_corrupt_log_is_set_aside_and_restarted(workspace):
-    (workspace / logs.QUERY_LOG).write_text("[{not json", encoding="utf-8")
-    (workspace / logs.ACCESS_LOG).write_text("[1, 2]", encoding="utf-8")
+    logs.log_path(workspace, logs.QUERY_LOG).parent.mkdir()
+    logs.log_path(workspace, logs.QUERY_LOG).write_text("[{not json", encoding="utf-8")
+    logs.log_path(workspace, logs.ACCESS_LOG).write_text("[1, 2]", encoding="utf-8")
     _engine(workspace).search("postgres", now=NOW)
     assert len(logs.read_query_log(workspace)) == 1
     assert logs.read_access_log(workspace)
-    aside = sorted(p.name for p in (workspace / "memory").glob("*.corrupt-*"))
+    folder = logs.log_path(workspace, logs.QUERY_LOG).parent
+    aside = sorted(p.name for p in folder.glob("*.corrupt-*"))
     assert len(aside) == 2
-    assert (workspace / "memory" / aside[1]).read_text() == "[{not json"
+    assert (folder / aside[1]).read_text() == "[{not json"
 
 
 _WRITER = """
@@ -157,19 +159,43 @@ def test_two_processes_lose_no_entry(workspace):
         "memory/x.md": n,
         "memory/y.md": n,
     }
-    leftovers = [p for p in os.listdir(workspace / "memory") if p.endswith(".tmp")]
+    folder = logs.log_path(workspace, logs.QUERY_LOG).parent
+    leftovers = [p for p in os.listdir(folder) if p.endswith(".tmp")]
     assert leftovers == []
 
 
-def test_log_files_keep_ordinary_permissions(workspace):
-    _engine(workspace).search("postgres", now=NOW)
-    logs.flush()
-    umask = os.umask(0)
-    os.umask(umask)
-    assert (workspace / logs.QUERY_LOG).stat().st_mode & 0o777 == 0o666 & ~umask
-    (workspace / logs.ACCESS_LOG).chmod(0o640)
-    _engine(workspace).search("postgres", now=NOW)
-    assert (workspace / logs.ACCESS_LOG).stat().st_mode & 0o777 == 0o640
+def test_logs_are_private_beside_the_index_not_among_the_notes(workspace):
+    old = os.umask(0o022)
+    try:
+        _engine(workspace).search("postgres", now=NOW)
+        logs.flush()
+    finally:
+        os.umask(old)
+    folder = workspace / ".enhanced-memory"
+    for name in (logs.QUERY_LOG, logs.ACCESS_LOG, "logs.lock"):
+        assert (folder / name).stat().st_mode & 0o777 == 0o600, name
+    assert folder.stat().st_mode & 0o777 == 0o700
+    notes = (workspace / "memory").iterdir()
+    assert not [p.name for p in notes if p.is_file() and not p.name.endswith(".md")]
+
+
+def test_logs_an_earlier_version_kept_in_memory_are_moved_not_lost(workspace):
+    mem = workspace / "memory"
+    (mem / "query_log.json").write_text(json.dumps([{"query": "older", "top_score": 0.2}]))
+    (mem / "access_log.json").write_text(json.dumps({"memory/2026-02-08.md": 5}))
+    (mem / ".enhanced-memory-logs.lock").write_text("")
+    # Read before anything moved them: both places count.
+    assert [e["query"] for e in logs.read_query_log(workspace)] == ["older"]
+    assert logs.read_access_log(workspace) == {"memory/2026-02-08.md": 5}
+    response = _engine(workspace).search("postgres", now=NOW)
+    assert [e["query"] for e in logs.read_query_log(workspace)] == ["older", "postgres"]
+    hit = {h.path for h in response.hits}
+    access = logs.read_access_log(workspace)
+    assert access == {p: (p in hit) + 5 * (p == "memory/2026-02-08.md") for p in access}
+    assert set(access) == hit | {"memory/2026-02-08.md"}
+    assert [p.name for p in mem.iterdir() if p.is_file() and not p.name.endswith(".md")] == []
+    moved = json.loads(logs.log_path(workspace, logs.QUERY_LOG).read_text())
+    assert [e["query"] for e in moved] == ["older", "postgres"]
 
 
 def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> None:
@@ -180,5 +206,5 @@ def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> 
     response = engine.search("ramen \udcff place", k=2)
     assert response.hits
     logs.flush()
-    log_text = (workspace / "memory" / "query_log.json").read_text(encoding="utf-8")
+    log_text = logs.log_path(workspace, logs.QUERY_LOG).read_text(encoding="utf-8")
     assert "ramen" in log_text

@@ -212,3 +212,16 @@ def test_request_normalises_what_it_accepts() -> None:
 def test_engine_search_refuses_a_blank_query(engine: MemorySearch) -> None:
     with pytest.raises(RequestError, match="non-empty"):
         engine.search("   ")
+
+
+def test_a_folder_without_memory_is_refused_by_the_retriever_and_tools(tmp_path: Path) -> None:
+    from langchain_enhanced_memory import EnhancedMemoryRetriever
+    from langchain_enhanced_memory.core.errors import NoMemoryError
+    from langchain_enhanced_memory.tools import create_memory_tools
+
+    with pytest.raises(NoMemoryError, match="no memory in .* --workspace DIR"):
+        EnhancedMemoryRetriever(workspace=tmp_path, embedder="none").invoke("hello")
+    tools = {t.name: t for t in create_memory_tools(workspace=tmp_path, embedder="none")}
+    answer = tools["memory_search"].invoke({"query": "hello"})
+    assert answer.startswith(f"Error: no memory in {tmp_path} (no MEMORY.md, memory/ or sessions/)")
+    assert list(tmp_path.iterdir()) == []  # nothing written: no index, no log

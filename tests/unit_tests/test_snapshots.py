@@ -50,11 +50,13 @@ def index_state(idx: MemoryIndex) -> tuple[dict[str, tuple[int, int]], int]:
     """Every index file's size and mtime (the WAL's shared memory aside) and SQLite's data.
 
     The data is the index's content, hashed: a commit by any connection changes it.
+    The search logs, which live beside the index, are not the index.
     """
+    logs = {"query_log.json", "access_log.json", "logs.lock"}
     files = {
         str(p.relative_to(idx.path.parent)): (p.stat().st_size, p.stat().st_mtime_ns)
         for p in sorted(idx.path.parent.rglob("*"))
-        if p.is_file() and not p.name.endswith("-shm")
+        if p.is_file() and not p.name.endswith("-shm") and p.name not in logs
     }
     with sqlite3.connect(f"file:{idx.path}?mode=ro", uri=True) as conn:
         tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
