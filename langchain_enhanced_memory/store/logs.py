@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.text import clean_text
-from .locations import writable
 from .db import index_folder
 from .locations import make_private, open_private, writable
 

@@ -457,6 +457,8 @@ def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> 
     assert set(mcp["memory_get"]["properties"]) == {"path", "from", "lines", "corpus"}
     assert set(mcp["memory_crossref"]["properties"]) == {"path", "startLine"}
     assert all(schema["additionalProperties"] is False for schema in mcp.values())
+
+
 def test_a_new_agents_empty_folder_takes_its_first_note(tmp_path: Path) -> None:
     folder = tmp_path / "new-agent"
     folder.mkdir()
