@@ -7,6 +7,10 @@ artifact for code. Refused or failed calls (a path outside the memory, no graph
 yet, an argument the schema refuses or does not know) come back as one line per
 problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
 server use, never an exception, quoting at most a short prefix of what was given.
+A call that could not be done (a database down, or a role that may not write)
+answers ``Error: <what failed>; <what to do>`` and its failure JSON (``error``,
+``action``); a search over a scope it has read before answers from that copy
+instead, marked ``stale``.
 
 :func:`create_memory_tools` builds the four read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
@@ -43,6 +47,7 @@ from pydantic import (
 from .analysis import salience, tool_json
 from .core.errors import (
     CrossrefError,
+    EnhancedMemoryError,
     NoteError,
     RequestError,
     ScopeError,
@@ -56,6 +61,7 @@ from .core.settings import MemorySettings
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
+from .openclaw.response import failure_json, get_failure_json
 from .options import MemoryOptions
 
 __all__ = [
@@ -122,6 +128,15 @@ class _MemoryTool(BaseTool, MemoryOptions):
     def _error(message: str) -> tuple[str, dict[str, Any]]:
         line = one_line(message)
         return f"Error: {line}", {"error": line}
+
+    @staticmethod
+    def _failed(exc: EnhancedMemoryError, artifact: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A call that could not be done (the database down or refusing): what failed, what to do.
+
+        ``artifact`` is the tool's failure JSON, holding ``error`` and ``action``.
+        """
+        then = f"; {exc.action}" if exc.action else ""
+        return f"Error: {artifact['error']}{then}", artifact
 
 
 class _Input(BaseModel):
@@ -210,6 +225,8 @@ class MemorySearchTool(_MemoryTool):
             response, artifact = tool_json.search(engine, request)
         except (RequestError, ScopeError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # the database down with nothing held to answer from
+            return self._failed(exc, failure_json(one_line(str(exc)), exc.action))
         blocks = []
         for n, h in enumerate(response.hits, 1):
             body = " ".join(h.text.split())
@@ -223,10 +240,16 @@ class MemorySearchTool(_MemoryTool):
                 refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
                 block += f"\n    related: {refs}"
             blocks.append(block)
+        stale = ""
+        if response.stale:
+            stale = (
+                f"(Database unreachable: scope {', '.join(response.stale)} answered from an"
+                " older copy; newer notes may be missing.)\n\n"
+            )
         if not blocks:
             why = f" ({response.filter_note})" if response.filter_note else ""
-            return f"No memory matches {shown(query)}{why}.", artifact
-        return "\n\n".join(blocks), artifact
+            return f"{stale}No memory matches {shown(query)}{why}.", artifact
+        return stale + "\n\n".join(blocks), artifact
 
 
 # --------------------------------------------------------------------- get
@@ -269,9 +292,12 @@ class MemoryGetTool(_MemoryTool):
     ) -> tuple[str, dict[str, Any]]:
         try:
             engine = one_scope(self.get_engine(), scope)
+            got = tool_json.get(engine, path, from_line, lines)
         except ScopeError as exc:
             return self._error(str(exc))
-        got = tool_json.get(engine, path, from_line, lines)
+        except EnhancedMemoryError as exc:  # the database down or refusing
+            failed = get_failure_json(str(path), one_line(str(exc)))
+            return self._failed(exc, failed | {"action": exc.action})
         if got.get("disabled"):
             return f"Error: {got['error']}", got
         if "from" not in got:
@@ -401,6 +427,8 @@ class MemoryAppendTool(_MemoryTool):
             done = tool_json.append(engine, text, section=section, file=file, now=self.now)
         except (WriteError, ScopeError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # the database down, or a role that may not write
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
         where = f" under '{done['section']}'" if done["section"] else ""
         into = f"{scope}: " if scope else ""
         return f"Remembered in {into}{done['path']}:{done['line']}{where}.", done

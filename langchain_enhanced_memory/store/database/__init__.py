@@ -295,9 +295,17 @@ class Database:
         if snap is None:  # the replica has not replayed this process's own write yet
             snap = self._snapshot(self._writer, scope, 0)
         assert snap is not None
-        if snap.model is not None and snap.model != model_id:
-            return snap.with_vectors(None, None)
-        return snap
+        return _of_model(snap, model_id)
+
+    def held(self, scope: str, model_id: str | None) -> Snapshot | None:
+        """The generation of ``scope`` this process last read (no query), None if none yet.
+
+        What a search answers from while the database cannot be reached: the
+        segments it holds stay valid, but newer writes are missing.
+        """
+        with self._lock:
+            snap = self._snapshots.get(scope)
+        return None if snap is None else _of_model(snap, model_id)
 
     def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
         """The scope's generation read from ``pool``; None when it is older than ``floor``."""
@@ -411,6 +419,13 @@ class Database:
             except ValueError:
                 self._cache.drop(scope, seg_id)  # damaged: fetched again
         return out
+
+
+def _of_model(snap: Snapshot, model_id: str | None) -> Snapshot:
+    """``snap`` without its vectors when they are of another model than ``model_id``."""
+    if snap.model is not None and snap.model != model_id:
+        return snap.with_vectors(None, None)
+    return snap
 
 
 def _fetch_threads() -> ThreadPoolExecutor:

@@ -9,6 +9,8 @@ password replaced by ``***``, and never the password anywhere else in it.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -28,6 +30,10 @@ _URL_SECRET = re.compile(r"([^\s:/@\"']+:)([^\s/@\"']*)@")
 _KEY_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 5.0
+#: The name of this package's pools (in psycopg_pool's log records and thread names).
+POOL_NAME = "enhanced-memory"
+#: SQLSTATE of a statement the role has no privilege for (or a row-level policy refuses).
+_NOT_ALLOWED = "42501"
 
 
 def _password(url: str) -> str | None:
@@ -62,7 +68,33 @@ def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
     """The one-line error of ``exc`` on database ``url``."""
     what = one_line(redact(str(exc) or type(exc).__name__, url), 200)
     where = f"database {shown_url(url)}"
-    return DatabaseError(f"{where}: {doing + ': ' if doing else ''}{what}")
+    message = f"{where}: {doing + ': ' if doing else ''}{what}"
+    if getattr(exc, "sqlstate", None) == _NOT_ALLOWED:  # reachable, but this role may not
+        return DatabaseError(
+            message,
+            "this database role may not do this: use a role that may write (or is granted"
+            " it), or only search with this one",
+        )
+    return DatabaseError(message)
+
+
+class _QuietPool(logging.Filter):
+    """Drops the warnings of this package's pools unless ``ENHANCED_MEMORY_DEBUG=1``.
+
+    While the server is down they say each reconnect, in two lines, about every
+    second; each failed call says its own one line instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR or os.environ.get("ENHANCED_MEMORY_DEBUG"):
+            return True
+        ours = (record.threadName or "").startswith(f"{POOL_NAME}-") or POOL_NAME in map(
+            str, record.args if isinstance(record.args, tuple) else ()
+        )
+        return not ours
+
+
+_QUIET = _QuietPool()
 
 
 def _modules() -> tuple[Any, Any]:
@@ -89,7 +121,9 @@ class Pool:
         psycopg, psycopg_pool = _modules()
         self._psycopg = psycopg
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._lost: type[BaseException] = psycopg.OperationalError
         self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
+        logging.getLogger("psycopg.pool").addFilter(_QUIET)  # once: a filter is kept once
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
         self.probe()
@@ -103,9 +137,10 @@ class Pool:
             # Autocommit: a lone read (a search's generation check) is one round trip;
             # writes and multi-statement reads open their transaction (``connection``).
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
-            name="enhanced-memory",
+            name=POOL_NAME,
         )
         self.users = 0
+        self.down = False  # the last call found the server unreachable
 
     @contextlib.contextmanager
     def connection(
@@ -118,25 +153,31 @@ class Pool:
             transaction: False: each statement commits alone (a single read).
             wait_s: How long to wait for a free connection (default :data:`POOL_TIMEOUT_S`).
         """
+        if self.down:  # while it is down, one plain connection says so at once, not a pool wait
+            self.probe(doing)
         try:
             with self._pool.connection(timeout=wait_s) as conn:
+                self.down = False
                 if not transaction:
                     yield conn
                     return
                 with conn.transaction():
                     yield conn
         except self._pool_timeout:
-            self.probe()  # says why no connection came (refused, down, a bad password) ...
+            self.down = True
+            self.probe(doing)  # says why no connection came (refused, down, a bad password) ...
             raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
+            self.down = self.down or isinstance(exc, self._lost)
             raise failure(self.url, exc, doing) from None
 
-    def probe(self) -> None:
+    def probe(self, doing: str = "") -> None:
         """Open and close one connection (raises the one-line error of a failure)."""
         try:
             self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
         except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
-            raise failure(self.url, exc, "cannot connect") from None
+            what = f"{doing}: cannot connect" if doing else "cannot connect"
+            raise failure(self.url, exc, what) from None
 
     def close(self) -> None:
         """Close every connection."""
