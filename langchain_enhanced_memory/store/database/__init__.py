@@ -41,7 +41,7 @@ from ..notes import MemoryLines, check_range
 from .cache import SegmentCache, default_cache_folder
 from .connect import Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
-from .publish import Fetch, PublishReport, publish_folder
+from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
 from .segments import Segment, assemble, decode, live_rows
 
@@ -190,6 +190,19 @@ class Database:
             )
         self._wrote(scope, report.generation)
         return report
+
+    def check_publisher(self, scope: str, *, owner: str, take_over: bool = False) -> None:
+        """Refuse now a :meth:`publish` of ``scope`` by ``owner`` that would be refused.
+
+        For a caller with work to do before publishing (indexing the folder).
+
+        Raises:
+            ScopeError: Bad name, a database-backed scope, or another owner.
+            DatabaseError: The database failed.
+        """
+        validate_scope(scope)
+        with self._writer.connection(f"publishing scope {scope}", transaction=False) as conn:
+            check_publisher(conn, scope, owner, take_over)
 
     def append(
         self,
