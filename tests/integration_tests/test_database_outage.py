@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,26 @@ def test_serve_says_the_database_is_down_in_health_and_answers_stale(
         assert line.startswith("scope team answered from generation 1 held here"), line
         assert "reading scope team: cannot connect: connection failed:" in line
     _no_secret(pg_private, server.stderr)
+
+
+@pytest.mark.slow
+def test_after_a_long_outage_serve_is_back_at_the_first_request(
+    pg_private: PgServer, tmp_path: Path
+) -> None:
+    """psycopg_pool retries with a doubling backoff: after 40 s down its next try can be 20 s
+    after the server is back. The first request after it must not wait for that."""
+    url = _team(pg_private, "long")
+    with serving_scope(url, tmp_path) as server:
+        assert found(server) == ["team"]
+        pg_private.stop()
+        down_since = time.monotonic()
+        while time.monotonic() - down_since < 40:  # a load balancer's checks meanwhile
+            assert server.request("GET", "/health")[0] == 503
+            time.sleep(1)
+        pg_private.start()
+        assert server.request("GET", "/health") == (
+            200,
+            {"status": "ok", "scopes": ["team"], "database": "ok"},
+        )
+        status, doc = server.search(query="kestrel")
+        assert status == 200 and "stale" not in doc and doc["results"]

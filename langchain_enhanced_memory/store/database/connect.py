@@ -123,7 +123,8 @@ class Pool:
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._lost: type[BaseException] = psycopg.OperationalError
         self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
-        logging.getLogger("psycopg.pool").addFilter(_QUIET)  # once: a filter is kept once
+        self.down = False  # the last try found the server unreachable: probe before waiting
+        logging.getLogger("psycopg.pool").addFilter(_QUIET)  # a no-op after the first pool
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
         self.probe()
@@ -140,7 +141,6 @@ class Pool:
             name=POOL_NAME,
         )
         self.users = 0
-        self.down = False  # the last call found the server unreachable
 
     @contextlib.contextmanager
     def connection(
@@ -153,31 +153,52 @@ class Pool:
             transaction: False: each statement commits alone (a single read).
             wait_s: How long to wait for a free connection (default :data:`POOL_TIMEOUT_S`).
         """
-        if self.down:  # while it is down, one plain connection says so at once, not a pool wait
-            self.probe(doing)
         try:
-            with self._pool.connection(timeout=wait_s) as conn:
-                self.down = False
+            with self._lease(doing, wait_s) as conn:
                 if not transaction:
                     yield conn
                     return
                 with conn.transaction():
                     yield conn
         except self._pool_timeout:
-            self.down = True
             self.probe(doing)  # says why no connection came (refused, down, a bad password) ...
             raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
-            self.down = self.down or isinstance(exc, self._lost)
+            if isinstance(exc, self._lost):  # the connection died under the call
+                self.down = True
             raise failure(self.url, exc, doing) from None
+
+    @contextlib.contextmanager
+    def _lease(self, doing: str, wait_s: float | None) -> Iterator[psycopg.Connection]:
+        """A connection of the pool; one of its own while the server is down or just back.
+
+        While the server is down, opening one says so at once, instead of a
+        pool wait. Once it is back the pool may still be waiting out its
+        reconnect backoff (after a minute down, about a minute more), so until
+        the pool holds a connection again each call opens its own.
+        """
+        if self.down and not self._pool.get_stats().get("pool_available"):
+            with self._open(doing) as conn:
+                yield conn
+            return
+        with self._pool.connection(timeout=wait_s) as conn:
+            self.down = False
+            yield conn
+
+    def _open(self, doing: str = "") -> psycopg.Connection:
+        """One connection outside the pool, set as the pool's are (a failure: one line)."""
+        try:
+            return self._psycopg.connect(
+                self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True
+            )
+        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
+            self.down = True
+            what = f"{doing}: cannot connect" if doing else "cannot connect"
+            raise failure(self.url, exc, what) from None
 
     def probe(self, doing: str = "") -> None:
         """Open and close one connection (raises the one-line error of a failure)."""
-        try:
-            self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
-        except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
-            what = f"{doing}: cannot connect" if doing else "cannot connect"
-            raise failure(self.url, exc, what) from None
+        self._open(doing).close()
 
     def close(self) -> None:
         """Close every connection."""
