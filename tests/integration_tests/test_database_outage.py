@@ -215,3 +215,24 @@ def test_after_a_long_outage_serve_is_back_at_the_first_request(
         )
         status, doc = server.search(query="kestrel")
         assert status == 200 and "stale" not in doc and doc["results"]
+
+
+def test_the_pool_warnings_come_back_when_debugging(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the pools of this package log is dropped, not another pool's, and not when debugging."""
+    pool_log = logging.getLogger("psycopg.pool")
+
+    def passes(pool: str, thread: str) -> bool:
+        record = pool_log.makeRecord(
+            pool_log.name, logging.WARNING, "pool.py", 680, "error connecting in %r: %s",
+            (pool, "connection refused"), None,
+        )  # fmt: skip
+        record.threadName = thread
+        return bool(pool_log.filter(record))
+
+    with Database.connect(database_url):
+        assert not passes("enhanced-memory", "enhanced-memory-worker-0")
+        assert passes("orders", "orders-worker-0")  # the application's own pool
+        monkeypatch.setenv("ENHANCED_MEMORY_DEBUG", "1")
+        assert passes("enhanced-memory", "enhanced-memory-worker-0")
