@@ -184,8 +184,9 @@ def test_serve_says_the_database_is_down_in_health_and_answers_stale(
         assert status == 200 and "stale" not in doc
     # One line per request that met the outage (a health check, five stale searches),
     # none of psycopg_pool's own.
-    started, *outage = server.stderr.strip().splitlines()
-    assert started.startswith("enhanced-memory: serving scopes team on http://127.0.0.1:")
+    lines = server.stderr.strip().splitlines()
+    serving = "enhanced-memory: serving scopes team on http://127.0.0.1:"
+    outage = lines[[line.startswith(serving) for line in lines].index(True) + 1 :]
     assert len(outage) == 6, server.stderr
     assert outage[0].startswith("serve: health: database postgresql://em_test:***@")
     for line in outage[1:]:
