@@ -4,10 +4,10 @@
 
 Runs pytest on tests/reliability (SIGKILL campaign, concurrency, two writers,
 ``remember`` beside a plain appender and killed, publishes and appends to PostgreSQL
-killed, or the server under them, a fuzzed transcript), the embedder-fault,
-hostile-file, hostile-query, lone-surrogate and fuzz tests, with the slow marker
-on, then prints a markdown table of what was tried and what held. Exits non-zero
-when anything failed.
+killed, or the server under them, a fuzzed transcript; the server stopped under the
+tools, the retriever and ``serve``), the embedder-fault, hostile-file, hostile-query,
+lone-surrogate and fuzz tests, with the slow marker on, then prints a markdown table of
+what was tried and what held. Exits non-zero when anything failed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ TARGETS = [
     "tests/unit_tests/test_fuzz.py",
     "tests/integration_tests/test_database_faults.py",
     "tests/integration_tests/test_database_serve_faults.py",
+    "tests/integration_tests/test_database_outage.py",
 ]
 
 
@@ -165,8 +166,26 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
                  "test_a_lost_connection_never_leaves_a_half_written_note")  # fmt: skip
     rows.append(("PostgreSQL restarted, crashed or stopped under a `serve` and a long-lived"
                  " process, a connection cut inside an append: one-line error without the"
-                 " password while it is down, the next call reconnects, no half-written note",
+                 " password while it is down (a scope not read yet), the next call"
+                 " reconnects, no half-written note",
                  t, h))  # fmt: skip
+    t, h = tally(res, "test_the_tools_answer_stale_or_an_error_while_the_database_is_down",
+                 "test_an_agent_whose_role_may_only_read_is_told_not_crashed")  # fmt: skip
+    rows.append(("PostgreSQL stopped under the LangChain tools, and a read-only role under an"
+                 " agent's `memory_append`: a scope read before answers from that generation"
+                 " with `stale: true`; otherwise `Error: <what failed>; <what to do>` and the"
+                 " error JSON, never an exception; no pool warning; fresh once it is back",
+                 t, h))  # fmt: skip
+    t, h = tally(res, "test_the_retriever_answers_stale_or_raises_one_database_error")
+    rows.append(("PostgreSQL stopped under the retriever: Documents of a scope read before with"
+                 ' `metadata["stale"]`, else one `DatabaseError` (one line, no password);'
+                 " fresh once it is back", t, h))  # fmt: skip
+    t, h = tally(res, "test_serve_says_the_database_is_down_in_health_and_answers_stale",
+                 "test_after_a_long_outage_serve_is_back_at_the_first_request")  # fmt: skip
+    rows.append(("PostgreSQL stopped under `serve` (for a few seconds, and for 40 s):"
+                 " `/health` 503 with `database: unreachable`, ok at the first check once it is"
+                 " back; searches answer 200 with `stale`; one stderr line per request, none of"
+                 " psycopg_pool's", t, h))  # fmt: skip
     t, h = tally(res, "test_index_stops_cleanly_keeps_batches_and_resumes")
     rows.append(("Embedder faults during `index` (refused, 500, malformed JSON, wrong dimension,"
                  " fewer vectors, NaN, dropped, not pulled): retried, one-line exit 2, embedded"

@@ -52,6 +52,8 @@ def hit_to_document(hit: Hit, response: SearchResponse) -> Document:
         metadata["prf_terms"] = response.prf_terms
     if hit.scope is not None:  # a search over scopes: which one it came from
         metadata["scope"] = hit.scope
+        if hit.scope in response.stale:  # its database unreachable: an older generation's
+            metadata["stale"] = True
     if hit.kind == "session":  # a transcript's turns: whose session, said when
         metadata["sessionId"] = session_id(hit.path)
         metadata["timestamp"] = transcript_time(hit.header)
@@ -113,6 +115,13 @@ class EnhancedMemoryRetriever(BaseRetriever, MemoryOptions):
         filter: Default filter of every search (``since``, ``until``, ``path``,
             ``kind``; see :class:`~.core.filters.SearchFilter`); a ``filter`` passed to
             ``invoke`` replaces it.
+
+    Errors: a bad query or filter raises :class:`~.core.errors.RequestError`; a
+    database that cannot be reached or refuses raises
+    :class:`~.core.errors.DatabaseError` (both :class:`~.core.errors.EnhancedMemoryError`,
+    one line, no password), except for a database scope this retriever has
+    searched before: it is answered from the generation it read then, each of
+    its Documents with ``metadata["stale"] = True``.
 
     Raises:
         IndexUnavailableError: ``workspace`` is not a folder (when constructed).

@@ -10,6 +10,10 @@ artifact for code. Refused or failed calls (a path outside the memory, no graph
 yet, an argument the schema refuses or does not know) come back as one line per
 problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
 server use, never an exception, quoting at most a short prefix of what was given.
+A call that could not be done (a database down, or a role that may not write)
+answers ``Error: <what failed>; <what to do>`` and its failure JSON (``error``,
+``action``); a search over a scope it has read before answers from that copy
+instead, marked ``stale``.
 
 :func:`create_memory_tools` builds the five read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
@@ -51,6 +55,7 @@ from .analysis.tool_args import (
 )
 from .core.errors import (
     CrossrefError,
+    EnhancedMemoryError,
     NoMemoryError,
     NoteError,
     RequestError,
@@ -65,6 +70,7 @@ from .core.text import escape_controls
 from .engine import MemorySearch
 from .engine.scoped import ScopedSearch, narrowed, one_scope
 from .graph import views
+from .openclaw.response import failure_json, get_failure_json
 from .options import MemoryOptions
 
 __all__ = [
@@ -143,6 +149,15 @@ class _MemoryTool(BaseTool, MemoryOptions):
         line = one_line(message)
         return f"Error: {escape_controls(line)}", {"error": line}
 
+    @staticmethod
+    def _failed(exc: EnhancedMemoryError, artifact: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A call that could not be done (the database down or refusing): what failed, what to do.
+
+        ``artifact`` is the tool's failure JSON, holding ``error`` and ``action``.
+        """
+        then = f"; {exc.action}" if exc.action else ""
+        return escape_controls(f"Error: {artifact['error']}{then}"), artifact
+
 
 # ------------------------------------------------------------------ search
 class MemorySearchTool(_MemoryTool):
@@ -189,6 +204,8 @@ class MemorySearchTool(_MemoryTool):
             response, artifact = tool_json.search(engine, request)
         except (RequestError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # the database down with nothing held to answer from
+            return self._failed(exc, failure_json(one_line(str(exc)), exc.action))
         blocks = []
         for n, h in enumerate(response.hits, 1):
             body = " ".join(h.text.split())
@@ -202,12 +219,18 @@ class MemorySearchTool(_MemoryTool):
                 refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
                 block += f"\n    related: {refs}"
             blocks.append(block)
+        stale = ""
+        if response.stale:
+            stale = (
+                f"(Database unreachable: scope {', '.join(response.stale)} answered from an"
+                " older copy; newer notes may be missing.)\n\n"
+            )
         if not blocks:
             why = f" ({response.filter_note})" if response.filter_note else ""
-            return escape_controls(f"No memory matches {shown(query)}{why}."), artifact
+            return escape_controls(f"{stale}No memory matches {shown(query)}{why}."), artifact
         # What the model reads is cleaned as the terminal's text is: a note's escape
         # sequences or bidirectional overrides must not reach it as they are.
-        return escape_controls("\n\n".join(blocks), keep="\n"), artifact
+        return escape_controls(stale + "\n\n".join(blocks), keep="\n"), artifact
 
 
 # --------------------------------------------------------------------- get
@@ -234,9 +257,12 @@ class MemoryGetTool(_MemoryTool):
         try:
             check_corpus(corpus)
             engine = one_scope(self.get_engine(), scope)
+            got = tool_json.get(engine, path, from_line, lines)
         except (RequestError, ScopeError) as exc:
             return self._error(str(exc))
-        got = tool_json.get(engine, path, from_line, lines)
+        except EnhancedMemoryError as exc:  # the database down or refusing
+            failed = get_failure_json(str(path), one_line(str(exc)))
+            return self._failed(exc, failed | {"action": exc.action})
         if got.get("disabled"):
             return escape_controls(f"Error: {got['error']}"), got
         if "from" not in got:
@@ -360,6 +386,8 @@ class MemoryAppendTool(_MemoryTool):
             done = tool_json.append(engine, text, section=section, file=file, now=self.now)
         except (WriteError, ScopeError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # the database down, or a role that may not write
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
         where = f" under '{done['section']}'" if done["section"] else ""
         into = f"{scope}: " if scope else ""
         return escape_controls(f"Remembered in {into}{done['path']}:{done['line']}{where}."), done

@@ -69,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if args.watch and args.compact:
         raise CliError("--watch and --compact do not go together")
     engine = engine_from_args(args, watch=args.watch)
+    if scope is not None:  # a publish that will be refused is refused before the index run
+        with open_database(args, engine.settings) as db:
+            db.check_publisher(scope, owner=_owner(engine), take_over=args.take_over)
     try:
         report, embedded = engine.update_index(progress=progress_bar)
     except EmbeddingError as exc:

@@ -38,6 +38,8 @@ class SearchResponse:
             that has one (the answer is keyword-only meanwhile); else None.
         mode: ``hybrid`` (a query vector was used) or ``keyword``.
         filter_note: Why a filtered search found nothing (None otherwise).
+        stale: The scopes answered from the generation this process last read,
+            because their database could not be reached (empty: every scope is current).
         timings: Milliseconds per stage (``syncMs``, ``embedMs``, ``rankMs``, ``searchMs``).
     """
 
@@ -51,6 +53,7 @@ class SearchResponse:
     embedded: float | None = None
     mode: str = "keyword"
     filter_note: str | None = None
+    stale: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
 

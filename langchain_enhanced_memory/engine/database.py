@@ -5,15 +5,19 @@ The scope's generation is checked on every search (one query,
 on any host before a search starts is in that search. Ranking is
 :func:`.answer.ranked_hits` over the scope's snapshot, the code
 :class:`~.search.MemorySearch` answers with, so the same notes rank the same.
+While the database cannot be reached, a scope this process has read before is
+answered from that generation, marked ``stale``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.errors import DatabaseError
 from ..core.request import SearchRequest
 from ..core.results import SearchResponse
 from ..core.scopes import validate_scope
@@ -23,6 +27,8 @@ from ..store.append import AppendResult
 from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EngineConfig
 from .embedder import QueryEmbedder
+
+log = logging.getLogger("langchain_enhanced_memory")
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -106,13 +112,16 @@ class DatabaseSearch:
     def run(self, request: SearchRequest) -> SearchResponse:
         """Answer one validated request over the scope's committed generation.
 
-        Each hit's ``scope`` is this scope.
+        Each hit's ``scope`` is this scope. When the database fails, the answer
+        comes from the generation this process last read, with ``stale`` naming
+        the scope (newer writes may be missing).
 
         Raises:
             RequestError: A filter's date words name no date.
             EmbeddingError: The embedder is unavailable or failed, and the config's
                 ``on_embedder_error`` is ``fail``.
-            DatabaseError: The database failed (one line; the next call reconnects).
+            DatabaseError: The database failed and this process has read no generation
+                of the scope yet (one line; the next call reconnects).
         """
         started = time.perf_counter()
         timings: dict[str, float] = {}
@@ -120,7 +129,8 @@ class DatabaseSearch:
         choice = self.embedder.required()
         fallback = choice.fallback
         model_id = self.model_id
-        snap = self._last = self.database.snapshot(self.scope, model_id)
+        snap, stale = self._snapshot(model_id)
+        self._last = snap
         timings["syncMs"] = ms_since(started)
         qvec = None
         if model_id is not None and len(snap):
@@ -147,8 +157,29 @@ class DatabaseSearch:
             temporal_dates=answer.ranking.temporal_dates,
             prf_terms=answer.ranking.prf_terms,
             mode=answer.mode,
+            stale=[self.scope] if stale else [],
         )
         return finish(response, request, answer, started, timings)
+
+    def _snapshot(self, model_id: str | None) -> tuple[Snapshot, bool]:
+        """The scope's committed generation; else the one this process last read (stale: True).
+
+        Raises:
+            DatabaseError: The database failed and this process has read no generation yet.
+        """
+        try:
+            return self.database.snapshot(self.scope, model_id), False
+        except DatabaseError as exc:
+            held = self.database.held(self.scope, model_id)
+            if held is None:
+                raise
+            log.warning(
+                "scope %s answered from generation %d held here (newer writes may be missing): %s",
+                self.scope,
+                held.generation,
+                exc,
+            )
+            return held, True
 
     def remember(
         self,

@@ -180,9 +180,11 @@ class ScopedSearch:
     The response says how the answer was made, over all the scopes: ``mode``
     is ``hybrid`` when any scope ranked with a query vector and ``fallback``
     is set when any answered keyword-only (the first such scope's reason);
-    ``embedded`` is the least embedded scope's share; ``filtered`` the sum over
-    the scopes. The scopes run at once, so each stage's time in ``timings`` is
-    the slowest scope's, and ``searchMs`` the whole call's.
+    ``stale`` names the scopes answered from an older generation (their
+    database unreachable); ``embedded`` is the least embedded scope's share;
+    ``filtered`` the sum over the scopes. The scopes run at once, so each
+    stage's time in ``timings`` is the slowest scope's, and ``searchMs`` the
+    whole call's.
 
     Threads: safe to call from many threads at once when its searchers are.
 
@@ -247,6 +249,26 @@ class ScopedSearch:
             return self
         return ScopedSearch(chosen, pool=self._pool)
 
+    def check_databases(self) -> bool:
+        """Read the generations of its database scopes (one query each database).
+
+        Returns:
+            Whether it has database scopes.
+
+        Raises:
+            DatabaseError: Their database cannot be reached or read.
+        """
+        from .database import DatabaseSearch
+
+        by_database: dict[int, tuple[Database, list[str]]] = {}
+        for _, searcher in self.members:
+            if isinstance(searcher, DatabaseSearch):
+                held = by_database.setdefault(id(searcher.database), (searcher.database, []))
+                held[1].append(searcher.scope)
+        for database, names in by_database.values():
+            database.generations(names)
+        return bool(by_database)
+
     def run(self, request: SearchRequest) -> SearchResponse:
         """Answer ``request`` over every scope: the ``request.k`` best hits of them all."""
         started = time.perf_counter()
@@ -303,6 +325,7 @@ def _combined(responses: list[SearchResponse], hits: list[Hit], search_ms: float
         filter_note=None
         if hits
         else next((r.filter_note for r in responses if r.filter_note), None),
+        stale=[name for r in responses for name in r.stale],
         timings=timings,
     )
 

@@ -96,6 +96,9 @@ def response_json(response: SearchResponse, snippet_chars: int) -> dict[str, Any
         out["embedded"] = response.embedded
     if response.filter_note:
         out["warning"] = response.filter_note
+    if response.stale:  # a database unreachable: answered from this host's older copy
+        out["stale"] = True
+        out["staleScopes"] = response.stale
     return out
 
 

@@ -9,7 +9,11 @@ For agents that want to skip process start altogether. Endpoints:
   status 400 and the failure object with a one-line ``error``. A server started
   with scopes (``serve --scope``) searches them all, or those ``scope`` names (a
   name or a list of the server's own; another is a 400).
-- ``GET /health`` answers ``{"status": "ok", ...}`` with the index's counts.
+- ``GET /health`` answers ``{"status": "ok", ...}`` with the index's counts. A
+  server of database scopes reads their generations: ``"database": "ok"``, or
+  status 503 with ``{"status": "unavailable", "database": "unreachable",
+  "error", "action"}`` while the database cannot be read (searches meanwhile
+  answer from the generation the server read last, marked ``stale``).
 
 The engine follows file-system events (a watcher; a scan per search where
 events are unavailable) and re-indexes what changed, so an edit to the notes
@@ -42,7 +46,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import EnhancedMemoryError, RequestError, ScopeError
+from ..core.errors import DatabaseError, EnhancedMemoryError, RequestError, ScopeError
 from ..core.request import SearchRequest
 from ..core.text import clean_json
 from ..engine.scoped import ScopedSearch, narrowed
@@ -249,14 +253,25 @@ class SearchServer(ThreadingHTTPServer):
             response = searcher.run(request)
         return response_json(response, self.engine.settings.snippet_chars)
 
-    def health(self) -> dict[str, Any]:
-        """Counts of the index and the active embedder (the scopes of a search over scopes)."""
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """The status and answer of ``/health``: the index's counts and the active embedder.
+
+        Over scopes: the scopes, and whether their database answers (503 when not).
+        """
         if isinstance(self.engine, ScopedSearch):
-            return {"status": "ok", "scopes": self.engine.scopes}
+            out: dict[str, Any] = {"status": "ok", "scopes": self.engine.scopes}
+            try:
+                if self.engine.check_databases():
+                    out["database"] = "ok"
+            except DatabaseError as exc:
+                log.warning("serve: health: %s", exc)
+                out |= {"status": "unavailable", "database": "unreachable"}
+                return 503, out | {"error": str(exc), "action": exc.action}
+            return 200, out
         with self.lock:
             stats = self.engine.index.stats()
             choice = self.engine.choice
-        return {
+        return 200, {
             "status": "ok",
             "workspace": str(self.engine.index.workspace),
             "files": stats["files"],
@@ -320,7 +335,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path.split("?", 1)[0] == "/health":
             try:
-                self._send(200, self.server.health())
+                self._send(*self.server.health())
             except Exception as exc:  # an unreadable index: say so, keep serving
                 self._fail(503, f"{type(exc).__name__}: {exc}")
             return
@@ -343,6 +358,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (RequestError, ScopeError) as exc:
             self._fail(400, request_error_text(exc), exc.action)
         except EnhancedMemoryError as exc:
+            log.warning("serve: a search failed: %s", exc)  # the one line of a failed request
             self._fail(503, str(exc), exc.action)
         except Exception as exc:  # never a traceback to the client; keep serving
             self._fail(500, f"{type(exc).__name__}: {exc}")

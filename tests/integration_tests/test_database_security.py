@@ -148,5 +148,11 @@ def test_a_select_only_role_on_the_command_line(pg_server: PgServer, database_ur
     errors = [line for line in refused.stderr.splitlines() if "warning:" not in line]
     assert len(errors) == 1, refused.stderr
     assert "permission denied" in refused.stderr
-    for out in (found, refused):
+    # Its --json failure says the role may not write, not to check that the server runs.
+    told = run_cli("remember", "written by a reader", "--json", "--database", reader_url, *db)
+    assert told.returncode == 2
+    doc = json.loads(told.stdout)
+    assert "permission denied" in doc["error"]
+    assert doc["action"].startswith("this database role may not do this")
+    for out in (found, refused, told):
         assert not any(s in out.stdout + out.stderr for s in secrets)

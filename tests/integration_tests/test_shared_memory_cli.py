@@ -8,7 +8,9 @@ scope or an unreachable database is one line, exit non-zero, no password.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -92,6 +94,15 @@ def test_eight_concurrent_remembers_keep_every_line(database_url: str) -> None:
     assert sorted(lines) == sorted(f"- concurrent fact number {n}" for n in range(8))
 
 
+def _indexed_files(workspace: Path) -> int:
+    """How many files the workspace's index holds (0 when it has none yet)."""
+    path = workspace / ".enhanced-memory" / "index.sqlite"
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
 def test_publish_then_refuse_another_owner(database_url: str, tmp_path: Path) -> None:
     a = write_workspace(tmp_path / "a", SMALL_WORKSPACE)
     b = write_workspace(tmp_path / "b", SMALL_WORKSPACE)
@@ -103,6 +114,8 @@ def test_publish_then_refuse_another_owner(database_url: str, tmp_path: Path) ->
     assert "dark roast coffee" in got["text"]
     line = one_line_failure(run_cli("index", "--workspace", str(b), *pub), database_url)
     assert "--take-over" in line
+    # Refused before the index run (issue 36, item 13): b's notes were not indexed.
+    assert _indexed_files(b) == 0
     ok("index", "--workspace", str(b), *pub, "--take-over")
     # A folder-backed scope is written in its folder, not with remember.
     line = one_line_failure(

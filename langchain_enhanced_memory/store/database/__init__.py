@@ -42,7 +42,7 @@ from ..notes import MemoryLines, check_range
 from .cache import SegmentCache, default_cache_folder
 from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
-from .publish import Fetch, PublishReport, publish_folder
+from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
 from .segments import Segment, assemble, decode, live_rows
 
@@ -197,6 +197,19 @@ class Database:
         self._wrote(scope, report.generation)
         return report
 
+    def check_publisher(self, scope: str, *, owner: str, take_over: bool = False) -> None:
+        """Refuse now a :meth:`publish` of ``scope`` by ``owner`` that would be refused.
+
+        For a caller with work to do before publishing (indexing the folder).
+
+        Raises:
+            ScopeError: Bad name, a database-backed scope, or another owner.
+            DatabaseError: The database failed.
+        """
+        validate_scope(scope)
+        with self._writer.connection(f"publishing scope {scope}", transaction=False) as conn:
+            check_publisher(conn, scope, owner, take_over)
+
     def append(
         self,
         scope: str,
@@ -301,9 +314,17 @@ class Database:
         if snap is None:  # the replica has not replayed this process's own write yet
             snap = self._snapshot(self._writer, scope, 0)
         assert snap is not None
-        if snap.model is not None and snap.model != model_id:
-            return snap.with_vectors(None, None)
-        return snap
+        return _of_model(snap, model_id)
+
+    def held(self, scope: str, model_id: str | None) -> Snapshot | None:
+        """The generation of ``scope`` this process last read (no query), None if none yet.
+
+        What a search answers from while the database cannot be reached: the
+        segments it holds stay valid, but newer writes are missing.
+        """
+        with self._lock:
+            snap = self._snapshots.get(scope)
+        return None if snap is None else _of_model(snap, model_id)
 
     def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
         """The scope's generation read from ``pool``; None when it is older than ``floor``."""
@@ -417,6 +438,13 @@ class Database:
             except ValueError:
                 self._cache.drop(scope, seg_id)  # damaged: fetched again
         return out
+
+
+def _of_model(snap: Snapshot, model_id: str | None) -> Snapshot:
+    """``snap`` without its vectors when they are of another model than ``model_id``."""
+    if snap.model is not None and snap.model != model_id:
+        return snap.with_vectors(None, None)
+    return snap
 
 
 def _fetch_threads() -> ThreadPoolExecutor:

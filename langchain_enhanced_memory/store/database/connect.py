@@ -12,6 +12,8 @@ libpq cannot parse, is refused before libpq reads it, and shown nowhere
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import re
 import threading
 from collections.abc import Iterator
@@ -39,6 +41,10 @@ CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 5.0
 #: Connections a process keeps at most to one server (``$ENHANCED_MEMORY_POOL_SIZE``).
 POOL_SIZE = 8
+#: The name of this package's pools (in psycopg_pool's log records and thread names).
+POOL_NAME = "enhanced-memory"
+#: SQLSTATE of a statement the role has no privilege for (or a row-level policy refuses).
+_NOT_ALLOWED = "42501"
 
 
 def _userinfo(url: str) -> str | None:
@@ -143,7 +149,33 @@ def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
         return refused
     what = one_line(redact(str(exc) or type(exc).__name__, url), 200)
     where = f"database {shown_url(url)}"
-    return DatabaseError(f"{where}: {doing + ': ' if doing else ''}{what}")
+    message = f"{where}: {doing + ': ' if doing else ''}{what}"
+    if getattr(exc, "sqlstate", None) == _NOT_ALLOWED:  # reachable, but this role may not
+        return DatabaseError(
+            message,
+            "this database role may not do this: use a role that may write (or is granted"
+            " it), or only search with this one",
+        )
+    return DatabaseError(message)
+
+
+class _QuietPool(logging.Filter):
+    """Drops the warnings of this package's pools unless ``ENHANCED_MEMORY_DEBUG=1``.
+
+    While the server is down they say each reconnect, in two lines, about every
+    second; each failed call says its own one line instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR or os.environ.get("ENHANCED_MEMORY_DEBUG"):
+            return True
+        ours = (record.threadName or "").startswith(f"{POOL_NAME}-") or POOL_NAME in map(
+            str, record.args if isinstance(record.args, tuple) else ()
+        )
+        return not ours
+
+
+_QUIET = _QuietPool()
 
 
 def _modules() -> tuple[Any, Any]:
@@ -172,8 +204,11 @@ class Pool:
         psycopg, psycopg_pool = _modules()
         self._psycopg = psycopg
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._lost: type[BaseException] = psycopg.OperationalError
         self._pool_timeout: type[BaseException] = psycopg_pool.PoolTimeout
         check_url(url)  # before libpq reads it: its errors could quote a piece of the password
+        self.down = False  # the last try found the server unreachable: probe before waiting
+        logging.getLogger("psycopg.pool").addFilter(_QUIET)  # a no-op after the first pool
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
         self.probe()
@@ -187,7 +222,7 @@ class Pool:
             # Autocommit: a lone read (a search's generation check) is one round trip;
             # writes and multi-statement reads open their transaction (``connection``).
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
-            name="enhanced-memory",
+            name=POOL_NAME,
         )
         self.users = 0
 
@@ -203,24 +238,51 @@ class Pool:
             wait_s: How long to wait for a free connection (default :data:`POOL_TIMEOUT_S`).
         """
         try:
-            with self._pool.connection(timeout=wait_s) as conn:
+            with self._lease(doing, wait_s) as conn:
                 if not transaction:
                     yield conn
                     return
                 with conn.transaction():
                     yield conn
         except self._pool_timeout:
-            self.probe()  # says why no connection came (refused, down, a bad password) ...
+            self.probe(doing)  # says why no connection came (refused, down, a bad password) ...
             raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
+            if isinstance(exc, self._lost):  # the connection died under the call
+                self.down = True
             raise failure(self.url, exc, doing) from None
 
-    def probe(self) -> None:
-        """Open and close one connection (raises the one-line error of a failure)."""
+    @contextlib.contextmanager
+    def _lease(self, doing: str, wait_s: float | None) -> Iterator[psycopg.Connection]:
+        """A connection of the pool; one of its own while the server is down or just back.
+
+        While the server is down, opening one says so at once, instead of a
+        pool wait. Once it is back the pool may still be waiting out its
+        reconnect backoff (after a minute down, about a minute more), so until
+        the pool holds a connection again each call opens its own.
+        """
+        if self.down and not self._pool.get_stats().get("pool_available"):
+            with self._open(doing) as conn:
+                yield conn
+            return
+        with self._pool.connection(timeout=wait_s) as conn:
+            self.down = False
+            yield conn
+
+    def _open(self, doing: str = "") -> psycopg.Connection:
+        """One connection outside the pool, set as the pool's are (a failure: one line)."""
         try:
-            self._psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
+            return self._psycopg.connect(
+                self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True
+            )
         except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
-            raise failure(self.url, exc, "cannot connect") from None
+            self.down = True
+            what = f"{doing}: cannot connect" if doing else "cannot connect"
+            raise failure(self.url, exc, what) from None
+
+    def probe(self, doing: str = "") -> None:
+        """Open and close one connection (raises the one-line error of a failure)."""
+        self._open(doing).close()
 
     def close(self) -> None:
         """Close every connection."""

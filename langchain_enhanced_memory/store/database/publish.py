@@ -81,6 +81,30 @@ def lock_scope(
     return tuple(row)
 
 
+def check_publisher(conn: psycopg.Connection, scope: str, owner: str, take_over: bool) -> None:
+    """Refuse at once what :func:`publish_folder` would refuse of ``owner`` (no lock, no write).
+
+    Raises:
+        ScopeError: The scope is database-backed, or published by another owner.
+    """
+    row = conn.execute("SELECT backing, owner FROM em_scopes WHERE name = %s", (scope,)).fetchone()
+    if row is not None:
+        _may_publish(scope, row[0], row[1], owner, take_over)
+
+
+def _may_publish(scope: str, backing: str, had: str | None, owner: str, take_over: bool) -> None:
+    if backing != "folder":
+        raise ScopeError(
+            f"scope {scope} is database-backed: its notes are written with remember,"
+            " not published from a folder"
+        )
+    # An owner written before host ids is "host:path": this host's then, as it was.
+    if had and had not in (owner, owner.partition(" (host ")[0]) and not take_over:
+        raise ScopeError(
+            f"scope {scope} is published from {had}; pass --take-over to publish it from here"
+        )
+
+
 def publish_folder(
     conn: psycopg.Connection,
     scope: str,
@@ -104,16 +128,7 @@ def publish_folder(
     backing, had_owner, generation, had_model, had_chunker = lock_scope(
         conn, scope, "folder", model_id, chunker
     )
-    if backing != "folder":
-        raise ScopeError(
-            f"scope {scope} is database-backed: its notes are written with remember,"
-            " not published from a folder"
-        )
-    # An owner written before host ids is "host:path": this host's then, as it was.
-    if had_owner and had_owner not in (owner, owner.partition(" (host ")[0]) and not take_over:
-        raise ScopeError(
-            f"scope {scope} is published from {had_owner}; pass --take-over to publish it from here"
-        )
+    _may_publish(scope, backing, had_owner, owner, take_over)
     rewrite = had_model != model_id or had_chunker != chunker
     known = {
         path: digest
