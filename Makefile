@@ -22,7 +22,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The unit tests only (sockets off, no PostgreSQL, no model): under a minute, while editing.
+# The unit tests only (sockets off, no PostgreSQL, no model): about 36 s of CPU, while editing.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit_tests
 
