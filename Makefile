@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOW    ?= 2026-12-02T09:00:00
 
-.PHONY: demo test lint docs reliability bench postgres clean
+.PHONY: demo test test-fast lint docs reliability bench postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The unit tests only (sockets off, no PostgreSQL, no model): about 36 s of CPU, while editing.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit_tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check langchain_enhanced_memory tests benchmarks examples scripts

@@ -3,9 +3,11 @@
 Two commands, each against ``--database URL`` (``make postgres`` starts one):
 
 - ``parity --root R --queries Q [--embedder none|local]``: each workspace of R
-  is indexed here, published as a scope, and every query runs on both engines
-  (``MemorySearch`` on the folder, ``DatabaseSearch`` on the scope); prints
-  mrr@10 of each (``score.py``'s metric) and how many queries' top 10 differ.
+  (notes, and transcripts in its ``sessions/``: both searched, corpus ``all``)
+  is indexed in a temporary copy, published as a scope, and every query runs on
+  both engines (``MemorySearch`` on the folder, ``DatabaseSearch`` on the
+  scope); prints mrr@10 of each (``score.py``'s metric) and how many queries'
+  top 10 differ (paths and lines, in order).
 - ``scale``: a seeded synthetic workspace of ``--chunks`` chunks
   (``synthetic.py``, its model-free projection embedder), indexed and published
   as one scope; then one table, each row the embedded store's figure beside the
@@ -21,6 +23,8 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
 
     python benchmarks/database.py --database URL parity \
         --root ../shared/bench/locomo-dev --queries ../shared/bench/locomo-dev/queries.jsonl
+    python benchmarks/database.py --database URL parity --root ../shared/bench/locomo-dev-sessions \
+        --queries ../shared/bench/locomo-dev-sessions/queries.jsonl --embedder none
     python benchmarks/database.py --database URL scale     # about 15 minutes on 2 cores
 """
 
@@ -29,6 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -70,16 +76,30 @@ class _Published:
         return self.engine.search(query, k=k, now=now)
 
 
+def _copy(root: Path, into: Path) -> Path:
+    """A writable copy of ``root``'s workspaces (their indexes go there, not into the data)."""
+    dest = into / root.name
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(".enhanced-memory"))
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return dest
+
+
+def _spans(rows: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+    """A top-k list as what a user sees of it: each hit's path and lines, in order."""
+    return [(r["path"], r["startLine"], r["endLine"]) for r in rows]
+
+
 def parity(a: argparse.Namespace) -> None:
-    root, queries = Path(a.root), load_queries(a.queries)
-    local, local_rows = evaluate(root, queries, lambda ws: MemorySearch(ws, embedder=a.embedder))
-    with Database.connect(a.database) as db:
-        remote, remote_rows = evaluate(root, queries, lambda ws: _Published(db, ws, a.embedder))
-    differ = sum(
-        [(r["path"], r["startLine"]) for r in local_rows[q]]
-        != [(r["path"], r["startLine"]) for r in remote_rows.get(q, [])]
-        for q in local_rows
-    )
+    queries = load_queries(a.queries)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = _copy(Path(a.root), Path(tmp))
+        local, local_rows = evaluate(
+            root, queries, lambda ws: MemorySearch(ws, embedder=a.embedder)
+        )
+        with Database.connect(a.database) as db:
+            remote, remote_rows = evaluate(root, queries, lambda ws: _Published(db, ws, a.embedder))
+    differ = sum(_spans(local_rows[q]) != _spans(remote_rows.get(q, [])) for q in local_rows)
     out = {
         "embedder": a.embedder,
         "mrr10_local": local["categories"]["ALL"]["mrr@10"],

@@ -1,7 +1,9 @@
 """Hybrid, date-aware memory search over markdown notes for LangChain and OpenClaw agents.
 
 Public names load on first use, so ``import langchain_enhanced_memory`` stays
-cheap for a process that answers one query and exits.
+cheap for a process that answers one query and exits. They are what the public
+functions and methods take, return and raise; storage (the index, a database)
+stays behind them.
 """
 
 from __future__ import annotations
@@ -16,38 +18,63 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .core.errors import (
+        EmbeddingError,
+        EnhancedMemoryError,
+        RequestError,
+        ScopeError,
+        SettingsError,
+        WriteError,
+    )
     from .core.filters import SearchFilter
+    from .core.request import SearchRequest
+    from .core.results import Hit, SearchResponse
     from .core.settings import FusionWeights, MemorySettings
     from .engine import EngineConfig, MemorySearch
     from .loader import MemoryDirectoryLoader
     from .retriever import EnhancedMemoryRetriever
-    from .store.index import MemoryIndex
     from .threads import save_thread
     from .tools import create_memory_tools
 
 
 _EXPORTS = {
+    "EmbeddingError": ".core.errors",
     "EngineConfig": ".engine",
+    "EnhancedMemoryError": ".core.errors",
     "EnhancedMemoryRetriever": ".retriever",
     "FusionWeights": ".core.settings",
+    "Hit": ".core.results",
     "MemoryDirectoryLoader": ".loader",
-    "MemoryIndex": ".store.index",
     "MemorySearch": ".engine",
     "MemorySettings": ".core.settings",
+    "RequestError": ".core.errors",
+    "ScopeError": ".core.errors",
     "SearchFilter": ".core.filters",
+    "SearchRequest": ".core.request",
+    "SearchResponse": ".core.results",
+    "SettingsError": ".core.errors",
+    "WriteError": ".core.errors",
     "create_memory_tools": ".tools",
     "save_thread": ".threads",
 }
 
 __all__ = [
+    "EmbeddingError",
     "EngineConfig",
+    "EnhancedMemoryError",
     "EnhancedMemoryRetriever",
     "FusionWeights",
+    "Hit",
     "MemoryDirectoryLoader",
-    "MemoryIndex",
     "MemorySearch",
     "MemorySettings",
+    "RequestError",
+    "ScopeError",
     "SearchFilter",
+    "SearchRequest",
+    "SearchResponse",
+    "SettingsError",
+    "WriteError",
     "__version__",
     "create_memory_tools",
     "save_thread",

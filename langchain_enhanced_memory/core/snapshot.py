@@ -10,14 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import Any
 
 import numpy as np
 
 from .scoring import PostingLists
+from .transcripts import transcript_day
 from .vectorset import VectorSet
 
-__all__ = ["Snapshot"]
+__all__ = ["FileFacts", "Snapshot", "file_facts", "row_columns"]
+
+#: A file's path, kind, date (ISO day, None when undated) and that day's ordinal (-1: none).
+FileFacts = tuple[str, str, "str | None", int]
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,3 +70,45 @@ class Snapshot:
     def dense_vectors(self) -> np.ndarray | None:
         """The chunk vectors as float32 rows (for exports; scoring reads them quantized)."""
         return None if self.vectors is None else self.vectors.dense()
+
+
+def file_facts(path: str, kind: str, day: str | None) -> FileFacts:
+    """A file's facts as :func:`row_columns` reads them (``day`` an ISO date, or None)."""
+    return (path, kind, day or None, date.fromisoformat(day).toordinal() if day else -1)
+
+
+def row_columns(
+    table: Sequence[FileFacts], of_row: np.ndarray, header: Sequence[str]
+) -> tuple[list[str], list[str], list[str | None], np.ndarray]:
+    """Each row's path, kind, date and day ordinal, from the facts of its file.
+
+    The one place rows get their dates, for every store (the local index and a
+    database scope alike): a row has its file's date, except a transcript chunk,
+    dated by its first message (its header's day), so "yesterday" means when it
+    was said.
+
+    Args:
+        table: The facts of each file a row may name.
+        of_row: Each row's index into ``table``.
+        header: Each row's header (a transcript chunk's starts with its first time).
+    """
+
+    def column(i: int) -> list:
+        return np.asarray([f[i] for f in table] or [None], dtype=object)[of_row].tolist()
+
+    dates = column(2)
+    day = np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row]
+    is_session = np.asarray([f[1] == "session" for f in table] or [False], dtype=bool)
+    ordinal: dict[str, int] = {}
+    for i in np.flatnonzero(is_session[of_row]).tolist():
+        when = transcript_day(header[i])
+        if when is None:
+            continue
+        if when not in ordinal:
+            try:
+                ordinal[when] = date.fromisoformat(when).toordinal()
+            except ValueError:
+                ordinal[when] = -1
+        if ordinal[when] >= 0:
+            dates[i], day[i] = when, ordinal[when]
+    return column(0), column(1), dates, day

@@ -20,16 +20,14 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
-from datetime import date
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
 from ..core.settings import MemorySettings
-from ..core.snapshot import Snapshot
-from ..core.transcripts import transcript_day
+from ..core.snapshot import Snapshot, file_facts, row_columns
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
@@ -211,9 +209,7 @@ def _load_text(
 ) -> Snapshot:
     # Files apart, not joined per chunk, and each file's path, kind and date one
     # object shared by its chunks.
-    listed = conn.execute("SELECT path, kind, date FROM files").fetchall()
-    ordinal = {day: date.fromisoformat(day).toordinal() for day in {f[2] for f in listed} if day}
-    files = {path: (path, kind, day, ordinal.get(day, -1)) for path, kind, day in listed}
+    files = {row[0]: file_facts(*row) for row in conn.execute("SELECT path, kind, date FROM files")}
     ids = live_ids(conn)
     posts, rows = load_postings(conn, folder, ids, moved)
     used = [] if rows is None else used_paths(rows.path, len(rows.names)).tolist()
@@ -226,23 +222,17 @@ def _load_text(
             posts = load_postings(conn, folder, ids, moved)[0]
     # A segment's table also names files only replaced rows had (none of these rows).
     table = [files.get(name, (name, "", None, -1)) for name in rows.names]
-    of_row = np.asarray(rows.path, dtype=np.intp)
-
-    def column(i: int) -> list:
-        return np.asarray([f[i] for f in table] or [None], dtype=object)[of_row].tolist()
-
-    dates, day = column(2), np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row]
-    _date_transcripts(table, of_row, rows.header, dates, day)
+    paths, kinds, dates, day = row_columns(table, np.asarray(rows.path, dtype=np.intp), rows.header)
     return Snapshot(
         generation=generation,
         ids=ids,
-        paths=column(0),
+        paths=paths,
         start=rows.start,
         end=rows.end,
         header=rows.header,
         headers=rows.headers,
         texts=rows.texts,
-        kinds=column(1),
+        kinds=kinds,
         dates=dates,
         day=day,
         text_post=posts["text"],
@@ -250,27 +240,6 @@ def _load_text(
         header_post=posts["header"],
         path_post=posts["path"],
     )
-
-
-def _date_transcripts(
-    table: list[tuple], of_row: np.ndarray, header: Sequence[str], dates: list, day: np.ndarray
-) -> None:
-    """Date each transcript chunk by its first message (its header's day), in place."""
-    is_session = np.asarray([f[1] == "session" for f in table] or [False], dtype=bool)
-    if not is_session.any():
-        return
-    ordinal: dict[str, int] = {}
-    for i in np.flatnonzero(is_session[of_row]).tolist():
-        when = transcript_day(header[i])
-        if when is None:
-            continue
-        if when not in ordinal:
-            try:
-                ordinal[when] = date.fromisoformat(when).toordinal()
-            except ValueError:
-                ordinal[when] = -1
-        if ordinal[when] >= 0:
-            dates[i], day[i] = when, ordinal[when]
 
 
 def _select_rows(conn: sqlite3.Connection, files: dict[str, tuple]) -> tuple[np.ndarray, ChunkRows]:

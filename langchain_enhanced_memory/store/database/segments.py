@@ -23,13 +23,12 @@ import json
 import mmap
 import sqlite3
 from dataclasses import dataclass, replace
-from datetime import date
 
 import numpy as np
 
 from ...core.scoring import PostingLists, Postings
 from ...core.segments import SegmentedPostings, compacted
-from ...core.snapshot import Snapshot
+from ...core.snapshot import Snapshot, file_facts, row_columns
 from ...core.strings import Strings
 from ...core.vectorset import VectorPart, VectorSet
 from ..chunkrows import SegmentRows, place
@@ -147,13 +146,16 @@ def from_snapshot(lite: sqlite3.Connection, snap: Snapshot, rows: np.ndarray) ->
     picked = rows.tolist()
     paths = [snap.paths[i] for i in picked]
     terms: dict[int, str] = {}
+    # The file's own kind and date (a transcript chunk's row is dated by its
+    # messages: row_columns dates it again from its header, as the index does).
+    table: dict[str, tuple[str, str]] = {}
     for path in dict.fromkeys(paths):
         terms.update(lite.execute("SELECT id, terms FROM chunks WHERE path=?", (path,)))
+        for kind, day in lite.execute("SELECT kind, date FROM files WHERE path=?", (path,)):
+            table[path] = (kind, day or "")
     ids = snap.ids[rows].tolist()
-    if any(i not in terms for i in ids):
+    if any(i not in terms for i in ids) or len(table) != len(set(paths)):
         raise ValueError("the index moved on while it was read")
-    table = dict.fromkeys(paths)
-    first = {p: i for i, p in reversed(list(zip(picked, paths, strict=True)))}
     posts = postings_of(
         (terms[i], snap.headers[r], p) for i, r, p in zip(ids, picked, paths, strict=True)
     )
@@ -172,8 +174,8 @@ def from_snapshot(lite: sqlite3.Connection, snap: Snapshot, rows: np.ndarray) ->
     )
     return Segment(
         rows=seg_rows,
-        kinds=[snap.kinds[first[p]] for p in table],
-        dates=[snap.dates[first[p]] or "" for p in table],
+        kinds=[kind for kind, _ in table.values()],
+        dates=[day for _, day in table.values()],
         posts=posts,
         vectors=None if snap.vectors is None else snap.vectors.take(rows),
     )
@@ -231,17 +233,13 @@ def assemble(
     """
     where, n = _places(live)
     chunks = place([s.rows for s in segments], where, n)
-    table: list[tuple[str, str, str | None, int]] = []
-    for s in segments:
-        for name, kind, day in zip(s.names(), s.kinds, s.dates, strict=True):
-            table.append(
-                (name, kind, day or None, date.fromisoformat(day).toordinal() if day else -1)
-            )
+    table = [
+        file_facts(*facts)
+        for s in segments
+        for facts in zip(s.names(), s.kinds, s.dates, strict=True)
+    ]
     of_row = np.asarray(chunks.path, dtype=np.intp)
-
-    def column(i: int) -> list:
-        return np.asarray([f[i] for f in table] or [None], dtype=object)[of_row].tolist()
-
+    paths, kinds, dates, day = row_columns(table, of_row, chunks.header)
     if len(segments) == 1 and bool(live[0].all()):
         posts: dict[str, PostingLists] = dict(segments[0].posts)  # the lists as they are
     else:
@@ -249,15 +247,15 @@ def assemble(
     snap = Snapshot(
         generation=generation,
         ids=np.arange(n, dtype=np.int64),
-        paths=column(0),
+        paths=paths,
         start=chunks.start,
         end=chunks.end,
         header=chunks.header,
         headers=chunks.headers,
         texts=chunks.texts,
-        kinds=column(1),
-        dates=column(2),
-        day=np.asarray([f[3] for f in table] or [-1], dtype=np.int64)[of_row],
+        kinds=kinds,
+        dates=dates,
+        day=day,
         text_post=posts["text"],
         phrase_post=posts["phrase"],
         header_post=posts["header"],
