@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .core.errors import (
+        DatabaseError,
         EmbeddingError,
         EnhancedMemoryError,
+        IndexUnavailableError,
+        NoMemoryError,
         RequestError,
         ScopeError,
         SettingsError,
@@ -38,9 +41,12 @@ if TYPE_CHECKING:
 
 
 _EXPORTS = {
+    "DatabaseError": ".core.errors",
     "EmbeddingError": ".core.errors",
     "EngineConfig": ".engine",
     "EnhancedMemoryError": ".core.errors",
+    "IndexUnavailableError": ".core.errors",
+    "NoMemoryError": ".core.errors",
     "EnhancedMemoryRetriever": ".retriever",
     "FusionWeights": ".core.settings",
     "Hit": ".core.results",
@@ -59,15 +65,18 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DatabaseError",
     "EmbeddingError",
     "EngineConfig",
     "EnhancedMemoryError",
     "EnhancedMemoryRetriever",
     "FusionWeights",
     "Hit",
+    "IndexUnavailableError",
     "MemoryDirectoryLoader",
     "MemorySearch",
     "MemorySettings",
+    "NoMemoryError",
     "RequestError",
     "ScopeError",
     "SearchFilter",

@@ -18,15 +18,18 @@ from langchain_enhanced_memory import __all__
 from langchain_enhanced_memory.core import errors
 
 EXPECTED_ALL = [
+    "DatabaseError",
     "EmbeddingError",
     "EngineConfig",
     "EnhancedMemoryError",
     "EnhancedMemoryRetriever",
     "FusionWeights",
     "Hit",
+    "IndexUnavailableError",
     "MemoryDirectoryLoader",
     "MemorySearch",
     "MemorySettings",
+    "NoMemoryError",
     "RequestError",
     "ScopeError",
     "SearchFilter",
