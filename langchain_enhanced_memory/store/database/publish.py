@@ -77,7 +77,12 @@ def lock_scope(
         " FOR UPDATE",
         (scope,),
     ).fetchone()
-    assert row is not None  # inserted above, and scopes are never deleted in a transaction
+    if row is None:  # a drop or rename took it between the two statements, then committed
+        raise ScopeError(
+            f"scope {scope} was dropped or renamed while this write waited for it;"
+            " nothing was written",
+            "run it again to write to a scope of that name anew",
+        )
     return tuple(row)
 
 
@@ -106,8 +111,10 @@ def publish_folder(
     )
     if backing != "folder":
         raise ScopeError(
-            f"scope {scope} is database-backed: its notes are written with remember,"
-            " not published from a folder"
+            f"scope {scope} is database-backed: its notes are written with remember, not"
+            " published from a folder (not even with --take-over); to publish a folder as it,"
+            f" export its notes, then drop it: enhanced-memory scopes drop {scope} --yes",
+            f"enhanced-memory export --scope {scope} DIR keeps a copy of its notes first",
         )
     # An owner written before host ids is "host:path": this host's then, as it was.
     if had_owner and had_owner not in (owner, owner.partition(" (host ")[0]) and not take_over:
