@@ -117,20 +117,22 @@ def test_list_drop_and_rename_on_the_command_line(database_url: str, tmp_path: P
     line = failed(run_cli("scopes", "rename", "beta", "team", *db))
     assert "team exists already" in line
     assert "is named beta already" in failed(run_cli("scopes", "rename", "beta", "beta", *db))
-    assert [s["name"] for s in json.loads(ok("scopes", "list", *db, "--json").stdout)["scopes"]] == [
-        "beta",
-        "team",
-    ]
+    after = json.loads(ok("scopes", "list", *db, "--json").stdout)["scopes"]
+    assert [s["name"] for s in after] == ["beta", "team"]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["scopes", "list"], "give --database"),
-        (["scopes", "drop", "Team", "--yes", "--database", "postgresql://x@127.0.0.1:9/m"],
-         "is not a valid name"),  # fmt: skip
-        (["scopes", "rename", "a", "B c", "--database", "postgresql://x@127.0.0.1:9/m"],
-         "is not a valid name"),  # fmt: skip
+        (
+            ["scopes", "drop", "Team", "--yes", "--database", "postgresql://x@127.0.0.1:9/m"],
+            "is not a valid name",
+        ),  # fmt: skip
+        (
+            ["scopes", "rename", "a", "B c", "--database", "postgresql://x@127.0.0.1:9/m"],
+            "is not a valid name",
+        ),  # fmt: skip
         (["scopes", "drop"], "NAME"),
     ],
 )

@@ -75,9 +75,7 @@ _DESCRIBE = (
 
 
 def _info(row: Any) -> ScopeInfo:
-    return ScopeInfo(
-        row[0], row[1], row[2], int(row[3]), row[4], int(row[5]), int(row[6]), row[7]
-    )
+    return ScopeInfo(row[0], row[1], row[2], int(row[3]), row[4], int(row[5]), int(row[6]), row[7])
 
 
 def describe_scopes(conn: psycopg.Connection, names: list[str] | None = None) -> list[ScopeInfo]:
@@ -85,7 +83,8 @@ def describe_scopes(conn: psycopg.Connection, names: list[str] | None = None) ->
     if names is None:
         rows = conn.execute(_DESCRIBE + " ORDER BY s.name").fetchall()
     else:
-        rows = conn.execute(_DESCRIBE + " WHERE s.name = ANY(%s) ORDER BY s.name", (names,))
+        where = " WHERE s.name = ANY(%s) ORDER BY s.name"
+        rows = conn.execute(_DESCRIBE + where, (names,)).fetchall()
     return [_info(r) for r in rows]
 
 
