@@ -223,20 +223,27 @@ def _append_in_thread(url: str, text: str) -> tuple[threading.Thread, list[objec
     return thread, out
 
 
-def test_an_append_that_waited_on_a_drop_fails_in_one_line(database_url: str) -> None:
+@pytest.mark.parametrize("action", ["drop", "rename"])
+def test_an_append_that_waited_on_a_drop_or_rename_fails_in_one_line(
+    database_url: str, action: str
+) -> None:
     with Database.connect(database_url) as db:
         db.append("team", "kestrel seen at the lake", now=DAY)
-    with psycopg.connect(database_url) as dropping:  # the drop's own transaction, held open
-        dropping.execute("SELECT 1 FROM em_scopes WHERE name = 'team' FOR UPDATE")
+    with psycopg.connect(database_url) as held:  # the drop's (rename's) transaction, held open
+        held.execute("SELECT 1 FROM em_scopes WHERE name = 'team' FOR UPDATE")
         thread, out = _append_in_thread(database_url, "osprey nest by the river")
         _waiting_on_a_lock(database_url)  # the append met the row, waits for its lock
-        sql.drop_scope(dropping, "team")
-        dropping.commit()
+        if action == "drop":
+            sql.drop_scope(held, "team")
+        else:
+            sql.rename_scope(held, "team", "crew")
+        held.commit()
     thread.join(60)
     (err,) = out
     assert isinstance(err, ScopeError), err
     assert "dropped or renamed while this write waited" in str(err) and "\n" not in str(err)
     assert mentions(database_url, "team", "osprey") == dict.fromkeys([*TABLES, "word"], 0)
+    assert (mentions(database_url, "crew", "kestrel")["word"] > 0) == (action == "rename")
 
 
 def test_an_append_queued_behind_a_drop_makes_the_scope_anew(database_url: str) -> None:

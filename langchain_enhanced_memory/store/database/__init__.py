@@ -317,6 +317,8 @@ class Database:
             raise ScopeError(f"scope {old} is named {new} already")
         with self._writing(f"renaming scope {old}") as conn:
             info = rename_scope(conn, old, new)
+        with self._lock:
+            self._written.pop(old, None)
         self._wrote(new, info.generation)
         return info
 
