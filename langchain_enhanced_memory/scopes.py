@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 from .core.errors import ScopeError
 from .engine.scoped import DATABASE_ENV, connect_database
+from .store.database.scopes import ScopeInfo
 
 if TYPE_CHECKING:
     from .store.database import Database
-    from .store.database.scopes import ScopeInfo
 
-__all__ = ["describe_scope", "drop_scope", "list_scopes", "rename_scope"]
+__all__ = ["ScopeInfo", "describe_scope", "drop_scope", "list_scopes", "rename_scope"]
 
 
 @contextlib.contextmanager

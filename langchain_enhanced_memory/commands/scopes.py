@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
             info = db.rename_scope(args.old, args.new)
             verb = f"renamed {args.old} to"
     if args.json:
-        dump({"action": args.action, "scope": info.as_dict()})
+        done = {"action": args.action, "scope": info.as_dict()}
+        if args.action == "rename":
+            done["old"] = args.old
+        dump(done)
     else:
         print(f"{verb} scope {info.name} ({info.backing}-backed: {_what(info)})")
     return 0
@@ -66,7 +69,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _what(info: ScopeInfo) -> str:
     """What a scope holds, in words: ``2 files and 5 chunks``."""
-    return f"{info.files} files and {info.chunks} chunks"
+    return f"{_count(info.files, 'file')} and {_count(info.chunks, 'chunk')}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _list(scopes: list[ScopeInfo], as_json: bool) -> int:

@@ -93,7 +93,7 @@ def test_list_drop_and_rename_on_the_command_line(database_url: str, tmp_path: P
 
     # drop without --yes: refused, and the line says what would go
     line = failed(run_cli("scopes", "drop", "team", *db))
-    assert "--yes" in line and f"1 files and {team['chunks']} chunks" in line
+    assert "--yes" in line and f"1 file and {team['chunks']} chunk" in line
     assert mentions(database_url, "team", "kestrel")["em_scopes"] == 1
     gone = json.loads(ok("scopes", "drop", "team", "--yes", *db, "--json").stdout)
     assert gone["scope"]["name"] == "team" and gone["scope"]["chunks"] == team["chunks"]
@@ -103,8 +103,11 @@ def test_list_drop_and_rename_on_the_command_line(database_url: str, tmp_path: P
     assert r.returncode == 0 and json.loads(r.stdout)["results"] == []
 
     # rename: content kept, generation moved on, the old name empty, no name taken twice
-    done = json.loads(ok("scopes", "rename", "alpha", "beta", *db, "--json").stdout)["scope"]
+    renamed = json.loads(ok("scopes", "rename", "alpha", "beta", *db, "--json").stdout)
+    assert renamed["old"] == "alpha"
+    done = renamed["scope"]
     assert done["name"] == "beta" and done["generation"] > alpha["generation"]
+    assert json.loads(ok("scopes", "list", *db, "--json").stdout)["scopes"][0] == done
     assert (done["files"], done["chunks"], done["owner"]) == (4, alpha["chunks"], alpha["owner"])
     assert mentions(database_url, "alpha", "-")["em_segments"] == 0
     got = json.loads(ok("get", "MEMORY.md", *db, "--scope", "beta", "--json").stdout)

@@ -66,6 +66,10 @@ def lock_scope(
 
     Returns:
         ``(backing, owner, generation, model, chunker)``.
+
+    Raises:
+        ScopeError: A drop or rename of the scope (:mod:`.scopes`) held its row when this
+            came to it, and committed: nothing of this write is left.
     """
     conn.execute(
         "INSERT INTO em_scopes (name, backing, model, chunker) VALUES (%s, %s, %s, %s)"
