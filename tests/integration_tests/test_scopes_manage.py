@@ -35,6 +35,7 @@ from langchain_enhanced_memory.scopes import (
 from langchain_enhanced_memory.store.database import Database
 from langchain_enhanced_memory.store.database import scopes as sql
 from tests.cli_run import run_cli
+from tests.integration_tests.test_database_serve_faults import serving_scope
 from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
@@ -321,3 +322,21 @@ def test_take_over_republishes_a_folder_scope_and_never_a_database_one(
     ok("scopes", "drop", "team", "--yes", *db)
     ok(*pub)
     assert describe_scope("team", database_url).backing == "folder"
+
+
+def test_a_running_serve_answers_a_dropped_scope_empty_then_only_the_new_one(
+    database_url: str, tmp_path: Path
+) -> None:
+    db = ["--database", database_url, "--scope", "team", *NONE]
+    ok("remember", "kestrel seen at the lake", *db)
+    with serving_scope(database_url, tmp_path) as server:
+        status, doc = server.search(query="kestrel")
+        assert status == 200 and len(doc["results"]) == 1, doc
+        ok("scopes", "drop", "team", "--yes", "--database", database_url)
+        status, doc = server.search(query="kestrel")
+        assert status == 200 and doc["results"] == [], doc
+        ok("remember", "osprey nest by the river", *db)
+        status, doc = server.search(query="kestrel")
+        assert status == 200 and doc["results"] == [], doc
+        status, doc = server.search(query="osprey")
+        assert status == 200 and len(doc["results"]) == 1, doc
