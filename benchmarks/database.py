@@ -247,13 +247,11 @@ def _warm(engine: Any, queries: list[str]) -> float:
     return float(np.percentile(took, 50) * 1000)
 
 
-def _drop(url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for table in ("em_segments", "em_files", "em_notes"):
-            conn.execute(f"DELETE FROM {table} WHERE scope LIKE 'bench-%'")
-        conn.execute("DELETE FROM em_scopes WHERE name LIKE 'bench-%'")
+def _drop(db: Database) -> None:
+    """Drop the scopes this benchmark made (``bench-*``), as ``enhanced-memory scopes drop``."""
+    for info in db.scopes():
+        if info.name.startswith("bench-"):
+            db.drop_scope(info.name)
 
 
 def scale(a: argparse.Namespace) -> None:
@@ -273,7 +271,7 @@ def scale(a: argparse.Namespace) -> None:
         return float(np.median(got))
 
     with Database.connect(a.database) as db, tempfile.TemporaryDirectory() as tmp:
-        _drop(a.database)
+        _drop(db)
         ws = synthetic.generate(Path(tmp) / "big", a.chunks)
         hybrid = MemorySearch(ws, embeddings=synthetic.ProjectionEmbeddings(), watch=True)
         hybrid.update_index()
@@ -379,7 +377,7 @@ def scale(a: argparse.Namespace) -> None:
         )
         hybrid.close()
         keyword.close()
-        _drop(a.database)
+        _drop(db)
     load = os.getloadavg()[0]
     when = time.strftime("%Y-%m-%d")
     print(f"{when}, {first.chunks:,} chunks, load average {load:.1f}, {os.cpu_count()} cores")

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "serve the memory tools over MCP (stdio, or --http on loopback)",
     "remember": "append a note to today's daily note (or --file)",
     "export": "write the original's vectors/crossrefs.json",
+    "scopes": "a database's scopes: list, drop, rename",
     "skill": "install the OpenClaw skill into a workspace",
     "daemon": "the resident engine: start, stop, status, run",
 }

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CliError",
     "add_common_arguments",
+    "add_database_arguments",
     "add_filter_arguments",
     "add_no_daemon_argument",
     "add_scope_arguments",
@@ -192,6 +193,11 @@ def add_scope_arguments(p: argparse.ArgumentParser, *, many: bool) -> None:
         p.add_argument(
             "--scope", metavar="NAME", help="the scope of --database this command is about"
         )
+    add_database_arguments(p)
+
+
+def add_database_arguments(p: argparse.ArgumentParser) -> None:
+    """``--database``, ``--read-url`` and ``--pool-size``: the database of the scopes."""
     p.add_argument(
         "--database",
         metavar="URL",
@@ -239,12 +245,16 @@ def open_database(args: argparse.Namespace, settings: MemorySettings | None = No
     """The database of ``--database`` (else ``$ENHANCED_MEMORY_DATABASE_URL``), connected.
 
     Raises:
+        CliError: Neither gives a URL.
         DatabaseError: Unreachable or refused (one line, the password never in it).
     """
     from ..engine.scoped import DATABASE_ENV, connect_database
 
+    url = database_url(args) or os.environ.get(DATABASE_ENV)
+    if not url:
+        raise CliError(f"give --database URL (or ${DATABASE_ENV})")
     return connect_database(
-        database_url(args) or os.environ[DATABASE_ENV],
+        url,
         settings,
         read_url=database_url(args, "read_url"),
         pool_size=args.pool_size,

@@ -21,17 +21,18 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ...core.errors import DatabaseError
+from ...core.errors import DatabaseError, ScopeError
 from ...core.scopes import validate_scope
 from ...core.settings import MemorySettings
 from ...core.snapshot import Snapshot
@@ -44,6 +45,7 @@ from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
+from .scopes import ScopeInfo, describe_scopes, drop_scope, rename_scope, unknown
 from .segments import Segment, assemble, decode, live_rows
 
 if TYPE_CHECKING:
@@ -62,18 +64,6 @@ def local_owner(workspace: str | Path) -> str:
     The id (:func:`..locations.host_id`) tells apart two hosts of one hostname and path.
     """
     return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()} (host {host_id()})"
-
-
-@dataclass(frozen=True)
-class ScopeInfo:
-    """One scope as :meth:`Database.scopes` lists it."""
-
-    name: str
-    backing: str  # "folder" or "database"
-    owner: str | None  # who publishes a folder-backed scope (local_owner)
-    generation: int
-    model: str | None
-    chunks: int
 
 
 class Database:
@@ -288,14 +278,77 @@ class Database:
         return {name: int(gen) for name, gen in found}
 
     def scopes(self) -> list[ScopeInfo]:
-        """Every scope of the database, by name."""
+        """Every scope of the database, by name (``enhanced-memory scopes list``)."""
         with self._reader.connection("listing scopes") as conn:
-            rows = conn.execute(
-                "SELECT s.name, s.backing, s.owner, s.generation, s.model,"
-                " coalesce((SELECT sum(f.chunks) FROM em_files f WHERE f.scope = s.name), 0)"
-                " FROM em_scopes s ORDER BY s.name"
-            ).fetchall()
-        return [ScopeInfo(r[0], r[1], r[2], int(r[3]), r[4], int(r[5])) for r in rows]
+            return describe_scopes(conn)
+
+    def scope(self, name: str) -> ScopeInfo:
+        """One scope: its backing, owner, generation, files and chunks.
+
+        Raises:
+            ScopeError: A bad name, or no such scope.
+        """
+        validate_scope(name)
+        with self._reader.connection(f"reading scope {name}") as conn:
+            found = describe_scopes(conn, [name])
+        if not found:
+            raise unknown(name)
+        return found[0]
+
+    def drop_scope(self, name: str) -> ScopeInfo:
+        """Delete scope ``name`` and everything it holds, in one transaction; what it held.
+
+        It takes the scope's row as a publish or an append does: one that
+        committed first is dropped with the rest, one waiting on it then fails
+        in one line, or makes the scope anew. Readers holding it see it empty
+        on their next search (a scope made again never repeats a generation).
+
+        Raises:
+            ScopeError: A bad name, or no such scope.
+            DatabaseError: The database failed, or this role may not write (nothing dropped).
+        """
+        validate_scope(name)
+        with self._writing(f"dropping scope {name}") as conn:
+            info = drop_scope(conn, name)
+        with self._lock:
+            self._written.pop(name, None)
+        return info
+
+    def rename_scope(self, old: str, new: str) -> ScopeInfo:
+        """Give scope ``old`` the name ``new`` (content kept, generation moved on); it renamed.
+
+        One transaction under the scope's row lock, as :meth:`drop_scope`. A
+        folder-backed scope keeps its owner, who publishes it as ``new`` from then on.
+
+        Raises:
+            ScopeError: A bad name, no scope ``old``, or a scope ``new`` exists already.
+            DatabaseError: The database failed, or this role may not write (nothing renamed).
+        """
+        validate_scope(old)
+        validate_scope(new)
+        if old == new:
+            raise ScopeError(f"scope {old} is named {new} already")
+        with self._writing(f"renaming scope {old}") as conn:
+            info = rename_scope(conn, old, new)
+        with self._lock:
+            self._written.pop(old, None)
+        self._wrote(new, info.generation)
+        return info
+
+    @contextlib.contextmanager
+    def _writing(self, doing: str) -> Iterator[psycopg.Connection]:
+        """A transaction on the primary; a role that may not write is told so in one line."""
+        import psycopg
+
+        with self._writer.connection(doing) as conn:
+            try:
+                yield conn
+            except psycopg.errors.InsufficientPrivilege as exc:
+                problem = str(exc).splitlines()[0] if str(exc) else "permission denied"
+                raise DatabaseError(
+                    f"database {self.shown}: {doing}: this role may not write ({problem})",
+                    "connect as a role that may write the em_ tables (--database)",
+                ) from None
 
     def snapshot(self, scope: str, model_id: str | None) -> Snapshot:
         """The scope's committed generation as a snapshot (vectors when of ``model_id``).

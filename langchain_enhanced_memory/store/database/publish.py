@@ -66,6 +66,10 @@ def lock_scope(
 
     Returns:
         ``(backing, owner, generation, model, chunker)``.
+
+    Raises:
+        ScopeError: A drop or rename of the scope (:mod:`.scopes`) held its row when this
+            came to it, and committed: nothing of this write is left.
     """
     conn.execute(
         "INSERT INTO em_scopes (name, backing, model, chunker) VALUES (%s, %s, %s, %s)"
@@ -77,7 +81,12 @@ def lock_scope(
         " FOR UPDATE",
         (scope,),
     ).fetchone()
-    assert row is not None  # inserted above, and scopes are never deleted in a transaction
+    if row is None:  # a drop or rename took it between the two statements, then committed
+        raise ScopeError(
+            f"scope {scope} was dropped or renamed while this write waited for it;"
+            " nothing was written",
+            "run it again to write to a scope of that name anew",
+        )
     return tuple(row)
 
 
@@ -95,8 +104,10 @@ def check_publisher(conn: psycopg.Connection, scope: str, owner: str, take_over:
 def _may_publish(scope: str, backing: str, had: str | None, owner: str, take_over: bool) -> None:
     if backing != "folder":
         raise ScopeError(
-            f"scope {scope} is database-backed: its notes are written with remember,"
-            " not published from a folder"
+            f"scope {scope} is database-backed: its notes are written with remember, not"
+            " published from a folder (not even with --take-over); to publish a folder as it,"
+            f" export its notes, then drop it: enhanced-memory scopes drop {scope} --yes",
+            f"enhanced-memory export --scope {scope} DIR keeps a copy of its notes first",
         )
     # An owner written before host ids is "host:path": this host's then, as it was.
     if had and had not in (owner, owner.partition(" (host ")[0]) and not take_over:
