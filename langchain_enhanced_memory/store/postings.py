@@ -66,6 +66,8 @@ MERGE_SHARE = 0.125
 READ_ABOVE = 16 << 20
 # Terms whose text and phrase lists are built at once; more are built in parts and merged.
 BUILD_TERMS = 1 << 21
+# Chunk rows read from SQLite and encoded at once when a segment is built.
+ROWS_PART = 8192
 
 
 class SegmentsMoved(Exception):
@@ -178,12 +180,10 @@ def _write_segment(
     arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
     arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
     arrays |= rows.arrays()
-    layout, parts, offset = [], [], 0
+    layout, offset = [], 0
     for key, a in arrays.items():
-        a = np.ascontiguousarray(a)
         layout.append([key, a.dtype.str, a.size, offset])
-        parts += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
-        offset += a.nbytes + len(parts[-1])
+        offset += a.nbytes + -a.nbytes % 8
     head = json.dumps(layout).encode()
     head += b" " * (-(len(head) + 8) % 8)
     name = f"post-g{generation}-{os.urandom(4).hex()}{_SUFFIX}"
@@ -191,8 +191,9 @@ def _write_segment(
     tmp = folder / f".tmp-{name}"
     with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
-        for part in parts:
-            fh.write(part)
+        for a in arrays.values():  # each array as it is: no copy of the segment in memory
+            fh.write(np.ascontiguousarray(a).data.cast("B"))
+            fh.write(b"\0" * (-a.nbytes % 8))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / name)
@@ -233,7 +234,10 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
     """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
     query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
-    rows = SegmentRows.build(conn.execute(query + " ORDER BY id", args).fetchall())
+    cursor = conn.execute(query + " ORDER BY id", args)
+    # In parts: the rows as Python strings are many times their encoded size.
+    parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ROWS_PART), [])]
+    rows = SegmentRows.concat(parts) if parts else SegmentRows.build([])
     posts = build_postings(conn, where, args)
     return posts, rows
 
