@@ -45,7 +45,7 @@ __all__ = [
     "forget_lost",
     "kept_files",
     "mapped",
-    "missing_embeddings",
+    "missing_plan",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -258,23 +258,23 @@ def assemble(
     )
 
 
-def missing_embeddings(
+def missing_plan(
     conn: sqlite3.Connection, folder: Path, model: str, settings: MemorySettings
-) -> embed_cache.Missing:
-    """The texts to embed for ``model``, and the chunks whose vector is their lines' mean.
+) -> embed_cache.MissingPlan:
+    """What lacks a vector for ``model``: texts to embed, chunks whose vector is their lines' mean.
 
     Only the chunks no segment covers are looked at: a one-file change reads
     that file's chunks, not every chunk's hashes.
     """
     if is_complete(conn, model, settings):
-        return embed_cache.Missing()
+        return embed_cache.MissingPlan.empty()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
     if cov.lost:  # the embedding run forgets it first (forget_lost), then embeds its vectors
-        return embed_cache.Missing()
+        return embed_cache.MissingPlan.empty()
     keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return embed_cache.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_plan(model, settings, keys, [*cov.files, *spool])
 
 
 def fold(
