@@ -29,6 +29,9 @@ With ``--turns`` (e.g. ``100000,1000000``) it also times workspaces of session
 transcripts only (``synthetic.generate_transcripts``: a session of 250 turns a
 day): ``cold``, ``nochange``, ``tail`` (100 turns appended to the newest
 transcript, then ``update_index()``) and both searches, in a table of its own.
+With ``--transcript-mb`` (e.g. ``200``) it writes one transcript of about that
+many MiB and times its cold text sync (``sync``: ``index --embedder none``) and
+its cold index with the fake embedder, each with its peak RSS.
 
 Run ``python benchmarks/speed.py`` (all sizes, about 10 minutes on 2 cores) or
 ``python benchmarks/speed.py --sizes 1000,10000 --turns 100000``.

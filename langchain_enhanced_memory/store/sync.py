@@ -4,8 +4,10 @@ Files are re-read only when their size, mtime or ctime changed and re-chunked
 only when their hash (of their bytes) changed. The ctime catches an edit that
 kept the size and had its mtime set back (``touch -r``): no one can set a
 ctime. A file is read and chunked a block at a time, so a long note is never
-held whole. A file that only grew (its old bytes hash the same, and they ended
-a line) is chunked again only from where its old chunking left a chunk open
+held whole, and the rows of its new chunks wait for the commit on disk
+(:mod:`.rowspill`), so a sync's memory does not grow with what it reads. A
+file that only grew (its old bytes hash the same, and they ended a line) is
+chunked again only from where its old chunking left a chunk open
 (``files.tail``); the chunks before it keep their ids, postings and vectors. A
 run commits everything (files, chunks, postings, the new generation) in one
 transaction, so a crash leaves the previous state. The caller holds the writer

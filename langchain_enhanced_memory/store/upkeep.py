@@ -1,5 +1,9 @@
 """Embedding what lacks a vector: batches in flight at once, committed as they land.
 
+The texts are read and embedded a part of the chunk rows at a time
+(:class:`.embed_cache.MissingPlan`), each part stored before the next is read,
+so a run holds one part's texts and vectors, whatever the workspace's size.
+
 Runs under the index's embedding lock, so two runs at once embed each text once;
 a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
