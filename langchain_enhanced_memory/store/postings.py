@@ -65,7 +65,7 @@ MERGE_SHARE = 0.125
 # keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
 # Terms whose text and phrase lists are built at once; more are built in parts and merged.
-BUILD_TERMS = 1 << 21
+BUILD_TERMS = 1 << 19
 # Chunk rows read from SQLite and encoded at once when a segment is built.
 ROWS_PART = 8192
 
@@ -233,13 +233,13 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
 
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
     """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
+    # The lists first: their build's peak comes before the rows are held.
+    posts = build_postings(conn, where, args)
     query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
     cursor = conn.execute(query + " ORDER BY id", args)
     # In parts: the rows as Python strings are many times their encoded size.
     parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ROWS_PART), [])]
-    rows = SegmentRows.concat(parts) if parts else SegmentRows.build([])
-    posts = build_postings(conn, where, args)
-    return posts, rows
+    return posts, SegmentRows.concat(parts) if parts else SegmentRows.build([])
 
 
 def postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
@@ -293,8 +293,35 @@ def _add_part(parts: list[tuple[int, Postings, Postings]], batch: list[list[str]
 
 
 def _then(first: Postings, then: Postings) -> Postings:
-    """The lists of ``first``'s documents, then ``then``'s (as one build of both)."""
-    return first.merged(np.ones(first.n_docs, dtype=bool), then)
+    """The lists of ``first``'s documents, then ``then``'s (as one build of both).
+
+    :meth:`.Postings.merged` with every document kept, in a few arrays the size
+    of the postings instead of a dozen: a long transcript's last merges are the
+    cold build's peak memory.
+    """
+    keys = np.union1d(first.keys, then.keys)
+    at = [np.searchsorted(keys, p.keys) for p in (first, then)]
+    counts = [np.diff(p.indptr) for p in (first, then)]
+    before = np.zeros(keys.size, dtype=np.int64)  # first's entries of each term
+    before[at[0]] = counts[0]
+    per_term = before.copy()
+    per_term[at[1]] += counts[1]
+    indptr = np.zeros(keys.size + 1, dtype=np.int64)
+    np.cumsum(per_term, out=indptr[1:])
+    docs = np.empty(int(indptr[-1]), dtype=np.int32)
+    tf = np.empty(int(indptr[-1]), dtype=np.float32)
+    # Each column moves whole: its entry j goes to its term's start (after first's) plus j.
+    for p, where, n, offset, shift in (
+        (first, at[0], counts[0], 0, 0),
+        (then, at[1], counts[1], first.n_docs, before[at[1]]),
+    ):
+        dest = np.repeat(indptr[where] + shift - p.indptr[:-1], n)
+        dest += np.arange(dest.size)
+        docs[dest] = p.docs + offset if offset else p.docs
+        tf[dest] = p.tf
+        del dest
+    doc_len = np.concatenate([first.doc_len, then.doc_len]).astype(np.float32)
+    return Postings(keys=keys, indptr=indptr, docs=docs, tf=tf, doc_len=doc_len)
 
 
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:
