@@ -50,6 +50,9 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
+#: Rows a fold copies from a segment or the spool at once.
+GATHER_ROWS = 1 << 16
+
 
 @dataclass
 class Coverage:
@@ -227,7 +230,10 @@ def assemble(
         sel = np.flatnonzero(pos[pick] >= 0)
         if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is 20x slower
             whole = f"V{dim}"
-            matrix.view(whole)[sel] = src.view(whole)[pos[pick[sel]]]
+            # A slice at a time: the gathered rows are never copied whole beside the matrix.
+            for lo in range(0, sel.size, GATHER_ROWS):
+                part = sel[lo : lo + GATHER_ROWS]
+                matrix.view(whole)[part] = src.view(whole)[pos[pick[part]]]
         scale[sel] = src_scale[pos[pick[sel]]]
     k = int(has.sum())
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)

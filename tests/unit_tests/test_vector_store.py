@@ -182,8 +182,11 @@ def _repeating_notes(tmp_path: Path, name: str) -> MemoryIndex:
 def test_an_embedding_run_embeds_a_part_of_the_rows_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each part is stored before the next is read; together they are what one part is."""
-    from langchain_enhanced_memory.store import embed_cache
+    """Each part is stored before the next is read; together they are what one part is.
+
+    The fold, copying its rows a few at a time, writes the vectors of one copy.
+    """
+    from langchain_enhanced_memory.store import embed_cache, folding
 
     whole = _repeating_notes(tmp_path, "whole")
     emb = WordEmbeddings()
@@ -199,6 +202,7 @@ def test_an_embedding_run_embeds_a_part_of_the_rows_at_a_time(
 
     parts = _repeating_notes(tmp_path, "parts")
     monkeypatch.setattr(embed_cache, "PART_ROWS", 2)
+    monkeypatch.setattr(folding, "GATHER_ROWS", 3)
     first = dict(next(parts.missing_parts(parts.missing_plan(MODEL))).texts)
     seen: list[str] = []
 
