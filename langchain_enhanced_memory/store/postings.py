@@ -67,7 +67,7 @@ READ_ABOVE = 16 << 20
 # Terms whose text and phrase lists are built at once; more are built in parts and merged.
 BUILD_TERMS = 1 << 19
 # Chunk rows read from SQLite and encoded at once when a segment is built.
-ROWS_PART = 8192
+ENCODE_ROWS = 8192
 
 
 class SegmentsMoved(Exception):
@@ -238,7 +238,7 @@ def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, Seg
     query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
     cursor = conn.execute(query + " ORDER BY id", args)
     # In parts: the rows as Python strings are many times their encoded size.
-    parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ROWS_PART), [])]
+    parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ENCODE_ROWS), [])]
     return posts, SegmentRows.concat(parts) if parts else SegmentRows.build([])
 
 

@@ -25,6 +25,7 @@ from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.rowspill import RowSpill
 from langchain_enhanced_memory.store.workspace import read_blocks, read_lines
 from tests.unit_tests.test_fuzz import LINE, SETTINGS
+from tests.workspaces import write_workspace
 
 LINES = st.lists(LINE, max_size=150)
 CUTS = st.lists(st.integers(0, 150), max_size=6)
@@ -218,3 +219,19 @@ def test_a_spill_reads_back_its_rows_less_those_rewound(tmp_path: Path) -> None:
         spill.start_reading()
         assert list(spill.take(3)) == [("a", 1, b"\x00"), ("b", 2, b""), ("c", 4, b"\xff")]
     assert not list((tmp_path / "side").iterdir())  # no name left behind
+
+
+def test_a_segment_built_from_rows_read_in_parts_is_the_one_built_at_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    files = {f"memory/2026-06-{d:02d}.md": f"# Day {d}\n\n- Fact {d}.\n" for d in range(1, 11)}
+    files["MEMORY.md"] = "# People\n\n## Ann\n\nLikes tea.\n\n## Bo\n\nLikes jam.\n"
+    built = {}
+    for name, part in (("whole", 1 << 20), ("parts", 3)):
+        monkeypatch.setattr(postings, "ENCODE_ROWS", part)
+        monkeypatch.setattr(postings, "BUILD_TERMS", 1 << 21 if part > 3 else 5)
+        idx = MemoryIndex(write_workspace(tmp_path / name, files))
+        idx.sync()
+        (seg,) = (tmp_path / name / ".enhanced-memory" / "index.vectors").glob("post-*.seg")
+        built[name] = seg.read_bytes()
+    assert built["parts"] == built["whole"]
