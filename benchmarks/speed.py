@@ -29,6 +29,9 @@ With ``--turns`` (e.g. ``100000,1000000``) it also times workspaces of session
 transcripts only (``synthetic.generate_transcripts``: a session of 250 turns a
 day): ``cold``, ``nochange``, ``tail`` (100 turns appended to the newest
 transcript, then ``update_index()``) and both searches, in a table of its own.
+With ``--transcript-mb`` (e.g. ``200``) it writes one transcript of about that
+many MiB and times its cold text sync (``sync``: ``index --embedder none``) and
+its cold index with the fake embedder, each with its peak RSS.
 
 Run ``python benchmarks/speed.py`` (all sizes, about 10 minutes on 2 cores) or
 ``python benchmarks/speed.py --sizes 1000,10000 --turns 100000``.
@@ -96,6 +99,17 @@ def phase_cold(a: argparse.Namespace) -> dict[str, Any]:
         "first_load_s": t3 - t2,
         "index_bytes": _index_bytes(a.workspace),
     }
+
+
+def phase_sync(a: argparse.Namespace) -> dict[str, Any]:
+    """A cold text sync only (``enhanced-memory index --embedder none``)."""
+    from langchain_enhanced_memory.engine import MemorySearch
+
+    shutil.rmtree(Path(a.workspace) / ".enhanced-memory", ignore_errors=True)
+    eng = MemorySearch(a.workspace, embedder="none")
+    t0 = time.perf_counter()
+    report = eng.index.sync()
+    return {"chunks": report.chunks, "sync_s": time.perf_counter() - t0}
 
 
 def phase_nochange(a: argparse.Namespace) -> dict[str, Any]:
@@ -241,6 +255,7 @@ PHASES = {
     "search-none": lambda a: phase_search(a, False),
     "search-vec": lambda a: phase_search(a, True),
     "tail": phase_tail,
+    "sync": phase_sync,
     "original-prep": phase_original_prep,
     "original": phase_original,
 }
@@ -306,6 +321,47 @@ def bench_turns(a: argparse.Namespace, turns: int) -> dict[str, Any]:
     finally:
         (ws / a.changed_file).write_bytes(original_bytes)
     return res
+
+
+#: The generator's mean transcript line, bytes (a turn of one or two sentences).
+TURN_BYTES = 240
+
+
+def bench_transcript(a: argparse.Namespace, mb: int) -> dict[str, Any]:
+    """One transcript of about ``mb`` MiB: a cold text sync, then a cold index with vectors."""
+    ws = Path(a.root) / f"transcript-{mb}mb"
+    turns = mb * 2**20 // TURN_BYTES
+    marker = ws / ".generated"
+    stamp = f"{GENERATOR_VERSION}:transcript:{turns}:{a.seed}"
+    if not (marker.exists() and marker.read_text() == stamp):
+        shutil.rmtree(ws, ignore_errors=True)
+        synthetic.generate_transcripts(ws, turns, a.seed, per_file=turns)
+        marker.write_text(stamp)
+    a.workspace = str(ws)
+    size = (ws / "sessions" / "s000000.jsonl").stat().st_size
+    res: dict[str, Any] = {"mb": size / 2**20, "turns": turns}
+    for name in ("sync", "cold"):
+        print(f"  {mb} MB transcript: {name} ...", file=sys.stderr, flush=True)
+        res[name] = run_phase(name, a)
+    return res
+
+
+def transcript_table(results: list[dict[str, Any]]) -> str:
+    """One big transcript's cold index: time and peak RSS, text only and with vectors."""
+    rows = [
+        ("turns (chunks)", lambda r: f"{r['turns']:,} ({r['sync']['chunks']:,})"),
+        ("text sync (`--embedder none`), s", lambda r: f"{r['sync']['sync_s']:.1f}"),
+        ("text sync: peak RSS, MB", lambda r: f"{r['sync']['rss_mb']:.0f}"),
+        (
+            "cold index with the fake embedder: sync + embed, s",
+            lambda r: f"{r['cold']['sync_s']:.1f} + {r['cold']['embed_s']:.1f}",
+        ),
+        ("cold index with the fake embedder: peak RSS, MB", lambda r: f"{r['cold']['rss_mb']:.0f}"),
+    ]
+    head = "| | " + " | ".join(f"one {r['mb']:.0f} MB transcript" for r in results) + " |"
+    sep = "|---|" + "---|" * len(results)
+    body = ["| " + label + " | " + " | ".join(fn(r) for r in results) + " |" for label, fn in rows]
+    return "\n".join([head, sep, *body])
 
 
 def turns_table(results: list[dict[str, Any]]) -> str:
@@ -467,6 +523,11 @@ def main() -> int:
     p.add_argument(
         "--turns", default="", help="comma-separated transcript turn counts (default: none)"
     )
+    p.add_argument(
+        "--transcript-mb",
+        default="",
+        help="comma-separated sizes of one big transcript, MiB (default: none)",
+    )
     p.add_argument("--embed-cost-ms", type=float, default=0.0, help="fake embedder ms per text")
     p.add_argument("--json", help="also write the raw results here")
     p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
@@ -480,8 +541,12 @@ def main() -> int:
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s.strip()]
         turns = [int(s) for s in a.turns.split(",") if s.strip()]
+        big = [int(s) for s in a.transcript_mb.split(",") if s.strip()]
     except ValueError:
-        print("error: --sizes and --turns must be comma-separated integers", file=sys.stderr)
+        print(
+            "error: --sizes, --turns and --transcript-mb must be comma-separated integers",
+            file=sys.stderr,
+        )
         return 2
     Path(a.root).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -493,14 +558,20 @@ def main() -> int:
     for n in turns:
         turn_results.append(bench_turns(a, n))
         print(f"  {n} turns: done after {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    big_results = []
+    for mb in big:
+        big_results.append(bench_transcript(a, mb))
+        print(f"  {mb} MB transcript: done after {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     print(f"total {time.perf_counter() - t0:.0f}s\n")
     if results:
         print(table(results))
     if turn_results:
         print(("\n" if results else "") + turns_table(turn_results))
+    if big_results:
+        print(("\n" if results or turn_results else "") + transcript_table(big_results))
     if a.json:
-        Path(a.json).write_text(json.dumps(results + turn_results, indent=1))
+        Path(a.json).write_text(json.dumps(results + turn_results + big_results, indent=1))
     return 0
 
 

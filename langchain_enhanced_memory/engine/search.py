@@ -315,7 +315,7 @@ class MemorySearch:
             inline_max = self.settings.embed_inline_max
             # Chunks alone over the limit: no need to list every missing line to know.
             few = int((~has).sum()) <= inline_max and (
-                len(self.index.missing_embeddings(model_id)) <= inline_max
+                len(self.index.missing_plan(model_id)) <= inline_max
             )
             if few:
                 self.embed_missing(wait=False)  # another run embedding already: do not wait

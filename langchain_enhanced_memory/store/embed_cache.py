@@ -25,19 +25,21 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
 from .db import generation_of, rollback
 from .spool import Spool, append, spool_state
-from .sync import embed_text, mean_line_hashes, sha
+from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
 from .vector_segments import Layout, VectorSegment, hash_keys
 
 __all__ = [
     "CacheWriter",
     "Missing",
+    "MissingPlan",
+    "PART_ROWS",
     "cached_vectors",
     "current_layouts",
     "RowKeys",
     "generation_keys",
     "is_complete",
     "layouts_json",
-    "missing_embeddings",
+    "missing_plan",
     "open_spool",
     "parse_layouts",
     "store_vectors",
@@ -97,14 +99,89 @@ class Missing:
         return bool(self.texts or self.means)
 
 
-def missing_embeddings(
-    conn: sqlite3.Connection,
+#: Chunk rows whose missing texts are gathered at once: an embedding run holds one
+#: part's texts and vectors, whatever the size of the workspace.
+PART_ROWS = 4096
+
+
+@dataclass
+class MissingPlan:
+    """What lacks a vector for a model, as masks over the rows; texts read a part at a time.
+
+    Each text is embedded once, in the part of the first chunk row that needs
+    it (a chunk's own text before its lines), so the parts together are the
+    texts :func:`missing_embeddings` lists, each once.
+
+    Attributes:
+        keys: The rows' keys.
+        chunks: Per chunk row: its vector lacks and no earlier row has its key.
+        lines: Per line (``keys.lines``): its vector lacks and it is its key's first.
+        texts: How many texts the parts hold.
+    """
+
+    keys: RowKeys
+    chunks: np.ndarray
+    lines: np.ndarray
+    texts: int
+
+    @classmethod
+    def empty(cls) -> MissingPlan:
+        """Nothing to embed."""
+        none = np.zeros(0, dtype=np.uint64)
+        keys = RowKeys(np.zeros(0, np.int64), none, none, np.zeros(0, np.int32))
+        return cls(keys, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool), 0)
+
+    def __len__(self) -> int:
+        """How many texts the model has to embed."""
+        return self.texts
+
+    def __bool__(self) -> bool:
+        return bool(self.texts or self.chunks.any())
+
+    @property
+    def rows(self) -> int:
+        """How many chunk rows the plan spans."""
+        return int(self.keys.chunk_ids.size)
+
+    def part(self, conn: sqlite3.Connection, settings: MemorySettings, lo: int, hi: int) -> Missing:
+        """The texts and means of chunk rows ``lo`` to ``hi`` (chunk texts, then lines)."""
+        keys = self.keys
+        out: dict[str, str] = {}
+        means: dict[str, list[str]] = {}
+        ids = keys.chunk_ids[lo + np.flatnonzero(self.chunks[lo:hi])].tolist()
+        columns = "embed_hash, header, headers, text, line_hashes"
+        for h, header, headers, text, digests in _chunk_rows(conn, ids, columns):
+            lines = mean_line_hashes(digests, settings)
+            if lines:
+                means.setdefault(h, lines)
+            else:
+                chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
+                out.setdefault(h, embed_text(chunk, settings))
+        first, last = np.searchsorted(keys.owner, [lo, hi])
+        taken = first + np.flatnonzero(self.lines[first:last])
+        if taken.size:
+            # Lines are cut and hashed again only in chunks with a line to embed here.
+            wanted = set(keys.lines[taken].tolist())
+            ids = keys.chunk_ids[np.unique(keys.owner[taken])].tolist()
+            for (text,) in _chunk_rows(conn, ids, "text"):
+                for line in line_texts(text, settings.embed_max_chars):
+                    h = sha(line)
+                    if int(h[:16], 16) in wanted:
+                        out.setdefault(h, line)
+        return Missing(list(out.items()), list(means.items()))
+
+    def whole(self, conn: sqlite3.Connection, settings: MemorySettings) -> Missing:
+        """Every part as one."""
+        return self.part(conn, settings, 0, self.rows)
+
+
+def missing_plan(
     model: str,
     settings: MemorySettings,
     keys: RowKeys,
     files: list[VectorSegment | Spool],
-) -> Missing:
-    """The chunks ``keys`` names, and their lines, lacking a vector for ``model``.
+) -> MissingPlan:
+    """Which of the chunks ``keys`` names, and of their lines, lack a vector for ``model``.
 
     A vector is there when it is in one of ``model``'s segment files or its
     spool, ``files`` (the caller passes only the chunks no segment maps to a row).
@@ -116,28 +193,30 @@ def missing_embeddings(
             found |= vf.lookup(k) >= 0
         return ~found
 
-    out: dict[str, str] = {}
-    means: dict[str, list[str]] = {}
-    ids = keys.chunk_ids[lacking(keys.chunks)].tolist()
-    columns = "embed_hash, header, headers, text, line_hashes"
-    for h, header, headers, text, digests in _chunk_rows(conn, ids, columns):
-        lines = mean_line_hashes(digests, settings)
-        if lines:
-            means.setdefault(h, lines)
-        else:
-            chunk = Chunk(0, 0, header, tuple(headers.split(" > ")), text)
-            out.setdefault(h, embed_text(chunk, settings))
+    rows = np.flatnonzero(lacking(keys.chunks))
     if settings.line_vector_share and keys.lines.size:
-        # Lines are cut and hashed again only in chunks with a line missing.
-        gone = lacking(keys.lines)
-        wanted = set(keys.lines[gone].tolist())
-        ids = keys.chunk_ids[np.unique(keys.owner[gone])].tolist()
-        for (text,) in _chunk_rows(conn, ids, "text"):
-            for line in line_texts(text, settings.embed_max_chars):
-                h = sha(line)
-                if int(h[:16], 16) in wanted:
-                    out.setdefault(h, line)
-    return Missing(list(out.items()), list(means.items()))
+        lines = np.flatnonzero(lacking(keys.lines))
+    else:
+        lines = np.zeros(0, dtype=np.int64)
+    # Each key once, at its first row (a chunk's own text before its lines):
+    # sorted by key, then row, then kind, the first of each key is taken.
+    key = np.concatenate([keys.chunks[rows], keys.lines[lines]])
+    row = np.concatenate([rows, keys.owner[lines]])
+    kind = np.repeat(np.arange(2, dtype=np.int8), [rows.size, lines.size])
+    order = np.lexsort((kind, row, key))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = key[order[1:]] != key[order[:-1]]
+    take = np.zeros(order.size, dtype=bool)
+    take[order[first]] = True
+    chunks = np.zeros(keys.chunks.size, dtype=bool)
+    chunks[rows[take[: rows.size]]] = True
+    line_mask = np.zeros(keys.lines.size, dtype=bool)
+    line_mask[lines[take[rows.size :]]] = True
+    # A chunk whose vector is its lines' mean is not a text to embed.
+    has_lines = np.bincount(keys.owner, minlength=keys.chunks.size) > 0
+    means = has_lines if lines_make_chunks(settings) else np.zeros_like(has_lines)
+    texts = int((chunks & ~means).sum() + line_mask.sum())
+    return MissingPlan(keys, chunks, line_mask, texts)
 
 
 def cached_vectors(

@@ -45,10 +45,13 @@ __all__ = [
     "forget_lost",
     "kept_files",
     "mapped",
-    "missing_embeddings",
+    "missing_plan",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
+
+#: Rows a fold copies from a segment or the spool at once.
+GATHER_ROWS = 1 << 16
 
 
 @dataclass
@@ -227,7 +230,10 @@ def assemble(
         sel = np.flatnonzero(pos[pick] >= 0)
         if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is 20x slower
             whole = f"V{dim}"
-            matrix.view(whole)[sel] = src.view(whole)[pos[pick[sel]]]
+            # A slice at a time: the gathered rows are never copied whole beside the matrix.
+            for lo in range(0, sel.size, GATHER_ROWS):
+                part = sel[lo : lo + GATHER_ROWS]
+                matrix.view(whole)[part] = src.view(whole)[pos[pick[part]]]
         scale[sel] = src_scale[pos[pick[sel]]]
     k = int(has.sum())
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
@@ -258,23 +264,23 @@ def assemble(
     )
 
 
-def missing_embeddings(
+def missing_plan(
     conn: sqlite3.Connection, folder: Path, model: str, settings: MemorySettings
-) -> embed_cache.Missing:
-    """The texts to embed for ``model``, and the chunks whose vector is their lines' mean.
+) -> embed_cache.MissingPlan:
+    """What lacks a vector for ``model``: texts to embed, chunks whose vector is their lines' mean.
 
     Only the chunks no segment covers are looked at: a one-file change reads
     that file's chunks, not every chunk's hashes.
     """
     if is_complete(conn, model, settings):
-        return embed_cache.Missing()
+        return embed_cache.MissingPlan.empty()
     ids = chunk_ids(conn)
     cov = coverage(conn, folder, model, settings, ids)
     if cov.lost:  # the embedding run forgets it first (forget_lost), then embeds its vectors
-        return embed_cache.Missing()
+        return embed_cache.MissingPlan.empty()
     keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return embed_cache.missing_embeddings(conn, model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_plan(model, settings, keys, [*cov.files, *spool])
 
 
 def fold(

@@ -41,7 +41,7 @@ from .db import (
     get_meta,
     rollback,
 )
-from .folding import forget_lost, kept_files, missing_embeddings
+from .folding import forget_lost, kept_files, missing_plan
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
@@ -153,7 +153,20 @@ class MemoryIndex:
     def missing_embeddings(self, model: str) -> embed_cache.Missing:
         """The texts to embed for ``model``, and the chunks whose vector is their lines' mean."""
         with self.db.open() as conn:
-            return missing_embeddings(conn, side_folder(self.path), model, self.settings)
+            plan = missing_plan(conn, side_folder(self.path), model, self.settings)
+            return plan.whole(conn, self.settings)
+
+    def missing_plan(self, model: str) -> embed_cache.MissingPlan:
+        """What lacks a vector for ``model``, its texts not read yet (:meth:`missing_parts`)."""
+        with self.db.open() as conn:
+            return missing_plan(conn, side_folder(self.path), model, self.settings)
+
+    def missing_parts(self, plan: embed_cache.MissingPlan) -> Iterator[embed_cache.Missing]:
+        """``plan``'s texts, :data:`.embed_cache.PART_ROWS` chunk rows' at a time."""
+        for lo in range(0, plan.rows, embed_cache.PART_ROWS):
+            with self.db.open() as conn:
+                part = plan.part(conn, self.settings, lo, lo + embed_cache.PART_ROWS)
+            yield part
 
     def forget_lost(self, model: str) -> None:
         """Forget ``model``'s side files that are gone or damaged: their vectors get embedded."""

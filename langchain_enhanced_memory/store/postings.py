@@ -65,7 +65,9 @@ MERGE_SHARE = 0.125
 # keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
 # Terms whose text and phrase lists are built at once; more are built in parts and merged.
-BUILD_TERMS = 1 << 21
+BUILD_TERMS = 1 << 19
+# Chunk rows read from SQLite and encoded at once when a segment is built.
+ENCODE_ROWS = 8192
 
 
 class SegmentsMoved(Exception):
@@ -178,12 +180,10 @@ def _write_segment(
     arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
     arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
     arrays |= rows.arrays()
-    layout, parts, offset = [], [], 0
+    layout, offset = [], 0
     for key, a in arrays.items():
-        a = np.ascontiguousarray(a)
         layout.append([key, a.dtype.str, a.size, offset])
-        parts += [a.tobytes(), b"\0" * (-a.nbytes % 8)]
-        offset += a.nbytes + len(parts[-1])
+        offset += a.nbytes + -a.nbytes % 8
     head = json.dumps(layout).encode()
     head += b" " * (-(len(head) + 8) % 8)
     name = f"post-g{generation}-{os.urandom(4).hex()}{_SUFFIX}"
@@ -191,8 +191,9 @@ def _write_segment(
     tmp = folder / f".tmp-{name}"
     with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
-        for part in parts:
-            fh.write(part)
+        for a in arrays.values():  # each array as it is: no copy of the segment in memory
+            fh.write(np.ascontiguousarray(a).data.cast("B"))
+            fh.write(b"\0" * (-a.nbytes % 8))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / name)
@@ -232,10 +233,13 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
 
 def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
     """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
-    query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
-    rows = SegmentRows.build(conn.execute(query + " ORDER BY id", args).fetchall())
+    # The lists first: their build's peak comes before the rows are held.
     posts = build_postings(conn, where, args)
-    return posts, rows
+    query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
+    cursor = conn.execute(query + " ORDER BY id", args)
+    # In parts: the rows as Python strings are many times their encoded size.
+    parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ENCODE_ROWS), [])]
+    return posts, SegmentRows.concat(parts) if parts else SegmentRows.build([])
 
 
 def postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
@@ -289,8 +293,35 @@ def _add_part(parts: list[tuple[int, Postings, Postings]], batch: list[list[str]
 
 
 def _then(first: Postings, then: Postings) -> Postings:
-    """The lists of ``first``'s documents, then ``then``'s (as one build of both)."""
-    return first.merged(np.ones(first.n_docs, dtype=bool), then)
+    """The lists of ``first``'s documents, then ``then``'s (as one build of both).
+
+    :meth:`.Postings.merged` with every document kept, in a few arrays the size
+    of the postings instead of a dozen: a long transcript's last merges are the
+    cold build's peak memory.
+    """
+    keys = np.union1d(first.keys, then.keys)
+    at = [np.searchsorted(keys, p.keys) for p in (first, then)]
+    counts = [np.diff(p.indptr) for p in (first, then)]
+    before = np.zeros(keys.size, dtype=np.int64)  # first's entries of each term
+    before[at[0]] = counts[0]
+    per_term = before.copy()
+    per_term[at[1]] += counts[1]
+    indptr = np.zeros(keys.size + 1, dtype=np.int64)
+    np.cumsum(per_term, out=indptr[1:])
+    docs = np.empty(int(indptr[-1]), dtype=np.int32)
+    tf = np.empty(int(indptr[-1]), dtype=np.float32)
+    # Each column moves whole: its entry j goes to its term's start (after first's) plus j.
+    for p, where, n, offset, shift in (
+        (first, at[0], counts[0], 0, 0),
+        (then, at[1], counts[1], first.n_docs, before[at[1]]),
+    ):
+        dest = np.repeat(indptr[where] + shift - p.indptr[:-1], n)
+        dest += np.arange(dest.size)
+        docs[dest] = p.docs + offset if offset else p.docs
+        tf[dest] = p.tf
+        del dest
+    doc_len = np.concatenate([first.doc_len, then.doc_len]).astype(np.float32)
+    return Postings(keys=keys, indptr=indptr, docs=docs, tf=tf, doc_len=doc_len)
 
 
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:

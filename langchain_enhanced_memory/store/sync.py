@@ -4,8 +4,10 @@ Files are re-read only when their size, mtime or ctime changed and re-chunked
 only when their hash (of their bytes) changed. The ctime catches an edit that
 kept the size and had its mtime set back (``touch -r``): no one can set a
 ctime. A file is read and chunked a block at a time, so a long note is never
-held whole. A file that only grew (its old bytes hash the same, and they ended
-a line) is chunked again only from where its old chunking left a chunk open
+held whole, and the rows of its new chunks wait for the commit on disk
+(:mod:`.rowspill`), so a sync's memory does not grow with what it reads. A
+file that only grew (its old bytes hash the same, and they ended a line) is
+chunked again only from where its old chunking left a chunk open
 (``files.tail``); the chunks before it keep their ids, postings and vectors. A
 run commits everything (files, chunks, postings, the new generation) in one
 transaction, so a crash leaves the previous state. The caller holds the writer
@@ -33,6 +35,7 @@ from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import generation_of, get_meta, rollback
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
+from .rowspill import RowSpill
 from .workspace import (
     BLOCK_BYTES,
     MAX_TRANSCRIPT_BYTES,
@@ -52,6 +55,7 @@ __all__ = [
     "embed_text",
     "is_stale",
     "keyword_text",
+    "lines_make_chunks",
     "mean_line_hashes",
     "read_chunks",
     "sha",
@@ -71,7 +75,8 @@ class FileRead:
         file: The file.
         st: Its stat after the read.
         digest: SHA-256 of its bytes.
-        chunks: Its chunks from line ``since`` on (1-based; 1: all of them).
+        chunks: How many chunks it has from line ``since`` on (1-based; 1: all of
+            them); their rows are in the sync's :class:`.rowspill.RowSpill`, in order.
         since: Stored chunks starting at this line or later are replaced; earlier ones kept.
         tail: Where it can be chunked again from if it only grows (JSON), or None.
         faults: A transcript's lines skipped (not JSON) or mended, in words (None: none).
@@ -80,7 +85,7 @@ class FileRead:
     file: MemoryFile
     st: os.stat_result
     digest: str
-    chunks: list[Chunk]
+    chunks: int
     since: int = 1
     tail: str | None = None
     faults: str | None = None
@@ -131,12 +136,13 @@ def mean_line_hashes(digests: bytes, settings: MemorySettings) -> list[str]:
         digests: The chunk's stored ``line_hashes``.
         settings: The recipe.
     """
-    if not _lines_make_chunks(settings):
+    if not lines_make_chunks(settings):
         return []
     return [digests[i : i + 32].hex() for i in range(0, len(digests), 32)]
 
 
-def _lines_make_chunks(settings: MemorySettings) -> bool:
+def lines_make_chunks(settings: MemorySettings) -> bool:
+    """Whether a chunk with lines has their mean for its vector (:func:`mean_line_hashes`)."""
     return settings.chunk_vectors == "lines" and settings.line_vector_share > 0
 
 
@@ -148,7 +154,7 @@ def vector_hash(chunk: Chunk, settings: MemorySettings, lines: list[str]) -> str
         settings: The recipe.
         lines: The chunk's embedded lines (:func:`..core.chunking.line_texts`).
     """
-    if lines and _lines_make_chunks(settings):  # NUL-prefixed: no embedded text hashes so
+    if lines and lines_make_chunks(settings):  # NUL-prefixed: no embedded text hashes so
         return sha("\x00mean of lines\x00" + "\n".join(lines))
     return sha(embed_text(chunk, settings))
 
@@ -167,7 +173,7 @@ def chunker_signature(settings: MemorySettings) -> str:
             s.min_chunk_chars,
             s.max_chunk_chars,
             s.embed_max_chars,
-            _lines_make_chunks(s),  # the keys of chunk vectors
+            lines_make_chunks(s),  # the keys of chunk vectors
             list(s.include),
             list(s.exclude),
             TRANSCRIPT_FORMAT,
@@ -207,31 +213,70 @@ def sync_text(
     stats = scan(workspace, settings)
     report.files = len(stats)
     moved = sorted(p for p, st in stats.items() if rechunk_all or tuple(known.get(p, ())[:3]) != st)
+    with RowSpill(folder) as spill:
+        fresh, touched = _read_moved(workspace, moved, known, settings, rechunk_all, spill, report)
+        spill.start_reading()
+        present = set(stats) - set(report.skipped)
+        deleted = list(known) if rechunk_all else [p for p in known if p not in present]
+        _commit(conn, fresh, touched, deleted, report, signature, folder, rechunk_all, spill)
+
+
+def _read_moved(
+    workspace: Path,
+    moved: list[str],
+    known: dict[str, tuple],
+    settings: MemorySettings,
+    rechunk_all: bool,
+    spill: RowSpill,
+    report: SyncReport,
+) -> tuple[list[FileRead], list[tuple[str, os.stat_result]]]:
+    """Read and chunk the moved files into ``spill``: the changed ones, and those only touched."""
     chunker = recipe(settings).chunker
     turns = TranscriptChunker(settings)
     fresh: list[FileRead] = []
     touched: list[tuple[str, os.stat_result]] = []
     for f in memory_files(workspace, moved, settings):
         old = None if rechunk_all else known.get(f.path)
+        mark = spill.mark()
         try:
             read = read_chunks(
-                f, turns if f.kind == "session" else chunker, old and (old[0], old[3], old[4])
+                f,
+                turns if f.kind == "session" else chunker,
+                settings,
+                spill,
+                old and (old[0], old[3], old[4]),
             )
         except OSError:  # gone since the scan
+            spill.rewind(mark)
             report.skipped.append(f.path)
             continue
         except UnreadableFileError as exc:
+            spill.rewind(mark)
             warn_once(f"skipping {exc.named(f.path)}")
             report.skipped.append(f.path)
             continue
         if read.faults:
             warn_once(f"{escape_controls(f.path)}: {read.faults}")
         if old and old[3] == read.digest:
+            spill.rewind(mark)
             touched.append((f.path, read.st))
             continue
         fresh.append(read)
-    present = set(stats) - set(report.skipped)
-    deleted = list(known) if rechunk_all else [p for p in known if p not in present]
+    return fresh, touched
+
+
+def _commit(
+    conn: sqlite3.Connection,
+    fresh: list[FileRead],
+    touched: list[tuple[str, os.stat_result]],
+    deleted: list[str],
+    report: SyncReport,
+    signature: str,
+    folder: Path,
+    rechunk_all: bool,
+    spill: RowSpill,
+) -> None:
+    """Write what the read found in one transaction; then sweep the unnamed segments."""
     report.changed = [r.file.path for r in fresh]
     report.deleted = [p for p in deleted if p not in report.changed]
 
@@ -249,7 +294,7 @@ def sync_text(
             conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p, _ in gone])
             next_id = first_new
             for read in fresh:
-                next_id = _insert_file(conn, read, settings, next_id)
+                next_id = _insert_file(conn, read, spill, next_id)
             generation = generation_of(conn) + 1
             write_postings(conn, folder, generation, None if rechunk_all else first_new)
             # When: `status` says how old the index is.
@@ -269,9 +314,7 @@ def sync_text(
     report.chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
 
-def _insert_file(
-    conn: sqlite3.Connection, read: FileRead, settings: MemorySettings, next_id: int
-) -> int:
+def _insert_file(conn: sqlite3.Connection, read: FileRead, spill: RowSpill, next_id: int) -> int:
     """Insert a file and its (new) chunks, ids from ``next_id``; returns the next free id."""
     f, st = read.file, read.st
     conn.execute(
@@ -280,19 +323,19 @@ def _insert_file(
         (f.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, read.digest, f.kind)
         + (f.date and f.date.isoformat(), read.tail),
     )
-    # Row by row (a generator): a long note's rows and terms are never all in memory at once.
+    # Row by row from the spill: a long file's rows and terms are never all in memory at once.
     conn.executemany(
         "INSERT INTO chunks(id, path, start_line, end_line, header, headers, text, embed_hash,"
         " terms, line_hashes) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        ((next_id + i, *_chunk_row(f.path, c, settings)) for i, c in enumerate(read.chunks)),
+        ((next_id + i, f.path, *row) for i, row in enumerate(spill.take(read.chunks))),
     )
-    return next_id + len(read.chunks)
+    return next_id + read.chunks
 
 
-def _chunk_row(path: str, c: Chunk, settings: MemorySettings) -> tuple:
+def _chunk_row(c: Chunk, settings: MemorySettings) -> tuple:
+    """A chunk's row as inserted, after its id and path."""
     lines = line_texts(c.text, settings.embed_max_chars)
     return (
-        path,
         c.start_line,
         c.end_line,
         c.header,
@@ -325,13 +368,19 @@ def _digests(lines: list[str]) -> bytes:
 
 
 def read_chunks(
-    f: MemoryFile, chunker: Chunker, stored: tuple[int, str, str | None] | None = None
+    f: MemoryFile,
+    chunker: Chunker,
+    settings: MemorySettings,
+    spill: RowSpill,
+    stored: tuple[int, str, str | None] | None = None,
 ) -> FileRead:
-    """Read and chunk a file, again when it changed under us (an agent appending to it).
+    """Read and chunk a file into ``spill``, again when it changed under us (an agent appending).
 
     Args:
         f: The file.
         chunker: The recipe's chunker.
+        settings: The recipe (what a chunk's row holds).
+        spill: Where its chunks' rows go, a block's at a time.
         stored: The file's stored size, hash and tail, when its chunks may be kept:
             a file that only grew is chunked again from its tail.
 
@@ -339,9 +388,12 @@ def read_chunks(
         UnreadableFileError: As :func:`.workspace.read_blocks`.
         OSError: The file is gone.
     """
+    mark = spill.mark()
+    rows = _Rows(spill, settings)
     for _ in range(3):
+        spill.rewind(mark)
         before = f.abs_path.stat()
-        read = _grown(f, chunker, stored, before) or _chunked(f, chunker, before)
+        read = _grown(f, chunker, rows, stored, before) or _chunked(f, chunker, rows, before)
         after = f.abs_path.stat()
         if stamp(before) == stamp(after):
             break
@@ -349,9 +401,21 @@ def read_chunks(
     return read
 
 
+@dataclass
+class _Rows:
+    """Where a read's chunks go: their rows, into the spill."""
+
+    spill: RowSpill
+    settings: MemorySettings
+
+    def add(self, chunks: list[Chunk]) -> int:
+        return self.spill.write(_chunk_row(c, self.settings) for c in chunks)
+
+
 def _grown(
     f: MemoryFile,
     chunker: Chunker,
+    rows: _Rows,
     stored: tuple[int, str, str | None] | None,
     st: os.stat_result,
 ) -> FileRead | None:
@@ -376,12 +440,13 @@ def _grown(
         return None
     if resume is None or left or digest.hexdigest() != old_digest:
         return None  # not the bytes chunked before: read it all again
-    return _chunked(f, chunker, st, resume, int(offset), int(line), digest, old_size)
+    return _chunked(f, chunker, rows, st, resume, int(offset), int(line), digest, old_size)
 
 
 def _chunked(
     f: MemoryFile,
     chunker: Chunker,
+    rows: _Rows,
     st: os.stat_result,
     resume: Resume | None = None,
     offset: int = 0,
@@ -393,7 +458,7 @@ def _chunked(
     if digest is None:
         digest = hashlib.sha256()
     stream = chunker.stream(f.abs_path.name, resume)
-    chunks: list[Chunk] = []
+    chunks = 0
     blocks: list[tuple[int, int]] = []  # (first line, byte offset) of each block
     session = f.kind == "session"
     limit = MAX_TRANSCRIPT_BYTES if session else None
@@ -401,8 +466,8 @@ def _chunked(
         f.abs_path, offset, line, digest, hashed, limit, sniff=not session
     ):
         blocks.append((first, at))
-        chunks += stream.feed(lines, first)
-    chunks += stream.close()
+        chunks += rows.add(stream.feed(lines, first))
+    chunks += rows.add(stream.close())
     tail = None
     point = stream.resume
     if point is not None:

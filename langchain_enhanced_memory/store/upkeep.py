@@ -1,5 +1,9 @@
 """Embedding what lacks a vector: batches in flight at once, committed as they land.
 
+The texts are read and embedded a part of the chunk rows at a time
+(:class:`.embed_cache.MissingPlan`), each part stored before the next is read,
+so a run holds one part's texts and vectors, whatever the workspace's size.
+
 Runs under the index's embedding lock, so two runs at once embed each text once;
 a text sync does not wait for it. Before
 the first batch the original skill's ``memory/vectors.json`` is reused when it
@@ -16,11 +20,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.errors import EmbeddingError
 from ..core.vectorset import dequantize, quantize
+from .embed_cache import CacheWriter, Missing
 from .index import MemoryIndex
 
 __all__ = ["EmbedJob", "ProgressFactory", "embed_missing"]
@@ -63,36 +69,56 @@ def _embed_locked(
     progress: ProgressFactory | None,
 ) -> int:
     index.forget_lost(model)  # a search reads past a lost side file; the run forgets it
-    todo = index.missing_embeddings(model)
+    plan = index.missing_plan(model)
     # Reuse the original skill's memory/vectors.json (read once per version).
     from .migrate import seed_from_vectors_json  # here: a search that embeds nothing skips it
 
-    if todo and seed_from_vectors_json(index, model):
-        todo = index.missing_embeddings(model)
-    texts = todo.texts
-    tick = progress(len(texts)) if progress and texts else None
-    settings = index.settings
-    size = settings.embed_batch_size
-    batches = [texts[i : i + size] for i in range(0, len(texts), size)]
-    means = _Means(index, model, todo.means, [h for h, _ in texts])
-    done = 0
-    dim = index.vector_dim(model) if batches else None
-    # With nothing cached yet, the first batch fixes the dimension on its own:
-    # batches in flight together reach the server in any order, and a server
-    # misbehaving for a moment must not set the size every later vector is held to.
-    head = batches[:1] if dim is None else []
-    runs = itertools.chain(
-        _in_flight(embed, head, 1),
-        _in_flight(embed, batches[len(head) :], settings.embed_concurrency),
-    )
+    if plan and seed_from_vectors_json(index, model):
+        plan = index.missing_plan(model)
+    tick = progress(len(plan)) if progress and len(plan) else None
+    run = _Run(index, model, embed, tick, index.vector_dim(model) if len(plan) else None)
     with index.embedding_writer(model) as writer:
-        ready, rows = means.feed([], np.zeros((0, dim or 0), dtype=np.float32))
+        # A part of the rows at a time: its texts and vectors are all the run holds.
+        for todo in index.missing_parts(plan):
+            run.part(todo, writer)
+            writer.flush()  # the next part's means find these lines' vectors stored
+    return run.done
+
+
+@dataclass
+class _Run:
+    """One embedding run's state across the parts of its texts."""
+
+    index: MemoryIndex
+    model: str
+    embed: Callable[[list[str]], np.ndarray]
+    tick: Callable[[int], None] | None
+    dim: int | None
+    done: int = 0
+
+    def part(self, todo: Missing, writer: CacheWriter) -> None:
+        """Embed one part's texts and store them, with the means they complete."""
+        texts = todo.texts
+        settings = self.index.settings
+        size = settings.embed_batch_size
+        batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+        means = _Means(self.index, self.model, todo.means, [h for h, _ in texts])
+        # With nothing cached yet, the first batch fixes the dimension on its own:
+        # batches in flight together reach the server in any order, and a server
+        # misbehaving for a moment must not set the size every later vector is held to.
+        head = batches[:1] if self.dim is None else []
+        runs = itertools.chain(
+            _in_flight(self.embed, head, 1),
+            _in_flight(self.embed, batches[len(head) :], settings.embed_concurrency),
+        )
+        ready, rows = means.feed([], np.zeros((0, self.dim or 0), dtype=np.float32))
         if ready:  # chunks whose lines all have a vector already
             writer.store(ready, *quantize(rows))
         for group in _landed(runs):
             # Batches in flight at once were not checked against each other: one size only.
-            if dim is None:
-                dim = group[0][1].shape[1]
+            if self.dim is None:
+                self.dim = group[0][1].shape[1]
+            dim = self.dim
             fit = next((i for i, (_, v) in enumerate(group) if v.shape[1] != dim), len(group))
             good = group[:fit]
             if good:
@@ -103,16 +129,15 @@ def _embed_locked(
                 writer.store(hashes, q, scale)
                 if chunks:  # in the same commit as the last of their lines
                     writer.store(chunks, *quantize(rows))
-                done += len(hashes)
-                if tick:
-                    tick(len(hashes))
+                self.done += len(hashes)
+                if self.tick:
+                    self.tick(len(hashes))
             if fit < len(group):
                 raise EmbeddingError(
                     f"embedder returned {group[fit][1].shape[1]}-d vectors, expected {dim}"
-                    f" (the size already cached for {model})",
+                    f" (the size already cached for {self.model})",
                     kind="invalid_output",
                 )
-    return done
 
 
 #: Landed batches are quantized, averaged and stored together, up to this many

@@ -303,7 +303,8 @@ def write(
     with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
         for name, dtype, shape, offset in layout.sections()[:-1]:
             fh.seek(offset)
-            fh.write(np.ascontiguousarray(arrays[name], dtype=dtype).reshape(shape).tobytes())
+            a = np.ascontiguousarray(arrays[name], dtype=dtype).reshape(shape)
+            fh.write(a.reshape(-1).data.cast("B"))  # its own buffer: no copy of the matrix
         fh.truncate(layout.sections()[-1][3])
         fh.flush()
         os.fsync(fh.fileno())

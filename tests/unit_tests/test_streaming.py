@@ -1,4 +1,4 @@
-"""A note read and chunked a block at a time, and chunked again from its tail when it grows.
+"""A note or transcript read and chunked a block at a time, and chunked again from its tail.
 
 The chunks must be exactly those of the whole text at once, wherever the
 blocks are cut, and a grown note's resumed chunks exactly those of chunking it
@@ -7,6 +7,7 @@ from scratch.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -18,9 +19,13 @@ from hypothesis import strategies as st
 from langchain_enhanced_memory.core import chunking
 from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream, chunk_lines
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.transcripts import TranscriptChunker
 from langchain_enhanced_memory.store import postings, workspace
+from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.rowspill import RowSpill
 from langchain_enhanced_memory.store.workspace import read_blocks, read_lines
 from tests.unit_tests.test_fuzz import LINE, SETTINGS
+from tests.workspaces import write_workspace
 
 LINES = st.lists(LINE, max_size=150)
 CUTS = st.lists(st.integers(0, 150), max_size=6)
@@ -132,3 +137,101 @@ def test_postings_built_in_parts_equal_one_build(part_terms: int, monkeypatch) -
         for name in ("keys", "indptr", "docs", "tf", "doc_len"):
             want, got = getattr(post, name), getattr(parts[field], name)
             assert got.dtype == want.dtype and np.array_equal(got, want), (field, name)
+
+
+def _turn(role: str, text: str, when: str | int, name: str) -> str:
+    msg = {"role": role, "content": [{"type": "text", "text": text}], "name": name}
+    return json.dumps({"type": "message", "timestamp": when, "message": msg})
+
+
+TURN = st.builds(
+    _turn,
+    st.sampled_from(["user", "assistant", "toolResult"]),
+    st.text(alphabet="ab é\n", max_size=120),
+    st.sampled_from(
+        ["2026-03-01T09:00:00Z", "2026-03-01T23:59:00Z", "2026-03-02T08:00:00Z", 1772400000000, ""]
+    ),
+    st.sampled_from(["", "Ann", "Bo"]),
+)
+TRANSCRIPT = st.lists(
+    st.one_of(
+        TURN,
+        st.sampled_from(["", "{oops", "[1]", '{"type": "session", "id": "s"}', '{"role": 3}']),
+    ),
+    max_size=80,
+)
+WINDOWS = st.builds(
+    lambda w, extras, most: MemorySettings(
+        session_window=w, session_extras=extras, max_chunk_chars=most
+    ),
+    st.integers(1, 4),
+    st.booleans(),
+    st.sampled_from([200, 4000]),
+)
+
+
+@HYPOTHESIS
+@given(lines=TRANSCRIPT, cfg=WINDOWS, cuts=st.lists(st.integers(0, 80), max_size=6))
+def test_a_transcript_streamed_in_blocks_is_chunked_as_read_whole(
+    lines: list[str], cfg: MemorySettings, cuts: list[int]
+) -> None:
+    chunker = TranscriptChunker(cfg)
+    stream, pos, out = chunker.stream("s.jsonl"), 0, []
+    for cut in [*sorted(cuts), len(lines)]:
+        if cut > pos:
+            out += stream.feed(lines[pos:cut], pos)
+            pos = cut
+    assert out + stream.close() == chunker(lines, "s.jsonl")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lines=TRANSCRIPT, block=st.integers(1, 400))
+def test_a_synced_transcript_holds_the_chunks_of_it_read_whole(
+    lines: list[str], block: int, tmp_path_factory: pytest.TempPathFactory, monkeypatch
+) -> None:
+    """Read in blocks, its rows kept on disk until the commit: the chunks of the whole file."""
+    ws = tmp_path_factory.mktemp("ws")
+    path = ws / "sessions" / "s.jsonl"
+    path.parent.mkdir()
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    cfg = MemorySettings()
+    whole = TranscriptChunker(cfg)(read_lines(path), "s.jsonl")
+    monkeypatch.setattr(workspace, "BLOCK_BYTES", block)
+    idx = MemoryIndex(ws, cfg)
+    idx.sync()
+    with idx.reader() as conn:
+        rows = conn.execute(
+            "SELECT start_line, end_line, header, headers, text FROM chunks"
+            " WHERE path = 'sessions/s.jsonl' ORDER BY id"
+        ).fetchall()
+    assert rows == [
+        (c.start_line, c.end_line, c.header, " > ".join(c.headers), c.text) for c in whole
+    ]
+
+
+def test_a_spill_reads_back_its_rows_less_those_rewound(tmp_path: Path) -> None:
+    with RowSpill(tmp_path / "side") as spill:
+        assert spill.write([("a", 1, b"\x00"), ("b", 2, b"")]) == 2
+        mark = spill.mark()
+        spill.write([("dropped", 3, b"")])
+        spill.rewind(mark)
+        spill.write([("c", 4, b"\xff")])
+        spill.start_reading()
+        assert list(spill.take(3)) == [("a", 1, b"\x00"), ("b", 2, b""), ("c", 4, b"\xff")]
+    assert not list((tmp_path / "side").iterdir())  # no name left behind
+
+
+def test_a_segment_built_from_rows_read_in_parts_is_the_one_built_at_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    files = {f"memory/2026-06-{d:02d}.md": f"# Day {d}\n\n- Fact {d}.\n" for d in range(1, 11)}
+    files["MEMORY.md"] = "# People\n\n## Ann\n\nLikes tea.\n\n## Bo\n\nLikes jam.\n"
+    built = {}
+    for name, part in (("whole", 1 << 20), ("parts", 3)):
+        monkeypatch.setattr(postings, "ENCODE_ROWS", part)
+        monkeypatch.setattr(postings, "BUILD_TERMS", 1 << 21 if part > 3 else 5)
+        idx = MemoryIndex(write_workspace(tmp_path / name, files))
+        idx.sync()
+        (seg,) = (tmp_path / name / ".enhanced-memory" / "index.vectors").glob("post-*.seg")
+        built[name] = seg.read_bytes()
+    assert built["parts"] == built["whole"]

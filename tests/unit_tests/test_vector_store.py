@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.spool import spool_state
@@ -162,3 +163,58 @@ def test_landed_batches_come_in_groups_and_a_failure_yields_the_landed_ones_firs
         for group in upkeep._landed(runs(5, True)):
             seen += [int(v[0, 0]) for _, v in group]
     assert seen == [0, 1, 2, 3, 4]  # every batch landed before the failure came out first
+
+
+def _repeating_notes(tmp_path: Path, name: str) -> MemoryIndex:
+    """Notes whose lines repeat across files: a line's first chunk is in another part."""
+    files = {
+        f"memory/2026-05-{d:02d}.md": (
+            f"# Day {d}\n\n- Fact {d} about tea.\n- The same line in every note.\n"
+            f"- Fact {d % 3} shared by a few days.\n"
+        )
+        for d in range(1, 13)
+    }
+    idx = MemoryIndex(write_workspace(tmp_path / name, files), MemorySettings(embed_batch_size=2))
+    idx.sync()
+    return idx
+
+
+def test_an_embedding_run_embeds_a_part_of_the_rows_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part is stored before the next is read; together they are what one part is.
+
+    The fold, copying its rows a few at a time, writes the vectors of one copy.
+    """
+    from langchain_enhanced_memory.store import embed_cache, folding
+
+    whole = _repeating_notes(tmp_path, "whole")
+    emb = WordEmbeddings()
+    calls: list[list[str]] = []
+
+    def once(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return _embed(emb)(texts)
+
+    embedded = embed_missing(whole, MODEL, once)
+    want = sorted(t for batch in calls for t in batch)
+    assert len(want) == len(set(want)) == embedded  # each text once
+
+    parts = _repeating_notes(tmp_path, "parts")
+    monkeypatch.setattr(embed_cache, "PART_ROWS", 2)
+    monkeypatch.setattr(folding, "GATHER_ROWS", 3)
+    first = dict(next(parts.missing_parts(parts.missing_plan(MODEL))).texts)
+    seen: list[str] = []
+
+    def stored_before(texts: list[str]) -> np.ndarray:
+        if not set(texts) & set(first.values()):  # a later part: the first one is stored
+            assert not set(first) & {h for h, _ in parts.missing_embeddings(MODEL).texts}
+        seen.extend(texts)
+        return _embed(emb)(texts)
+
+    assert embed_missing(parts, MODEL, stored_before) == embedded
+    assert sorted(seen) == want
+    assert not parts.missing_embeddings(MODEL)
+    a, b = whole.snapshot(MODEL), parts.snapshot(MODEL)
+    assert a.has_vector is not None and b.has_vector is not None and a.has_vector.all()
+    assert np.array_equal(a.dense_vectors(), b.dense_vectors())
