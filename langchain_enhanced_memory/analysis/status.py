@@ -26,9 +26,9 @@ from ..store.workspace import classify, scan
 
 if TYPE_CHECKING:
     from ..engine import MemorySearch
-    from ..store.database import Database
+    from ..store.database import Database, ScopeInfo
 
-__all__ = ["CORPORA", "CorpusStatus", "MemoryStatus", "ScopeStatus", "format_text", "status"]
+__all__ = ["CORPORA", "CorpusStatus", "MemoryStatus", "format_text", "status"]
 
 #: OpenClaw's corpora: the notes and the session transcripts.
 CORPORA = ("memory", "sessions")
@@ -50,17 +50,6 @@ class CorpusStatus:
     chunks: int = 0
     embedded: float | None = None
     stale: int = 0
-
-
-@dataclass(frozen=True)
-class ScopeStatus:
-    """One scope of a database: its committed generation and chunks."""
-
-    name: str
-    backing: str
-    generation: int
-    chunks: int
-    model: str | None
 
 
 @dataclass(frozen=True)
@@ -101,7 +90,7 @@ class MemoryStatus:
     profile: str
     graph: bool
     resident_pid: int | None
-    scopes: tuple[ScopeStatus, ...] = field(default=())
+    scopes: tuple[ScopeInfo, ...] = field(default=())
 
     @property
     def files(self) -> int:
@@ -124,7 +113,7 @@ class MemoryStatus:
         share = [(c.embedded, c.chunks) for c in self.corpora.values() if c.embedded is not None]
         vectors = round(sum(e * n for e, n in share)) if share else 0
         out |= {"files": self.files, "chunks": self.chunks, "stale": self.stale}
-        out |= {"vectors": vectors, "scopes": [asdict(s) for s in self.scopes]}
+        out |= {"vectors": vectors, "scopes": [s.as_dict() for s in self.scopes]}
         return out
 
 
@@ -178,10 +167,7 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
         profile=engine.settings.profile,
         graph=graph,
         resident_pid=resident_pid(index.workspace),
-        scopes=tuple(
-            ScopeStatus(s.name, s.backing, s.generation, s.chunks, s.model)
-            for s in (database.scopes() if database is not None else ())
-        ),
+        scopes=tuple(database.scopes()) if database is not None else (),
     )
 
 
