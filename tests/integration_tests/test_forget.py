@@ -315,3 +315,31 @@ def test_forget_in_a_database_scope_leaves_no_row_nor_copy(
     assert "9 blocks hold the text" in line
     line = refused("forget", "--match", "abc", "--database", database_url, "--scope", "nope")
     assert "no scope nope" in line
+
+
+def test_forget_in_a_published_folder_then_index_compact_drops_the_old_segments(
+    database_url: str, tmp_path: Path
+) -> None:
+    ws = make_workspace(tmp_path)
+    host_b = {"ENHANCED_MEMORY_DATABASE_CACHE": str(tmp_path / "copies-b")}
+    db = ("--database", database_url, "--scope", "alpha")
+    w = ("--workspace", str(ws), "--embedder", "none")
+    for i in range(30):  # enough other rows that a publish does not merge for dead rows
+        (ws / f"memory/topics/row{i}.md").write_text(f"# Row {i}\n\n- Sowed beans, row {i}.\n")
+    ok("index", *w, *db)  # a first publish: every file in one segment
+    ok("search", TOKEN, *db, "--embedder", "none", **host_b)
+    assert files_holding(tmp_path / "copies-b", TOKEN)
+    line = refused("forget", "--match", TOKEN, *db, "--yes")
+    assert "scope alpha is published from" in line and "forget in that folder there" in line
+    ok("forget", "--match", TOKEN, "--yes", *w)
+    ok("index", *w, *db)  # a plain publish: the old segment still holds the other files
+    assert "em_segments: data" in rows_holding(database_url, TOKEN)
+    r = ok("index", "--compact", *w, *db, "--json")
+    assert json.loads(r.stdout)["published"]["changed"] == 0
+    assert rows_holding(database_url, TOKEN) == []
+    doc = json.loads(
+        ok("search", "bike lock", *db, "--embedder", "none", "--json", **host_b).stdout
+    )
+    assert doc["results"][0]["path"] == "memory/topics/vault.md"
+    assert files_holding(tmp_path / "copies-b", TOKEN) == []
+    assert files_holding(ws, TOKEN) == []

@@ -172,6 +172,7 @@ class Database:
         *,
         owner: str,
         take_over: bool = False,
+        compact: bool = False,
     ) -> PublishReport:
         """Publish ``index``'s workspace (synced, embedded) as folder-backed ``scope``.
 
@@ -185,6 +186,9 @@ class Database:
             model_id: The model of the vectors published (None: keyword-only).
             owner: Who publishes (:func:`local_owner`): another owner is refused ...
             take_over: ... unless this is set.
+            compact: Also delete every segment holding rows no file uses (the old
+                rows of changed or deleted files: lines forgotten in the folder),
+                rewritten without them when other files still use it.
 
         Raises:
             ScopeError: Bad name, a database-backed scope, another owner, missing vectors.
@@ -193,9 +197,11 @@ class Database:
         validate_scope(scope)
         with self._writer.connection(f"publishing scope {scope}") as conn:
             report = publish_folder(
-                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope)
+                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope), compact
             )
         self._wrote(scope, report.generation)
+        if compact:
+            self._drop_copies(scope)
         return report
 
     def append(
@@ -266,18 +272,22 @@ class Database:
             )
         if generation is not None:
             self._wrote(scope, generation)
-            with self._writer.connection(f"reading scope {scope}", transaction=False) as conn:
-                ids = {
-                    int(r[0])
-                    for r in conn.execute(
-                        "SELECT id FROM em_segments WHERE scope = %s", (scope,)
-                    ).fetchall()
-                }
-            with self._lock:
-                self._segments = {i: s for i, s in self._segments.items() if i in ids}
-            if self._cache is not None:
-                self._cache.keep(scope, ids)
+            self._drop_copies(scope)
         return gone
+
+    def _drop_copies(self, scope: str) -> None:
+        """Forget this process's segments of ``scope``, and this host's copies, it no longer has."""
+        with self._writer.connection(f"reading scope {scope}", transaction=False) as conn:
+            ids = {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM em_segments WHERE scope = %s", (scope,)
+                ).fetchall()
+            }
+        with self._lock:
+            self._segments = {i: s for i, s in self._segments.items() if i in ids}
+        if self._cache is not None:
+            self._cache.keep(scope, ids)
 
     def _wrote(self, scope: str, generation: int) -> None:
         with self._lock:

@@ -145,7 +145,8 @@ def forget_note(
     backing, owner, had_model, had_chunker = row
     if backing != "database":
         raise ScopeError(
-            f"scope {scope} is published from {owner}: forget in that folder, then publish it"
+            f"scope {scope} is published from {owner}: forget in that folder there",
+            "then publish it with enhanced-memory index --compact --scope",
         )
     model = embedding.model if embedding else None
     if had_model is not None and had_model != model:

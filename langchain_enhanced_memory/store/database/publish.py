@@ -29,6 +29,7 @@ __all__ = [
     "name_files",
     "publish_folder",
     "purge",
+    "purge_dead",
     "store",
     "tidy",
 ]
@@ -97,12 +98,17 @@ def publish_folder(
     owner: str,
     take_over: bool,
     fetch: Fetch,
+    compact: bool = False,
 ) -> PublishReport:
     """Publish ``index``'s workspace as folder-backed ``scope`` (in ``conn``'s transaction).
 
     Only files whose content hash differs from the scope's are written (one new
     segment, split at :data:`SEGMENT_CHUNKS`), files gone from the folder are
-    dropped; a change of model or chunker writes every file again.
+    dropped; a change of model or chunker writes every file again. With
+    ``compact``, every segment still holding rows no file uses (a changed or
+    deleted file's old rows: the text of lines forgotten in the folder) is
+    deleted, rewritten without them when other files still use it
+    (:func:`purge_dead`).
 
     Raises:
         ScopeError: The scope is database-backed, or published by another owner
@@ -153,7 +159,8 @@ def publish_folder(
     name_files(conn, scope, [(p, 0, hashes[p], 0) for p in changed if p not in held])
     _store_notes(conn, scope, index, changed)
     merged_count = tidy(conn, scope, fetch)
-    moved = bool(changed or deleted or rewrite or had_owner != owner)
+    purged = purge_dead(conn, scope, fetch) if compact else 0
+    moved = bool(changed or deleted or rewrite or had_owner != owner or purged)
     if moved:
         row = conn.execute(
             "UPDATE em_scopes SET generation = nextval('em_generations'), owner = %s,"
@@ -271,6 +278,23 @@ def purge(conn: psycopg.Connection, scope: str, ids: Iterable[int], fetch: Fetch
     ]
     if left:
         _merge(conn, scope, left, fetch)
+
+
+def purge_dead(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
+    """:func:`purge` every segment of ``scope`` holding rows no file uses; how many there were."""
+    dead = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT s.id FROM em_segments s"
+            " LEFT JOIN em_files f ON f.scope = s.scope AND f.segment = s.id"
+            " WHERE s.scope = %s GROUP BY s.id, s.chunks"
+            " HAVING s.chunks > coalesce(sum(f.chunks), 0)",
+            (scope,),
+        )
+    ]
+    if dead:
+        purge(conn, scope, dead, fetch)
+    return len(dead)
 
 
 def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
