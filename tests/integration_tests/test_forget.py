@@ -60,8 +60,11 @@ def snapshot_bytes(ws: Path) -> dict[str, bytes]:
 
 def make_workspace(root: Path) -> Path:
     ws = root / "ws"
-    (ws / "memory").mkdir(parents=True)
+    (ws / "memory/topics").mkdir(parents=True)
     (ws / "MEMORY.md").write_bytes(b"# Memory\r\n\r\n- Likes pandas.\r\n")
+    # Enough other files that an index run or a publish writes a delta, not everything anew.
+    for i in range(30):
+        (ws / f"memory/topics/row{i}.md").write_text(f"# Row {i}\n\n- Sowed beans, row {i}.\n")
     for i in range(12):
         ok("remember", f"Note {i}: watered the tomatoes, row {i}.", "--workspace", str(ws),
            "--now", NOW)  # fmt: skip
@@ -324,8 +327,6 @@ def test_forget_in_a_published_folder_then_index_compact_drops_the_old_segments(
     host_b = {"ENHANCED_MEMORY_DATABASE_CACHE": str(tmp_path / "copies-b")}
     db = ("--database", database_url, "--scope", "alpha")
     w = ("--workspace", str(ws), "--embedder", "none")
-    for i in range(30):  # enough other rows that a publish does not merge for dead rows
-        (ws / f"memory/topics/row{i}.md").write_text(f"# Row {i}\n\n- Sowed beans, row {i}.\n")
     ok("index", *w, *db)  # a first publish: every file in one segment
     ok("search", TOKEN, *db, "--embedder", "none", **host_b)
     assert files_holding(tmp_path / "copies-b", TOKEN)
