@@ -8,11 +8,12 @@ ignored, each as its whole bullet). Notes are rewritten through
 still what was read (else read and matched again), every other byte kept.
 
 Then the workspace's index drops the text (:func:`purge_index`): the notes are
-synced again, the embedding cache's rows of the texts no chunk holds any more
-are deleted, query-log entries holding the text are removed
-(:func:`.logs.forget_queries`), and the index is compacted (segments and vector
-files rewritten without dead rows, SQLite's file rewritten by ``VACUUM``, its
-WAL truncated), so no byte of the text is left in ``.enhanced-memory/``.
+synced again (the other profile's index file too: ``index-original.sqlite``),
+the embedding cache's rows of the texts no chunk holds any more are deleted,
+query-log entries holding the text are removed (:func:`.logs.forget_queries`),
+and the index is compacted (segments and vector files rewritten without dead
+rows, SQLite's file rewritten by ``VACUUM``, its WAL truncated), so no byte of
+the text is left in ``.enhanced-memory/``.
 """
 
 from __future__ import annotations
@@ -280,9 +281,12 @@ def forget(
     )
     if gone and not dry_run:
         texts = [g.text for g in gone] + ([check_match(match)] if match is not None else [])
-        index = MemoryIndex(workspace, settings, index_path)
-        if index.path.exists():
-            purge_index(index, texts)
-        else:
-            forget_queries(index.workspace, texts)
+        indexes = [MemoryIndex(workspace, settings, index_path)]
+        if index_path is None:  # the other profile's index file, beside this one
+            other = "default" if settings.chunking == "original" else "original"
+            indexes.append(MemoryIndex(workspace, MemorySettings(profile=other)))
+        for index in indexes:
+            if index.path.exists():
+                purge_index(index, texts)
+        forget_queries(Path(workspace).expanduser(), texts)
     return gone

@@ -83,6 +83,7 @@ def test_forget_match_leaves_no_byte_of_the_text_in_the_workspace(
     ws = make_workspace(tmp_path)
     emb = ("--workspace", str(ws), "--embedder", "ollama", "--ollama-url", fake_ollama.url)
     ok("index", *emb)
+    ok("index", *emb, "--profile", "original")  # the original profile keeps its own file
     found = json.loads(ok("search", TOKEN, *emb, "--json").stdout)["results"]
     assert any(TOKEN in r["snippet"].lower() for r in found)
     ok("search", "blue drawer", *emb)
@@ -90,6 +91,7 @@ def test_forget_match_leaves_no_byte_of_the_text_in_the_workspace(
     # The test can fail: the text is in the notes, the index, its segments and the log.
     assert "memory/query_log.json" in held and "MEMORY.md" in held
     assert any(p.startswith(".enhanced-memory/index.sqlite") for p in held), held
+    assert any(p.startswith(".enhanced-memory/index-original.sqlite") for p in held), held
     assert any(p.endswith(".seg") for p in held), held
     before = snapshot_bytes(ws)
 
