@@ -38,9 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``enhanced-memory forget``."""
     add_common_arguments(p)
     p.add_argument("path", nargs="?", help="the note (MEMORY.md or memory/...md)")
-    p.add_argument("--line", type=int, help="the line (1-based) whose bullet to remove")
-    p.add_argument("--match", help="remove every line holding this text (letter case ignored)")
-    p.add_argument("--file", help="with --match: only this note (the same as PATH)")
+    p.add_argument(
+        "--line", type=int, metavar="N", help="the line (1-based) whose bullet to remove"
+    )
+    p.add_argument(
+        "--match", metavar="TEXT", help="remove every line holding this text (letter case ignored)"
+    )
+    p.add_argument("--file", metavar="PATH", help="with --match: only this note (the same as PATH)")
     p.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
     p.add_argument("--yes", action="store_true", help="remove them all when several lines match")
     add_scope_arguments(p, many=False)
