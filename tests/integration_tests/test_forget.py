@@ -346,3 +346,28 @@ def test_forget_in_a_published_folder_then_index_compact_drops_the_old_segments(
     assert doc["results"][0]["path"] == "memory/topics/vault.md"
     assert files_holding(tmp_path / "copies-b", TOKEN) == []
     assert files_holding(ws, TOKEN) == []
+
+
+def test_the_tool_over_database_scopes_forgets_in_the_one_named(database_url: str) -> None:
+    tools = {
+        t.name: t
+        for t in create_memory_tools(
+            scopes=["alice", "team"], database_url=database_url, embedder="none", allow_write=True
+        )
+    }
+    tools["memory_append"].invoke({"text": f"Alice's locker is {TOKEN}.", "scope": "alice"})
+    tools["memory_append"].invoke({"text": f"The team's code is not {TOKEN}.", "scope": "team"})
+    assert "name one of alice, team" in tools["memory_forget"].invoke({"match": TOKEN})
+    msg = tools["memory_forget"].invoke(
+        {
+            "type": "tool_call",
+            "id": "1",
+            "name": "memory_forget",
+            "args": {"match": TOKEN, "scope": "alice"},
+        }  # fmt: skip
+    )
+    assert msg.content.startswith("Forgot alice: memory/") and len(msg.artifact["forgotten"]) == 1
+    assert rows_holding(database_url, "Alice's locker") == []
+    assert "em_notes: body" in rows_holding(database_url, TOKEN)  # the team's line stays
+    found = tools["memory_search"].invoke({"query": TOKEN, "scope": "alice"})
+    assert found.startswith("No memory matches")
