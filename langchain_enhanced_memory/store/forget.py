@@ -186,6 +186,11 @@ def forget_lines(
         def edit(old: str, rel: str = rel, result: list[Forgotten] = result) -> str | None:
             lines = split_lines(old)
             spans = line_spans(lines, line) if line is not None else match_spans(lines, key or "")
+            if len(spans) > 1 and not allow_many:  # more matched once the lock was held
+                raise WriteError(
+                    f"{rel} holds {len(spans)} blocks with the text now; nothing was removed",
+                    "look with --dry-run, then pass --yes to remove them all",
+                )
             result[:] = _removed(rel, lines, spans)
             return edited(old, spans) if spans else None
 
@@ -199,12 +204,12 @@ def _found(
 ) -> tuple[list[tuple[int, int]], list[Forgotten]]:
     """The spans a read of the note finds now, and what they hold (no lock: a preview)."""
     real = root / rel
-    try:
-        text = real.read_bytes().decode("utf-8")
+    try:  # a note that is not UTF-8 is refused by the rewrite, if it holds the text
+        text = real.read_bytes().decode("utf-8", "replace")
     except FileNotFoundError:
         raise WriteError(f"no such memory file: {rel}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WriteError(f"cannot read {rel}: {getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise WriteError(f"cannot read {rel}: {exc.strerror or type(exc).__name__}") from None
     lines = split_lines(text)
     spans = line_spans(lines, line) if line is not None else match_spans(lines, key or "")
     return spans, _removed(rel, lines, spans)
