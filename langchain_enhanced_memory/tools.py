@@ -46,6 +46,8 @@ from .analysis.tool_args import (
     MemoryAppendInput,
     MemoryAppendScopedInput,
     MemoryCrossrefInput,
+    MemoryForgetInput,
+    MemoryForgetScopedInput,
     MemoryGetInput,
     MemoryGetScopedInput,
     MemorySalienceInput,
@@ -79,6 +81,7 @@ __all__ = [
     "MemoryGetTool",
     "MemorySalienceTool",
     "MemorySearchTool",
+    "MemoryForgetTool",
     "MemoryStatusTool",
     "create_memory_tools",
 ]
@@ -393,6 +396,50 @@ class MemoryAppendTool(_MemoryTool):
         return escape_controls(f"Remembered in {into}{done['path']}:{done['line']}{where}."), done
 
 
+# ------------------------------------------------------------------ forget
+class MemoryForgetTool(_MemoryTool):
+    """Write memory: remove remembered lines, and their text from the index."""
+
+    name: str = "memory_forget"
+    description: str = (
+        "Forget something: remove a remembered bullet (path and line, as memory_get numbers "
+        "them) or every line holding a text (match), from the notes and the index. Use "
+        "dryRun first to see what would go; several matches need all=true."
+    )
+    args_schema: type[BaseModel] = MemoryForgetInput
+    scoped_schema: ClassVar[type[BaseModel] | None] = MemoryForgetScopedInput
+
+    def _run(
+        self,
+        path: str | None = None,
+        line: int | None = None,
+        match: str | None = None,
+        dry_run: bool = False,
+        all_matches: bool = False,
+        scope: str | None = None,
+        run_manager: CallbackManagerForToolRun | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        try:
+            engine = one_scope(self.get_engine(), scope)
+            done = tool_json.forget(
+                engine,
+                path=path,
+                line=line,
+                match=match,
+                dry_run=dry_run,
+                allow_many=all_matches,
+            )
+        except (WriteError, ScopeError) as exc:
+            return self._error(str(exc))
+        into = f"{scope}: " if scope else ""
+        verb = "Would forget" if dry_run else "Forgot"
+        gone = done["forgotten"]
+        if not gone:
+            return "Nothing to forget: no line matched.", done
+        lines = [f"{verb} {into}{g['path']}:{g['line']}: {g['text']}" for g in gone]
+        return escape_controls("\n".join(lines), keep="\n"), done
+
+
 def create_memory_tools(
     workspace: str | Path | None = None,
     *,
@@ -432,7 +479,8 @@ def create_memory_tools(
         settings: Search, log and graph settings.
         index_path: Where the index lives.
         now: Fixed clock for search dates, salience ages and "today" (default: real time).
-        allow_write: Add ``memory_append`` (off: many users want read-only memory).
+        allow_write: Add ``memory_append`` and ``memory_forget`` (off: many users want
+            read-only memory).
 
     Raises:
         IndexUnavailableError: ``workspace`` is not a folder.
@@ -460,4 +508,5 @@ def create_memory_tools(
         tools.append(MemoryStatusTool(**common))
     if allow_write:
         tools.append(MemoryAppendTool(now=now, **common))
+        tools.append(MemoryForgetTool(**common))
     return tools

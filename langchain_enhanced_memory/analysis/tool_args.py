@@ -27,6 +27,8 @@ __all__ = [
     "MemoryAppendInput",
     "MemoryAppendScopedInput",
     "MemoryCrossrefInput",
+    "MemoryForgetInput",
+    "MemoryForgetScopedInput",
     "MemoryGetInput",
     "MemoryGetScopedInput",
     "MemorySalienceInput",
@@ -142,6 +144,35 @@ class MemoryAppendScopedInput(MemoryAppendInput):
     """The arguments of memory_append over scopes."""
 
     scope: str | None = Field(None, description="The scope to write to (needed if several).")
+
+
+class MemoryForgetInput(_Input):
+    """The arguments of memory_forget."""
+
+    path: str | None = Field(
+        None, description="The memory file (needed with line; with match: only this file)."
+    )
+    line: int | None = Field(
+        None, ge=1, description="A line of path (1-based): its bullet, continuation lines too."
+    )
+    match: str | None = Field(
+        None,
+        description="Instead of line: every line holding this text (letter case ignored).",
+    )
+    dry_run: bool = Field(
+        False, alias="dryRun", description="Only list what would be removed; change nothing."
+    )
+    all_matches: bool = Field(
+        False,
+        alias="all",
+        description="Remove every block the match finds; without it more than one is refused.",
+    )
+
+
+class MemoryForgetScopedInput(MemoryForgetInput):
+    """The arguments of memory_forget over scopes."""
+
+    scope: str | None = Field(None, description="The scope to forget in (needed if several).")
 
 
 class MemoryStatusInput(_Input):

@@ -4,7 +4,8 @@
 (:mod:`..openclaw.response`, the same the command line prints);
 ``memory_salience`` is ``salience --json``; ``memory_crossref`` is ``crossref
 show --json`` (or the graph overview without a path); ``memory_status`` the
-index's state; ``memory_append`` where the new bullet landed. Refusals raise
+index's state; ``memory_append`` where the new bullet landed;
+``memory_forget`` what was removed. Refusals raise
 :class:`~..core.errors.EnhancedMemoryError` except where OpenClaw answers a
 shape instead (a missing or refused ``memory_get``: :func:`get`; :func:`read`
 raises, for the MCP server, whose refusals are tool errors).
@@ -29,6 +30,7 @@ from ..graph import queries, storage
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
 from ..store import logs, notes
 from ..store.append import append_memory
+from ..store.forget import forget as forget_notes
 from . import salience as salience_mod
 from . import status as status_mod
 
@@ -159,6 +161,41 @@ def append(
     out = done.as_dict()
     out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
     return out
+
+
+def forget(
+    engine: ScopeSearcher,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    match: str | None = None,
+    dry_run: bool = False,
+    allow_many: bool = False,
+) -> dict[str, Any]:
+    """Remove remembered lines (``memory_forget``): ``{forgotten: [{path, line, text}], dry_run}``.
+
+    Raises:
+        WriteError: Bad arguments, a refused or missing note, several matches
+            without ``allow_many``, or a failed write.
+        ScopeError: A folder-backed scope.
+    """
+    if isinstance(engine, DatabaseSearch):  # a database-backed scope
+        gone = engine.forget(
+            path=path, line=line, match=match, dry_run=dry_run, allow_many=allow_many
+        )
+    else:
+        local = _local(engine)
+        gone = forget_notes(
+            local.index.workspace,
+            path=path,
+            line=line,
+            match=match,
+            dry_run=dry_run,
+            allow_many=allow_many,
+            settings=local.settings,
+            index_path=local.index.path,
+        )
+    return {"forgotten": [g.as_dict() for g in gone], "dry_run": dry_run}
 
 
 def _local(engine: ScopeSearcher) -> MemorySearch:

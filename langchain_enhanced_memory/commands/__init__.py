@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "serve": "answer POST /search over HTTP (loopback)",
     "mcp": "serve the memory tools over MCP (stdio, or --http on loopback)",
     "remember": "append a note to today's daily note (or --file)",
+    "forget": "remove remembered lines (--line N or --match TEXT) and their text from the index",
     "export": "write the original's vectors/crossrefs.json",
     "scopes": "a database's scopes: list, drop, rename",
     "skill": "install the OpenClaw skill into a workspace",

@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--compact",
         action="store_true",
         help="then merge the postings and vector segments into one each and reclaim the"
-        " space of deleted rows and old side files (VACUUM)",
+        " space of deleted rows and old side files (VACUUM); with --scope, also delete the"
+        " scope's segments holding rows no file uses (what forget removed)",
     )
     add_scope_arguments(p, many=False)
     p.add_argument(
@@ -100,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
     if scope is not None:
         with open_database(args, engine.settings) as db:
             done = db.publish(
-                scope, engine.index, engine.model_id, owner=_owner(engine), take_over=args.take_over
+                scope,
+                engine.index,
+                engine.model_id,
+                owner=_owner(engine),
+                take_over=args.take_over,
+                compact=args.compact,
             )
         published = {
             "scope": scope,

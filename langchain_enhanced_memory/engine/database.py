@@ -24,6 +24,7 @@ from ..core.scopes import validate_scope
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
 from ..store.append import AppendResult
+from ..store.forget import Forgotten
 from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EngineConfig
 from .embedder import QueryEmbedder
@@ -198,6 +199,35 @@ class DatabaseSearch:
         """
         return self.database.append(
             self.scope, text, section=section, file=file, now=now, embed=self.embedding()
+        )
+
+    def forget(
+        self,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        match: str | None = None,
+        dry_run: bool = False,
+        allow_many: bool = False,
+    ) -> list[Forgotten]:
+        """Remove lines from the (database-backed) scope's notes (as :func:`..store.forget.forget`).
+
+        The notes changed are indexed again with this engine's embedder, and every
+        segment that held their old rows is deleted, in one transaction.
+
+        Raises:
+            WriteError: Bad arguments, a missing note, several matches without ``allow_many``.
+            ScopeError: A folder-backed scope, or one with vectors of another model.
+            DatabaseError: The database failed (nothing was changed).
+        """
+        return self.database.forget(
+            self.scope,
+            path=path,
+            line=line,
+            match=match,
+            dry_run=dry_run,
+            allow_many=allow_many,
+            embed=self.embedding(),
         )
 
     def embedding(self) -> Embedding | None:

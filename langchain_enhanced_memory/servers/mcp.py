@@ -13,15 +13,16 @@ LangChain tools' names and arguments (one schema each,
 - ``memory_crossref``: cross-references of a file, or of one result
   (``path`` and ``startLine``), or the graph overview.
 - ``memory_status``: ``status --json`` (and ``write``).
-- ``memory_append``: only with ``allow_write`` (``--allow-write``).
+- ``memory_append`` and ``memory_forget``: only with ``allow_write`` (``--allow-write``).
 
 On a server started with scopes (``mcp --scope``), ``memory_search``,
-``memory_get`` and ``memory_append`` take a ``scope``: the scope(s) to search
+``memory_get``, ``memory_append`` and ``memory_forget`` take a ``scope``: the scope(s) to search
 (default: all) or the one to read or write (needed when there are several). A
 server over scopes offers those three and not the tools of one workspace's
 index (salience, crossref, status).
 
-All but ``memory_append`` carry ``readOnlyHint``. Every refusal is a tool
+All but ``memory_append`` and ``memory_forget`` carry ``readOnlyHint``
+(``memory_forget`` also ``destructiveHint``). Every refusal is a tool
 error (``isError``) of one line per problem, ``<tool>: <argument>: <problem>``
 in the words ``serve`` and the command line use: a bad or unknown argument
 (each tool's schema says ``additionalProperties: false``), a malformed filter,
@@ -61,6 +62,8 @@ from ..analysis.tool_args import (
     MemoryAppendInput,
     MemoryAppendScopedInput,
     MemoryCrossrefInput,
+    MemoryForgetInput,
+    MemoryForgetScopedInput,
     MemoryGetInput,
     MemoryGetScopedInput,
     MemorySalienceInput,
@@ -87,6 +90,9 @@ SERVER_NAME = "enhanced-memory"
 _READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 _WRITE = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+_ERASE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False
 )
 
 # JSON-RPC's error codes: a body that is not JSON, a request refused as it is.
@@ -274,7 +280,7 @@ def build_server(
 
     Args:
         engine: The workspace's engine (the lead's resident engine can be passed here).
-        allow_write: Offer ``memory_append``.
+        allow_write: Offer ``memory_append`` and ``memory_forget``.
         now: Fixed clock for searches and "today" (replays, tests); default the real one.
         host: Where streamable HTTP binds (loopback unless told otherwise).
         port: Its port.
@@ -340,6 +346,25 @@ def build_server(
 
         model = MemoryAppendScopedInput if scoped else MemoryAppendInput
         server.add(memory_append, "memory_append", model, _WRITE)
+
+        def memory_forget(args: MemoryForgetInput) -> dict[str, Any]:
+            """Forget: remove a remembered bullet (path, line) or every line holding a text.
+
+            From the notes and the index; dryRun lists what would go; several
+            matches need all=true. Answers {forgotten: [{path, line, text}], dry_run}.
+            """
+            target = one_scope(engine, getattr(args, "scope", None))
+            return tool_json.forget(
+                target,
+                path=args.path,
+                line=args.line,
+                match=args.match,
+                dry_run=args.dry_run,
+                allow_many=args.all_matches,
+            )
+
+        forget_model = MemoryForgetScopedInput if scoped else MemoryForgetInput
+        server.add(memory_forget, "memory_forget", forget_model, _ERASE)
 
     if isinstance(engine, ScopedSearch):  # the tools below read one workspace's index
         return server

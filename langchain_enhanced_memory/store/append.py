@@ -60,7 +60,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -83,6 +83,8 @@ __all__ = [
     "placed",
     "plan",
     "read_all",
+    "rewrite_note",
+    "target",
     "today",
 ]
 
@@ -248,6 +250,15 @@ def _section(section: str | None) -> str | None:
     if not name or _BAD_CHARS.search(name) or len(name) > 200:
         raise WriteError("the section must be a short one-line name, e.g. Decisions")
     return name
+
+
+def target(file: str) -> str:
+    """``file`` as a checked workspace-relative memory file path (as ``--file`` is checked).
+
+    Raises:
+        WriteError: A path outside the memory files.
+    """
+    return _target(file)
 
 
 def _target(file: str) -> str:
@@ -541,3 +552,69 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
     finally:
         os.close(folder)
     return True
+
+
+def rewrite_note(workspace: str | Path, rel: str, edit: Callable[[str], str | None]) -> bool:
+    """Replace the note ``rel`` by ``edit(its text)``, under the lock ``remember`` takes.
+
+    The note is read, ``edit`` makes the new text (None: nothing to change), and
+    the rewrite of a section's bullet replaces it (:func:`_rewrite`): only if the
+    note is still byte for byte what was read, else it is read and edited again
+    (up to five times). Bytes another writer appends during the rename are kept.
+
+    Returns:
+        Whether the note was rewritten.
+
+    Raises:
+        WriteError: A path outside the memory files, a missing, read-only,
+            hard-linked, foreign or non-UTF-8 note, or one that kept changing.
+    """
+    rel = _target(rel)
+    root = Path(workspace).expanduser().resolve()
+    try:
+        real = _real_target(root, rel)
+        memory = root / "memory"
+        if not writable(memory if memory.is_dir() else root):
+            raise WriteError(f"the workspace is read-only: cannot write {rel}")
+        if not real.is_file():
+            raise WriteError(f"no such memory file: {rel}", _PATHS)
+        with folder_lock(memory, _LOCK_NAME):
+            _remove_leftovers(real)
+            fd, _ = _open(real, rel)
+            try:
+                return _edit(fd, real, rel, edit)
+            finally:
+                os.close(fd)
+    except OSError as exc:
+        if exc.errno == errno.EROFS:
+            raise WriteError(f"the workspace is read-only: cannot write {rel}") from None
+        raise WriteError(f"cannot write {rel}: {exc.strerror or type(exc).__name__}") from None
+
+
+def _edit(fd: int, real: Path, rel: str, edit: Callable[[str], str | None]) -> bool:
+    """:func:`rewrite_note`'s loop on the open note (the lock held)."""
+    st = os.fstat(fd)
+    if st.st_nlink > 1:
+        raise WriteError(
+            f"refused: {rel} has other hard links, and a rewrite would split them",
+            "edit it by hand, or remove the other links first",
+        )
+    if st.st_uid != os.geteuid() and os.geteuid() != 0:
+        raise WriteError(
+            f"refused: {rel} belongs to another user, and a rewrite would make it yours",
+            "run this as its owner",
+        )
+    for _ in range(_ATTEMPTS):
+        raw = read_all(fd)
+        try:
+            new = edit(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise WriteError(f"refused: {rel} is not UTF-8 text; it is left as it is") from None
+        if new is None:
+            return False
+        if _rewrite(fd, real, rel, raw, new.encode("utf-8")):
+            return True
+    raise WriteError(
+        f"{rel} kept changing while it was rewritten; nothing was changed",
+        "try again when the other program has finished writing it",
+    )

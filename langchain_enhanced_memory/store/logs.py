@@ -70,6 +70,7 @@ __all__ = [
     "LOG_ENV",
     "QUERY_LOG",
     "flush",
+    "forget_queries",
     "log_path",
     "logging_enabled",
     "read_access_log",
@@ -339,6 +340,54 @@ def record_access(
         return False
     _QUEUE.put(Path(workspace), (None, list(paths), 0))
     return True
+
+
+def forget_queries(workspace: str | Path, texts: Iterable[str]) -> int:
+    """Remove the query-log entries that hold one of ``texts``, or that one of them holds.
+
+    Letter case is ignored; this process's queue is written first, and the file
+    is rewritten under the logs' lock (set-aside ``*.corrupt-*`` files too).
+
+    Returns:
+        How many entries were removed.
+
+    Raises:
+        OSError: The log cannot be written.
+    """
+    flush()
+    keys = [t.casefold() for t in texts if t.strip()]
+    ws = Path(workspace)
+    if not keys or not (index_folder(ws).is_dir() or (ws / _OLD_FOLDER / QUERY_LOG).exists()):
+        return 0
+
+    def held(entry: Any) -> bool:
+        query = entry.get("query") if isinstance(entry, dict) else None
+        if not isinstance(query, str):
+            return any(k in json.dumps(entry, ensure_ascii=False).casefold() for k in keys)
+        q = query.casefold().strip()
+        return any(k in q or (len(q) >= 3 and q in k) for k in keys)
+
+    removed = 0
+    folder = index_folder(ws)
+    with _locked(folder):
+        _move_old(ws, folder)
+        for log_file in (folder / QUERY_LOG, ws / _OLD_FOLDER / QUERY_LOG):
+            corrupt = sorted(log_file.parent.glob(f"{log_file.name}.corrupt-*"))
+            for path in [log_file, *corrupt]:
+                if not path.exists():
+                    continue
+                if path != log_file:  # set aside as corrupt: its text is unknown, so it goes
+                    raw = path.read_bytes().decode("utf-8", "replace").casefold()
+                    if any(k in raw for k in keys):
+                        path.unlink()
+                        removed += 1
+                    continue
+                entries = _load(path, list)
+                kept = [e for e in entries if not held(e)]
+                if len(kept) != len(entries):
+                    _save(path, kept)
+                    removed += len(entries) - len(kept)
+    return removed
 
 
 def read_query_log(workspace: str | Path) -> list[dict[str, Any]]:

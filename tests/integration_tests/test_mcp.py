@@ -195,8 +195,9 @@ def test_stdio_write_tool_only_when_enabled(ws: Path, fake_ollama: FakeOllama) -
     async def main() -> None:
         async with stdio_session(server_args(ws, fake_ollama, "--allow-write")) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == READ_TOOLS | {"memory_append"}
+            assert set(tools) == READ_TOOLS | {"memory_append", "memory_forget"}
             assert tools["memory_append"].annotations.readOnlyHint is False
+            assert tools["memory_forget"].annotations.destructiveHint is True
             done = await call(
                 session, "memory_append", text="The kayak trip is on the 21st.", section="Plans"
             )
@@ -442,7 +443,7 @@ def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> 
     # memory_status: the MCP server's; a LangChain one, where there is one, is compared too.
     assert set(chain) | {"memory_status"} == set(mcp) == {
         "memory_search", "memory_get", "memory_salience", "memory_crossref", "memory_append",
-        "memory_status",
+        "memory_forget", "memory_status",
     }  # fmt: skip
     for name, tool in chain.items():
         assert tool.tool_call_schema.model_json_schema() == mcp[name], name
@@ -456,6 +457,7 @@ def test_langchain_and_mcp_tools_have_one_set_of_names_and_schemas(ws: Path) -> 
     )
     assert set(mcp["memory_get"]["properties"]) == {"path", "from", "lines", "corpus"}
     assert set(mcp["memory_crossref"]["properties"]) == {"path", "startLine"}
+    assert set(mcp["memory_forget"]["properties"]) == {"path", "line", "match", "dryRun", "all"}
     assert all(schema["additionalProperties"] is False for schema in mcp.values())
 
 

@@ -159,7 +159,7 @@ def test_mcp_scope_argument(scopes: dict[str, Path]) -> None:
     async def main() -> None:
         async with stdio_session(args) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {"memory_search", "memory_get", "memory_append"}
+            assert set(tools) == {"memory_search", "memory_get", "memory_append", "memory_forget"}
             for tool in tools.values():
                 assert tool.inputSchema["additionalProperties"] is False
                 assert "scope" in tool.inputSchema["properties"]

@@ -160,9 +160,9 @@ def test_failed_rename_leaves_the_old_file(workspace: Path, monkeypatch) -> None
 # ----------------------------------------------------------------- the tool
 def test_write_tool_is_off_unless_enabled(workspace: Path) -> None:
     names = [t.name for t in create_memory_tools(workspace, embedder="none")]
-    assert "memory_append" not in names
+    assert "memory_append" not in names and "memory_forget" not in names
     names = [t.name for t in create_memory_tools(workspace, embedder="none", allow_write=True)]
-    assert names[-1] == "memory_append"
+    assert names[-2:] == ["memory_append", "memory_forget"]
 
 
 def test_write_tool_writes_and_the_next_search_finds_it(workspace: Path) -> None:

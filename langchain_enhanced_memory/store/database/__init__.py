@@ -37,12 +37,13 @@ from ...core.scopes import validate_scope
 from ...core.settings import MemorySettings
 from ...core.snapshot import Snapshot
 from ..append import AppendResult, plan
+from ..forget import Forgotten, check_match
 from ..index import MemoryIndex
 from ..locations import host_id
 from ..notes import MemoryLines, check_range
 from .cache import SegmentCache, default_cache_folder
 from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
-from .notes import Embedding, append_note, export_notes, read_note
+from .notes import Embedding, append_note, export_notes, forget_note, read_note
 from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
 from .scopes import ScopeInfo, describe_scopes, drop_scope, rename_scope, unknown
@@ -161,6 +162,7 @@ class Database:
         *,
         owner: str,
         take_over: bool = False,
+        compact: bool = False,
     ) -> PublishReport:
         """Publish ``index``'s workspace (synced, embedded) as folder-backed ``scope``.
 
@@ -174,6 +176,9 @@ class Database:
             model_id: The model of the vectors published (None: keyword-only).
             owner: Who publishes (:func:`local_owner`): another owner is refused ...
             take_over: ... unless this is set.
+            compact: Also delete every segment holding rows no file uses (the old
+                rows of changed or deleted files: lines forgotten in the folder),
+                rewritten without them when other files still use it.
 
         Raises:
             ScopeError: Bad name, a database-backed scope, another owner, missing vectors.
@@ -182,9 +187,11 @@ class Database:
         validate_scope(scope)
         with self._writer.connection(f"publishing scope {scope}") as conn:
             report = publish_folder(
-                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope)
+                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope), compact
             )
         self._wrote(scope, report.generation)
+        if compact:
+            self._drop_copies(scope)
         return report
 
     def check_publisher(self, scope: str, *, owner: str, take_over: bool = False) -> None:
@@ -229,6 +236,61 @@ class Database:
             )
         self._wrote(scope, generation)
         return result
+
+    def forget(
+        self,
+        scope: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        match: str | None = None,
+        dry_run: bool = False,
+        allow_many: bool = False,
+        embed: Embedding | None = None,
+    ) -> list[Forgotten]:
+        """Remove lines from the notes of database-backed ``scope`` (as the workspace's forget).
+
+        One transaction under the scope's row lock: the notes' new text, their new
+        segment (indexed with ``embed`` when the scope holds vectors), and every
+        segment that held their old rows deleted (rewritten without them when other
+        files still use it). This host's copies of those segments are removed
+        after the commit; another host's, when it next loads the scope.
+
+        Raises:
+            WriteError: Bad arguments, a missing note, several matches without ``allow_many``.
+            ScopeError: Bad name, no such scope, a folder-backed scope, or one with
+                vectors of another model.
+            DatabaseError: The database failed (nothing was changed).
+        """
+        validate_scope(scope)
+        key = check_match(match) if match is not None else None
+        with self._writer.connection(f"forgetting in scope {scope}") as conn:
+            gone, generation = forget_note(
+                conn,
+                scope,
+                (path, line, key, dry_run, allow_many),
+                self.settings,
+                embed,
+                self._fetcher(conn, scope),
+            )
+        if generation is not None:
+            self._wrote(scope, generation)
+            self._drop_copies(scope)
+        return gone
+
+    def _drop_copies(self, scope: str) -> None:
+        """Forget this process's segments of ``scope``, and this host's copies, it no longer has."""
+        with self._writer.connection(f"reading scope {scope}", transaction=False) as conn:
+            ids = {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT id FROM em_segments WHERE scope = %s", (scope,)
+                ).fetchall()
+            }
+        with self._lock:
+            self._segments = {i: s for i, s in self._segments.items() if i in ids}
+        if self._cache is not None:
+            self._cache.keep(scope, ids)
 
     def _wrote(self, scope: str, generation: int) -> None:
         with self._lock:

@@ -20,21 +20,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.errors import MissingNoteError, NoteError, ScopeError
+from ...core.errors import MissingNoteError, NoteError, ScopeError, WriteError
 from ...core.settings import MemorySettings
-from ..append import AppendResult, Planned, placed
+from ..append import AppendResult, Planned, placed, target
+from ..forget import Forgotten, edited, line_spans, match_spans
 from ..index import MemoryIndex
 from ..notes import MemoryLines, normalize_path, sliced
 from ..sync import chunker_signature
 from ..upkeep import embed_missing
 from ..workspace import split_lines
-from .publish import Fetch, lock_scope, store, tidy
+from .publish import Fetch, lock_scope, name_files, purge, store, tidy
 from .segments import Segment, from_snapshot
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Embedding", "append_note", "export_notes", "read_note"]
+__all__ = ["Embedding", "append_note", "export_notes", "forget_note", "read_note"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,116 @@ def append_note(
     ).fetchone()
     assert generation is not None
     return todo.result(line, made is not None, name), int(generation[0])
+
+
+#: What to forget: ``(path, line, match, dry_run, allow_many)`` (see :func:`..forget.forget`).
+ForgetAsk = tuple[str | None, int | None, str | None, bool, bool]
+
+
+def forget_note(
+    conn: psycopg.Connection,
+    scope: str,
+    ask: ForgetAsk,
+    settings: MemorySettings,
+    embedding: Embedding | None,
+    fetch: Fetch,
+) -> tuple[list[Forgotten], int | None]:
+    """Remove lines from notes of database-backed ``scope`` (in one transaction).
+
+    The scope's row and the notes' rows are locked, the lines found and removed
+    as in a workspace (:func:`..forget.match_spans`, :func:`..forget.edited`), the
+    changed notes indexed again (keyword-only when the scope holds no vectors),
+    and each segment that held their old rows deleted (:func:`.publish.purge`).
+
+    Returns:
+        What was removed (or would be), and the scope's new generation (None:
+        nothing changed).
+
+    Raises:
+        WriteError: Bad arguments, no such note, several blocks without ``allow_many``.
+        ScopeError: No such scope, a folder-backed one, or vectors of another model.
+    """
+    path, line, key, dry_run, allow_many = ask
+    if (line is None) == (key is None):
+        raise WriteError("give --line N (with a path) or --match TEXT")
+    if line is not None and path is None:
+        raise WriteError("--line needs the note's path, e.g. memory/2026-01-05.md")
+    rel = target(path) if path is not None else None
+    row = conn.execute(
+        "SELECT backing, owner, model, chunker FROM em_scopes WHERE name = %s FOR UPDATE", (scope,)
+    ).fetchone()
+    if row is None:
+        raise ScopeError(f"no scope {scope} in the database")
+    backing, owner, had_model, had_chunker = row
+    if backing != "database":
+        raise ScopeError(
+            f"scope {scope} is published from {owner}: forget in that folder there",
+            "then publish it with enhanced-memory index --compact --scope",
+        )
+    model = embedding.model if embedding else None
+    if had_model is not None and had_model != model:
+        raise ScopeError(
+            f"scope {scope} holds vectors of {had_model}; forget in it with that embedder"
+        )
+    embedding = embedding if had_model is not None else None
+    notes: dict[str, str] = dict(
+        conn.execute(
+            "SELECT path, body FROM em_notes WHERE scope = %s"
+            + (" AND path = %s" if rel else "")
+            + " ORDER BY path FOR UPDATE",
+            (scope, rel) if rel else (scope,),
+        ).fetchall()
+    )
+    if rel is not None and rel not in notes:
+        raise WriteError(f"no such memory file in scope {scope}: {rel}")
+    found: dict[str, list[tuple[int, int]]] = {}
+    gone: list[Forgotten] = []
+    for name, body in notes.items():
+        lines = split_lines(body)
+        spans = line_spans(lines, line) if line is not None else match_spans(lines, key or "")
+        if spans:
+            found[name] = spans
+            gone += [Forgotten(name, a + 1, "\n".join(lines[a:b])) for a, b in spans]
+    if len(gone) > 1 and not dry_run and not allow_many:
+        raise WriteError(
+            f"{len(gone)} blocks hold the text; nothing was removed",
+            "look with --dry-run, then pass --yes to remove them all, or use --line",
+        )
+    if dry_run or not gone:
+        return gone, None
+    bodies = {name: edited(notes[name], spans) for name, spans in found.items()}
+    chunker = chunker_signature(settings)
+    indexed = dict(bodies)
+    if had_chunker != chunker:  # another chunker: every note indexed again, as append does
+        indexed = dict(conn.execute("SELECT path, body FROM em_notes WHERE scope = %s", (scope,)))
+        indexed |= bodies
+    old = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT segment FROM em_files WHERE scope = %s AND segment > 0"
+            + ("" if had_chunker != chunker else " AND path = ANY(%s)"),
+            (scope,) if had_chunker != chunker else (scope, list(bodies)),
+        )
+    ]
+    segment, hashes = index_notes(indexed, settings, embedding)
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE em_notes SET body = %s WHERE scope = %s AND path = %s",
+            [(body, scope, name) for name, body in bodies.items()],
+        )
+    store(conn, scope, [(segment, hashes)] if segment.chunks else [])
+    held = set(segment.names()) if segment.chunks else set()
+    # A note left without chunks is named with segment 0 (no segment), as a publish does.
+    name_files(conn, scope, [(p, 0, hashes.get(p, ""), 0) for p in indexed if p not in held])
+    purge(conn, scope, old, fetch)
+    tidy(conn, scope, fetch)
+    generation = conn.execute(
+        "UPDATE em_scopes SET generation = nextval('em_generations'), chunker = %s,"
+        " updated = now() WHERE name = %s RETURNING generation",
+        (chunker, scope),
+    ).fetchone()
+    assert generation is not None
+    return gone, int(generation[0])
 
 
 def index_notes(

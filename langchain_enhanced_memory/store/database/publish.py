@@ -23,7 +23,16 @@ from .segments import Segment, encode, from_snapshot, live_rows, merged
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PublishReport", "SEGMENT_CHUNKS", "publish_folder", "store", "tidy"]
+__all__ = [
+    "PublishReport",
+    "SEGMENT_CHUNKS",
+    "name_files",
+    "publish_folder",
+    "purge",
+    "purge_dead",
+    "store",
+    "tidy",
+]
 
 #: A first publish is split in segments of about this many chunks; smaller ones get merged.
 SEGMENT_CHUNKS = 20_000
@@ -124,12 +133,17 @@ def publish_folder(
     owner: str,
     take_over: bool,
     fetch: Fetch,
+    compact: bool = False,
 ) -> PublishReport:
     """Publish ``index``'s workspace as folder-backed ``scope`` (in ``conn``'s transaction).
 
     Only files whose content hash differs from the scope's are written (one new
     segment, split at :data:`SEGMENT_CHUNKS`), files gone from the folder are
-    dropped; a change of model or chunker writes every file again.
+    dropped; a change of model or chunker writes every file again. With
+    ``compact``, every segment still holding rows no file uses (a changed or
+    deleted file's old rows: the text of lines forgotten in the folder) is
+    deleted, rewritten without them when other files still use it
+    (:func:`purge_dead`).
 
     Raises:
         ScopeError: The scope is database-backed, or published by another owner
@@ -171,7 +185,8 @@ def publish_folder(
     name_files(conn, scope, [(p, 0, hashes[p], 0) for p in changed if p not in held])
     _store_notes(conn, scope, index, changed)
     merged_count = tidy(conn, scope, fetch)
-    moved = bool(changed or deleted or rewrite or had_owner != owner)
+    purged = purge_dead(conn, scope, fetch) if compact else 0
+    moved = bool(changed or deleted or rewrite or had_owner != owner or purged)
     if moved:
         row = conn.execute(
             "UPDATE em_scopes SET generation = nextval('em_generations'), owner = %s,"
@@ -264,13 +279,53 @@ def counts(conn: psycopg.Connection, scope: str) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
-    """Drop segments no file names; merge small or mostly replaced ones. Returns how many merged."""
+def _drop_unnamed(conn: psycopg.Connection, scope: str) -> None:
+    """Delete the segments of ``scope`` no file names."""
     conn.execute(
         "DELETE FROM em_segments s WHERE s.scope = %s AND NOT EXISTS"
         " (SELECT 1 FROM em_files f WHERE f.scope = s.scope AND f.segment = s.id)",
         (scope,),
     )
+
+
+def purge(conn: psycopg.Connection, scope: str, ids: Iterable[int], fetch: Fetch) -> None:
+    """Delete segments ``ids``: those no file names at once, the others rewritten without dead rows.
+
+    What a forget needs: a file's old rows must not stay in a segment other files
+    still name (a merge's, or a first publish's), where a search no longer reads
+    them but the database still holds their text.
+    """
+    _drop_unnamed(conn, scope)
+    left = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM em_segments WHERE scope = %s AND id = ANY(%s)", (scope, list(ids))
+        )
+    ]
+    if left:
+        _merge(conn, scope, left, fetch)
+
+
+def purge_dead(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
+    """:func:`purge` every segment of ``scope`` holding rows no file uses; how many there were."""
+    dead = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT s.id FROM em_segments s"
+            " LEFT JOIN em_files f ON f.scope = s.scope AND f.segment = s.id"
+            " WHERE s.scope = %s GROUP BY s.id, s.chunks"
+            " HAVING s.chunks > coalesce(sum(f.chunks), 0)",
+            (scope,),
+        )
+    ]
+    if dead:
+        purge(conn, scope, dead, fetch)
+    return len(dead)
+
+
+def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
+    """Drop segments no file names; merge small or mostly replaced ones. Returns how many merged."""
+    _drop_unnamed(conn, scope)
     stats = conn.execute(
         "SELECT s.id, s.chunks, coalesce(sum(f.chunks), 0) FROM em_segments s"
         " LEFT JOIN em_files f ON f.scope = s.scope AND f.segment = s.id"
@@ -288,6 +343,12 @@ def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
     ]
     if len(pick) < 2 and not (pick and dead):
         return 0
+    _merge(conn, scope, pick, fetch)
+    return len(pick)
+
+
+def _merge(conn: psycopg.Connection, scope: str, pick: list[int], fetch: Fetch) -> None:
+    """Replace segments ``pick`` by one holding only their live rows."""
     got = fetch(pick)
     live_paths: dict[int, set[str]] = {i: set() for i in pick}
     for path, seg_id in conn.execute(
@@ -301,6 +362,5 @@ def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
             "SELECT path, hash FROM em_files WHERE scope = %s AND segment = ANY(%s)", (scope, pick)
         ).fetchall()
     )
-    store(conn, scope, [(one, hashes)])
+    store(conn, scope, [(one, hashes)] if one.chunks else [])
     conn.execute("DELETE FROM em_segments WHERE scope = %s AND id = ANY(%s)", (scope, pick))
-    return len(pick)
