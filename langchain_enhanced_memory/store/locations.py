@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import stat
-import uuid
 
 from ..core.errors import EnhancedMemoryError
 
@@ -171,7 +170,7 @@ def host_id() -> str:
         make_private(folder)
         temp = f"{path}.{os.getpid()}.tmp"
         with os.fdopen(open_private(temp, os.O_WRONLY | os.O_TRUNC), "w") as f:
-            f.write(f"{uuid.uuid4().hex}\n")
+            f.write(f"{os.urandom(16).hex()}\n")
         try:
             os.link(temp, path)  # whole, and the first of two processes making it wins
         except FileExistsError:
