@@ -144,15 +144,19 @@ def test_bad_scopes_command_lines_are_one_line(args: list[str], message: str) ->
     assert message in failed(run_cli(*args))
 
 
-def test_the_python_functions_and_a_long_lived_reader(database_url: str, tmp_path: Path) -> None:
+def test_the_python_functions_and_a_long_lived_reader(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A reader that held a scope answers empty once it is dropped, then only the new one."""
+    # A cache folder of this test's own: the run's shared one holds other databases' "team".
+    monkeypatch.setenv("ENHANCED_MEMORY_DATABASE_CACHE", str(tmp_path / "segments"))
     with Database.connect(database_url) as db:
         db.append("team", "kestrel seen at the lake", now=DAY)
     config = EngineConfig(workspace=tmp_path, embedder="none")
     with scoped_search(config, [parse_scope_arg("team")], database_url) as reader:
         first = reader.run(_request("kestrel"))
         assert len(first.hits) == 1
-        held = _copies("team")  # this host's copies of its segments (conftest's folder)
+        held = _copies("team")  # this host's copies of its segments
         assert held
         info = describe_scope("team", database_url)
         assert (info.backing, info.files) == ("database", 1)
