@@ -329,8 +329,10 @@ class MemoryCrossrefTool(_MemoryTool):
         try:
             engine = self.workspace_engine()
             shown = tool_json.related(engine, path, line=start_line, build=self.build_if_missing)
-        except (CrossrefError, NoteError, ScopeError) as exc:
+        except (CrossrefError, NoteError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # building the graph: the embedder or the index failed
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
         if path is None:
             return views.format_summary(shown), shown
         return views.format_show(shown), shown

@@ -104,9 +104,12 @@ def related(
         build: Build the graph first when there is none (needs an embedder).
 
     Raises:
+        NoMemoryError: The workspace holds no memory (nothing is written there).
         CrossrefError: No graph and it cannot be built.
         NoteError: A refused path.
+        EnhancedMemoryError: Building the graph failed (the embedder, or the index's disk).
     """
+    engine.require_memory()
     index = engine.index
     try:
         summary = queries.graph_summary(index)
