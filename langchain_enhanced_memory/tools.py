@@ -353,11 +353,13 @@ class MemoryStatusTool(_MemoryTool):
         self, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            engine = self.workspace_engine()
+            got = status.status(self.workspace_engine())
         except ScopeError as exc:
             return self._error(str(exc))
-        got = status.status(engine)
-        return status.format_text(got), got.as_dict()
+        except EnhancedMemoryError as exc:  # the index refused (not ours) or unreadable
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
+        # Cleaned as every tool's text: paths and reasons reach the model escaped.
+        return escape_controls(status.format_text(got), keep="\n"), got.as_dict()
 
 
 # ------------------------------------------------------------------ append
