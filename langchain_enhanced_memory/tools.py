@@ -299,10 +299,9 @@ class MemorySalienceTool(_MemoryTool):
         self, top: int = 3, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            engine = self.workspace_engine()
-        except ScopeError as exc:
+            result = tool_json.salience(self.workspace_engine(), top, self.now)
+        except (ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
-        result = tool_json.salience(engine, top, self.now)
         return salience.format_text(result), result
 
 
@@ -354,7 +353,7 @@ class MemoryStatusTool(_MemoryTool):
     ) -> tuple[str, dict[str, Any]]:
         try:
             got = status.status(self.workspace_engine())
-        except ScopeError as exc:
+        except (ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
         except EnhancedMemoryError as exc:  # the index refused (not ours) or unreadable
             return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})

@@ -135,11 +135,14 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
     Resolves the engine's embedder (``auto`` and ``ollama`` ask Ollama, for at most 2 s).
 
     Raises:
+        NoMemoryError: No ``database``, and the workspace holds no memory.
         DatabaseError: ``database`` cannot be read.
         IndexUnavailableError: The index file named is not an enhanced-memory index
             (``--index notes.yaml``): refused as a search refuses it; or it cannot be
             opened.
     """
+    if database is None:  # a database's scopes can be asked about from any folder
+        engine.require_memory()
     index = engine.index
     choice = engine.choice
     corpora = {name: CorpusStatus() for name in CORPORA}

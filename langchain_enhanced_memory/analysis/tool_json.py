@@ -84,7 +84,12 @@ def _echoed(path: str) -> str:
 
 
 def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) -> dict[str, Any]:
-    """Which memory files need attention (``salience --json``)."""
+    """Which memory files need attention (``salience --json``).
+
+    Raises:
+        NoMemoryError: The workspace holds no memory.
+    """
+    engine.require_memory()
     return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
 
 

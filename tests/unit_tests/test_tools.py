@@ -323,3 +323,14 @@ def test_crossref_tool_answers_an_embedder_failure_as_its_error(workspace):
     msg = _call(tool, {})
     assert msg.content.startswith("Error: ") and "\n" not in msg.content, msg.content
     assert set(msg.artifact) == {"error", "action"}
+
+
+@pytest.mark.parametrize("name", ["memory_salience", "memory_status"])
+def test_salience_and_status_tools_refuse_a_folder_with_no_memory(tmp_path, name):
+    # As memory_search does: not "Nothing needs attention." or "no index yet: run index".
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tool = {t.name: t for t in create_memory_tools(empty, embedder="none")}[name]
+    msg = _call(tool, {})
+    assert msg.content.startswith(f"Error: no memory in {empty} "), msg.content
+    assert "\n" not in msg.content and list(empty.iterdir()) == []
