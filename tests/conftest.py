@@ -51,6 +51,19 @@ def _host_state_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture
+def read_side_files_as_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test workspaces are small: read their side files as a large index's are (pread).
+
+    Autouse in the unit tests; an integration test that must exercise that read path
+    (the concurrency stress) asks for it.
+    """
+    from langchain_enhanced_memory.store import postings, vector_segments
+
+    monkeypatch.setattr(vector_segments, "READ_ABOVE", 0)
+    monkeypatch.setattr(postings, "READ_ABOVE", 0)
+
+
+@pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
     """A started :class:`tests.fake_ollama.FakeOllama` with ``nomic-embed-text`` pulled."""
     server = FakeOllama()
