@@ -37,7 +37,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 REQUIRED = {"get": ["x"], "skill": ["install"], "crossref": ["build"], "daemon": ["status"],
-            "remember": ["a note"],
+            "remember": ["a note"], "scopes": ["list"],
             "eval": ["--root", ".", "--queries", "q"]}  # fmt: skip
 
 
