@@ -34,7 +34,11 @@ __all__ = ["ScopeInfo", "describe_scope", "drop_scope", "list_scopes", "rename_s
 
 @contextlib.contextmanager
 def _database(
-    database_url: str | None, read_url: str | None = None, pool_size: int | None = None
+    database_url: str | None,
+    read_url: str | None = None,
+    pool_size: int | None = None,
+    *,
+    replica: bool = True,
 ) -> Iterator[Database]:
     url = database_url or os.environ.get(DATABASE_ENV) or None
     if url is None:
@@ -42,7 +46,7 @@ def _database(
             "scopes live in a database and none is given",
             f"pass database_url= or set ${DATABASE_ENV}",
         )
-    with connect_database(url, read_url=read_url, pool_size=pool_size) as db:
+    with connect_database(url, read_url=read_url, pool_size=pool_size, replica=replica) as db:
         yield db
 
 
@@ -90,7 +94,7 @@ def drop_scope(
         ScopeError: No database given, a bad name, or no such scope.
         DatabaseError: The database failed, or the role may not write (nothing dropped).
     """
-    with _database(database_url, pool_size=pool_size) as db:
+    with _database(database_url, pool_size=pool_size, replica=False) as db:
         return db.drop_scope(name)
 
 
@@ -103,5 +107,5 @@ def rename_scope(
         ScopeError: No database given, a bad name, no scope ``old``, or ``new`` exists.
         DatabaseError: The database failed, or the role may not write (nothing renamed).
     """
-    with _database(database_url, pool_size=pool_size) as db:
+    with _database(database_url, pool_size=pool_size, replica=False) as db:
         return db.rename_scope(old, new)

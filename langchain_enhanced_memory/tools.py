@@ -302,10 +302,9 @@ class MemorySalienceTool(_MemoryTool):
         self, top: int = 3, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            engine = self.workspace_engine()
-        except ScopeError as exc:
+            result = tool_json.salience(self.workspace_engine(), top, self.now)
+        except (ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
-        result = tool_json.salience(engine, top, self.now)
         return salience.format_text(result), result
 
 
@@ -332,8 +331,10 @@ class MemoryCrossrefTool(_MemoryTool):
         try:
             engine = self.workspace_engine()
             shown = tool_json.related(engine, path, line=start_line, build=self.build_if_missing)
-        except (CrossrefError, NoteError, ScopeError) as exc:
+        except (CrossrefError, NoteError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
+        except EnhancedMemoryError as exc:  # building the graph: the embedder or the index failed
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
         if path is None:
             return views.format_summary(shown), shown
         return views.format_show(shown), shown
@@ -354,11 +355,13 @@ class MemoryStatusTool(_MemoryTool):
         self, run_manager: CallbackManagerForToolRun | None = None
     ) -> tuple[str, dict[str, Any]]:
         try:
-            engine = self.workspace_engine()
-        except ScopeError as exc:
+            got = status.status(self.workspace_engine())
+        except (ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
-        got = status.status(engine)
-        return status.format_text(got), got.as_dict()
+        except EnhancedMemoryError as exc:  # the index refused (not ours) or unreadable
+            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
+        # Cleaned as every tool's text: paths and reasons reach the model escaped.
+        return escape_controls(status.format_text(got), keep="\n"), got.as_dict()
 
 
 # ------------------------------------------------------------------ append

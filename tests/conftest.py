@@ -22,16 +22,45 @@ from tests.workspaces import SMALL_WORKSPACE, write_workspace
 os.environ.update(NO_DAEMON)
 
 
+def _env_in_a_temp_folder(
+    name: str, folder: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Point env ``name`` at a new folder of the run's temp folder for the session."""
+    before = os.environ.get(name)
+    os.environ[name] = str(tmp_path_factory.mktemp(folder))
+    yield
+    if before is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = before
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _segment_copies_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Database searches keep their segment copies in the run's temp folder, not the user's."""
-    before = os.environ.get("ENHANCED_MEMORY_DATABASE_CACHE")
-    os.environ["ENHANCED_MEMORY_DATABASE_CACHE"] = str(tmp_path_factory.mktemp("segments"))
-    yield
-    if before is None:
-        os.environ.pop("ENHANCED_MEMORY_DATABASE_CACHE", None)
-    else:
-        os.environ["ENHANCED_MEMORY_DATABASE_CACHE"] = before
+    yield from _env_in_a_temp_folder("ENHANCED_MEMORY_DATABASE_CACHE", "segments", tmp_path_factory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _host_state_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A publish keeps this host's ``host-id`` in the run's temp folder, not ``~/.local/state``.
+
+    ``XDG_STATE_HOME`` reaches the command-line children too (:func:`tests.cli_run.cli_env`).
+    """
+    yield from _env_in_a_temp_folder("XDG_STATE_HOME", "state", tmp_path_factory)
+
+
+@pytest.fixture
+def read_side_files_as_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test workspaces are small: read their side files as a large index's are (pread).
+
+    Autouse in the unit tests; an integration test that must exercise that read path
+    (the concurrency stress) asks for it.
+    """
+    from langchain_enhanced_memory.store import postings, vector_segments
+
+    monkeypatch.setattr(vector_segments, "READ_ABOVE", 0)
+    monkeypatch.setattr(postings, "READ_ABOVE", 0)
 
 
 @pytest.fixture

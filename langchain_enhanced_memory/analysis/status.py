@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from ..core.errors import IndexUnavailableError
 from ..store.db import SCHEMA_VERSION, generation_of, get_meta
 from ..store.locations import resident_pid
 from ..store.sync import chunker_signature
@@ -123,8 +124,14 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
     Resolves the engine's embedder (``auto`` and ``ollama`` ask Ollama, for at most 2 s).
 
     Raises:
+        NoMemoryError: No ``database``, and the workspace holds no memory.
         DatabaseError: ``database`` cannot be read.
+        IndexUnavailableError: The index file named is not an enhanced-memory index
+            (``--index notes.yaml``): refused as a search refuses it; or it cannot be
+            opened.
     """
+    if database is None:  # a database's scopes can be asked about from any folder
+        engine.require_memory()
     index = engine.index
     choice = engine.choice
     corpora = {name: CorpusStatus() for name in CORPORA}
@@ -132,25 +139,16 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
     if not index.path.is_file():
         problem = "no index yet: run `enhanced-memory index` (a search indexes too)"
     else:
-        # Read-only: no schema created, upgraded or set aside, as opening it to search would.
-        uri = f"file:{quote(str(index.path))}?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                problem = (
-                    f"the index is of schema {version}, not {SCHEMA_VERSION}:"
-                    " the next `enhanced-memory index` upgrades or rebuilds it"
-                )
-            else:
-                generation = generation_of(conn)
-                indexed_at = get_meta(conn, "indexed_at") or None
-                graph = (
-                    conn.execute(
-                        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='crossref_refs'"
-                    ).fetchone()
-                    is not None
-                )
-                corpora = _corpora(engine, conn)
+        index.db.refuse_foreign()
+        try:
+            generation, indexed_at, graph, problem, corpora = _read_index(engine)
+        except sqlite3.OperationalError as exc:  # busy, or cannot be opened: not damage
+            raise IndexUnavailableError(f"index {index.path} is unavailable: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # damaged: the next index run sets it aside
+            problem = (
+                f"the index is unreadable ({exc}):"
+                " the next `enhanced-memory index` sets it aside and rebuilds it"
+            )
     return MemoryStatus(
         workspace=str(index.workspace),
         index=str(index.path),
@@ -169,6 +167,35 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
         resident_pid=resident_pid(index.workspace),
         scopes=tuple(database.scopes()) if database is not None else (),
     )
+
+
+def _read_index(
+    engine: MemorySearch,
+) -> tuple[int, str | None, bool, str | None, dict[str, CorpusStatus]]:
+    """The index file's generation, time, graph, problem and corpora, opened read-only.
+
+    Read-only: no schema created, upgraded or set aside, as opening it to search would.
+
+    Raises:
+        sqlite3.DatabaseError: The file is damaged.
+    """
+    uri = f"file:{quote(str(engine.index.path))}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            problem = (
+                f"the index is of schema {version}, not {SCHEMA_VERSION}:"
+                " the next `enhanced-memory index` upgrades or rebuilds it"
+            )
+            return 0, None, False, problem, {name: CorpusStatus() for name in CORPORA}
+        graph = (
+            conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='crossref_refs'"
+            ).fetchone()
+            is not None
+        )
+        indexed_at = get_meta(conn, "indexed_at") or None
+        return generation_of(conn), indexed_at, graph, None, _corpora(engine, conn)
 
 
 def _corpus(path: str) -> str:

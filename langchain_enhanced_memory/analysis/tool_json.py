@@ -86,7 +86,12 @@ def _echoed(path: str) -> str:
 
 
 def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) -> dict[str, Any]:
-    """Which memory files need attention (``salience --json``)."""
+    """Which memory files need attention (``salience --json``).
+
+    Raises:
+        NoMemoryError: The workspace holds no memory.
+    """
+    engine.require_memory()
     return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
 
 
@@ -106,9 +111,12 @@ def related(
         build: Build the graph first when there is none (needs an embedder).
 
     Raises:
+        NoMemoryError: The workspace holds no memory (nothing is written there).
         CrossrefError: No graph and it cannot be built.
         NoteError: A refused path.
+        EnhancedMemoryError: Building the graph failed (the embedder, or the index's disk).
     """
+    engine.require_memory()
     index = engine.index
     try:
         summary = queries.graph_summary(index)

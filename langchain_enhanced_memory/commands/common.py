@@ -241,8 +241,13 @@ def database_scope(args: argparse.Namespace) -> str | None:
     return validate_scope(args.scope)
 
 
-def open_database(args: argparse.Namespace, settings: MemorySettings | None = None) -> Database:
+def open_database(
+    args: argparse.Namespace, settings: MemorySettings | None = None, *, replica: bool = True
+) -> Database:
     """The database of ``--database`` (else ``$ENHANCED_MEMORY_DATABASE_URL``), connected.
+
+    ``replica=False`` (a command that writes, or manages scopes): the primary only, so a
+    replica that is down (``--read-url``, ``$ENHANCED_MEMORY_READ_URL``) does not stop it.
 
     Raises:
         CliError: Neither gives a URL.
@@ -256,8 +261,9 @@ def open_database(args: argparse.Namespace, settings: MemorySettings | None = No
     return connect_database(
         url,
         settings,
-        read_url=database_url(args, "read_url"),
+        read_url=database_url(args, "read_url") if replica else None,
         pool_size=args.pool_size,
+        replica=replica,
     )
 
 

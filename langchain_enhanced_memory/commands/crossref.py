@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run one crossref action."""
     engine = engine_from_args(args)
+    engine.require_memory()  # before show or graph opens (so creates) the index
     index = engine.index
     if args.action == "build":
         engine.update_index()

@@ -18,10 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.settings import MemorySettings
 from ..servers import client
 from ..servers.resident import ResidentServer
 from ..store import heap
 from ..store.locations import resolve_workspace
+from ..store.workspace import require_memory
 from . import common
 from .common import CliError, dump
 
@@ -43,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = resolve_workspace(args.workspace)
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         raise CliError(f"--idle-timeout must be above 0, got {args.idle_timeout}")
+    if args.action in ("run", "start"):  # before a resident engine writes anything there
+        require_memory(workspace, MemorySettings())
     if args.action == "run":
         return serve_here(workspace, args.idle_timeout)
     if args.action == "start":

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--watch and --compact do not go together")
     engine = engine_from_args(args, watch=args.watch)
     if scope is not None:  # a publish that will be refused is refused before the index run
-        with open_database(args, engine.settings) as db:
+        with open_database(args, engine.settings, replica=False) as db:
             db.check_publisher(scope, owner=_owner(engine), take_over=args.take_over)
     try:
         report, embedded = engine.update_index(progress=progress_bar)
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if compacted:
         out["compacted"] = {"before_bytes": compacted[0], "after_bytes": compacted[1]}
     if scope is not None:
-        with open_database(args, engine.settings) as db:
+        with open_database(args, engine.settings, replica=False) as db:
             done = db.publish(
                 scope,
                 engine.index,
@@ -161,7 +161,8 @@ def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -
     shown = escape_controls(str(engine.index.workspace))
     print(f"watching {shown}{where}; Ctrl-C stops", file=sys.stderr, flush=True)
     done = engine.index.generation()
-    with open_database(args, engine.settings) if scope else contextlib.nullcontext() as db:
+    publishing = open_database(args, engine.settings, replica=False) if scope else None
+    with publishing if publishing is not None else contextlib.nullcontext() as db:
         wait = _TICK_S
         while not stop.wait(wait):
             wait = _TICK_S

@@ -7,6 +7,7 @@ import argparse
 from ..analysis.salience import compute, format_text
 from ..core.settings import MemorySettings
 from ..engine import resolve_workspace
+from ..store.workspace import require_memory
 from .common import CliError, add_common_arguments, dump, parse_now
 
 
@@ -22,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise CliError(f"--top must be at least 1, got {args.top}")
     workspace = resolve_workspace(args.workspace)
-    result = compute(workspace, MemorySettings(), now=parse_now(args.now), top=args.top)
+    settings = MemorySettings()
+    require_memory(workspace, settings)
+    result = compute(workspace, settings, now=parse_now(args.now), top=args.top)
     if args.json:
         dump(result)
     else:

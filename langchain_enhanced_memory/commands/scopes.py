@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         names = [args.old, args.new]
     for name in names:
         validate_scope(name)  # before any connection
-    with open_database(args) as db:
+    with open_database(args, replica=False) as db:  # the primary: it has every change
         if args.action == "list":
             return _list(db.scopes(), args.json)
         if args.action == "drop":

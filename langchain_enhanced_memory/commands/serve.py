@@ -7,11 +7,13 @@ import signal
 import sys
 from typing import Any
 
+from ..core.settings import MemorySettings
 from ..engine import MemorySearch
 from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store import heap
 from ..store.locations import resolve_workspace
+from ..store.workspace import require_memory
 from .common import (
     CliError,
     add_allow_host_argument,
@@ -46,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.daemon:
         if args.scope or args.database:
             raise CliError("--daemon serves one workspace: --scope and --database run in serve")
-        status = client.start_and_wait(resolve_workspace(args.workspace))
+        workspace = resolve_workspace(args.workspace)
+        require_memory(workspace, MemorySettings())  # before the resident engine writes there
+        status = client.start_and_wait(workspace)
         if args.json:
             dump(status)
         else:

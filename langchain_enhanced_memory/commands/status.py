@@ -1,6 +1,7 @@
 """``enhanced-memory status``: what is indexed, with which embedder, and what serves it.
 
-Only reads: a folder with no index is said to have none (exit 0), nothing is
+Only reads: a folder with no index is said to have none (exit 0), one with no
+memory is refused as a search refuses it (without --database), nothing is
 indexed or written, and no resident engine is started.
 """
 

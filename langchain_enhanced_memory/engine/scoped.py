@@ -343,6 +343,7 @@ def connect_database(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
+    replica: bool = True,
 ) -> Database:
     """The database of ``url``, connected (``read_url`` and ``pool_size``: from the environment).
 
@@ -352,6 +353,9 @@ def connect_database(
         read_url: A streaming replica searches read from (default ``$ENHANCED_MEMORY_READ_URL``).
         pool_size: The most connections to each server (default
             ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
+        replica: Connect the replica too; False for a writer (a publish, a drop, a
+            rename), which needs only the primary and must work while the replica is
+            down: ``read_url`` and the environment's are then not used.
 
     Raises:
         SettingsError: A pool size that is not a whole number of at least 1.
@@ -359,7 +363,7 @@ def connect_database(
     """
     from ..store.database import POOL_SIZE, Database
 
-    read_url = read_url or os.environ.get(READ_URL_ENV) or None
+    read_url = (read_url or os.environ.get(READ_URL_ENV) or None) if replica else None
     if pool_size is None:
         raw = os.environ.get(POOL_SIZE_ENV) or str(POOL_SIZE)
         try:

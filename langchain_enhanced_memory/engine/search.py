@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.errors import NoMemoryError
 from ..core.request import SearchRequest
 from ..core.results import SearchResponse
 from ..core.settings import MemorySettings
@@ -25,7 +24,7 @@ from ..core.snapshot import Snapshot
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
 from ..store.logs import record_search
-from ..store.workspace import holds_memory
+from ..store.workspace import require_memory
 from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EmbedderErrors, EngineConfig
 from .embedder import QueryEmbedder
@@ -175,15 +174,9 @@ class MemorySearch:
         Raises:
             NoMemoryError: It holds none (most often the wrong folder).
         """
-        if self._holds_memory:
-            return
-        if not holds_memory(self.index.workspace, self.settings):
-            raise NoMemoryError(
-                f"no memory in {self.index.workspace} (no MEMORY.md, memory/ or sessions/):"
-                " name the workspace with --workspace DIR or $OPENCLAW_WORKSPACE_DIR",
-                "or start one in this folder: enhanced-memory remember TEXT",
-            )
-        self._holds_memory = True
+        if not self._holds_memory:
+            require_memory(self.index.workspace, self.settings)
+            self._holds_memory = True
 
     # ----------------------------------------------------------------- index
     def embed_missing(self, *, wait: bool = True, progress: ProgressFactory | None = None) -> int:

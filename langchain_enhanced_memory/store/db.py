@@ -249,7 +249,7 @@ class IndexDB:
             IndexUnavailableError: The index is busy or cannot be opened, or the user
                 named an existing file that is not one of our indexes (left untouched).
         """
-        self._refuse_foreign()
+        self.refuse_foreign()
         try:
             conn = self.connect()
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -284,7 +284,7 @@ class IndexDB:
         except sqlite3.DatabaseError as exc:
             return self._rebuild(f"is unreadable ({exc})", "corrupt")
 
-    def _refuse_foreign(self) -> None:
+    def refuse_foreign(self) -> None:
         """Refuse, before anything is written beside it, a named file that is not ours.
 
         Raises:
@@ -404,7 +404,7 @@ class IndexDB:
 
     def writer_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
         """Hold the lock of text syncs; yields False when ``wait`` is off and it is busy."""
-        self._refuse_foreign()
+        self.refuse_foreign()
         return _flock(self.path.with_suffix(".lock"), wait)
 
     def embed_lock(self, wait: bool = True) -> contextlib.AbstractContextManager[bool]:
@@ -413,7 +413,7 @@ class IndexDB:
         Apart from the writer lock: an embedding run lasts minutes, and a text
         sync (an edit the next search must see) never waits for it.
         """
-        self._refuse_foreign()
+        self.refuse_foreign()
         return _flock(self.path.with_suffix(".embed.lock"), wait)
 
 

@@ -14,7 +14,8 @@ the index and as private as it (folder 0700, files 0600, whatever the umask):
 the queries are the user's words, and the notes may be private. Never among the
 notes. Logs an earlier version kept in ``memory/`` are moved there by the next
 write (their entries first, the counts added up); until then the readers read
-both, so no history is lost.
+both, so no history is lost. One that cannot be removed (immutable, another
+user's) is left there and still read, not merged in again on every write.
 
 Why files and not the index: the formats stay readable by the original's
 scripts and by a human, and deleting the index never loses the history
@@ -174,23 +175,44 @@ def _merged(kind: type, old: Any, new: Any) -> Any:
     return counts
 
 
+# The old logs found not removable, by path: the file as it was then (see _signature).
+_STUCK: dict[Path, tuple[int, int, int]] = {}
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def _move_old(ws: Path, folder: Path) -> None:
     """Move the logs an earlier version kept in ``memory/`` into ``folder`` (lock held).
 
     Merged into what is there: an earlier version may have logged meanwhile. One
-    that cannot be read or removed (another user's) stays, and is still read.
+    that cannot be read or removed (another user's, an immutable file) stays where
+    it is, out of the new log, and is still read (:func:`_read` reads both places):
+    its entries are neither lost nor counted twice, and this write goes on.
     """
     for name, kind in ((QUERY_LOG, list), (ACCESS_LOG, dict)):
         old = ws / _OLD_FOLDER / name
         if not old.exists() or not writable(old.parent):
             continue
         try:
+            if _STUCK.get(old) == _signature(old):
+                continue  # tried: it cannot be removed, and has not changed since
             value = _load(old, kind)
         except OSError as exc:
             log.debug("left %s where it is: %s", old, exc)
             continue
-        _save(folder / name, _merged(kind, value, _load(folder / name, kind)))
-        old.unlink(missing_ok=True)  # only once its entries are saved
+        new = folder / name
+        had = _load(new, kind)
+        _save(new, _merged(kind, value, had))
+        try:
+            old.unlink(missing_ok=True)  # only once its entries are saved
+        except OSError as exc:
+            _save(new, had)  # its entries stay in one place only: the old file
+            with contextlib.suppress(OSError):
+                _STUCK[old] = _signature(old)
+            log.debug("left %s where it is: %s", old, exc)
     with contextlib.suppress(OSError):
         (ws / _OLD_FOLDER / _OLD_LOCK).unlink()
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ..core.errors import NoMemoryError
 from ..core.globs import Globs, glob_match
 from ..core.settings import CORE_FILES, MemorySettings
 from ..core.text import escape_controls
@@ -62,6 +63,7 @@ __all__ = [
     "classify",
     "discover",
     "holds_memory",
+    "require_memory",
     "memory_files",
     "places",
     "read_blocks",
@@ -275,6 +277,23 @@ def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
         if any(c in first for c in "*?[{") or os.path.lexists(root / first):
             return True
     return bool(session_folders(root, settings))
+
+
+def require_memory(workspace: Path | str, settings: MemorySettings) -> None:
+    """Refuse ``workspace`` when it holds no memory (:func:`holds_memory`); writes nothing.
+
+    What every command and tool that reads a workspace answers a wrong folder with,
+    before anything (an index, a resident engine) is written there.
+
+    Raises:
+        NoMemoryError: It holds none (most often the wrong folder).
+    """
+    if not holds_memory(workspace, settings):
+        raise NoMemoryError(
+            f"no memory in {workspace} (no MEMORY.md, memory/ or sessions/):"
+            " name the workspace with --workspace DIR or $OPENCLAW_WORKSPACE_DIR",
+            "or start one in this folder: enhanced-memory remember TEXT",
+        )
 
 
 def places(

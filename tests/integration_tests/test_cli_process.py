@@ -173,3 +173,32 @@ def test_ollama_over_http_end_to_end(workspace: Path, fake_ollama) -> None:
     before = fake_ollama.calls
     r = run("index", *ollama)
     assert r.returncode == 0 and fake_ollama.calls == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("crossref", "graph"),
+        ("crossref", "show", "MEMORY.md"),
+        ("crossref", "build"),
+        ("daemon", "start"),
+        ("daemon", "run"),
+        ("serve", "--daemon"),
+        ("status",),
+        ("salience",),
+    ],
+    ids=" ".join,
+)
+def test_every_command_refuses_a_folder_with_no_memory_writing_nothing(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # The same one line as search, before an index or a resident engine is written there:
+    # a command that first wrote .enhanced-memory/ then said "run crossref build" or "no
+    # index yet: run index" sent the user to a command that refuses the folder.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run(*args, "--workspace", str(empty))
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert f"no memory in {empty} (no MEMORY.md, memory/ or sessions/)" in r.stderr
+    assert list(empty.iterdir()) == []

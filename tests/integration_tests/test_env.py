@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_run import CLI
+from tests.cli_run import CLI, cli_env
 from tests.fake_ollama import FakeOllama, unused_port
 from tests.workspaces import write_workspace
 
@@ -111,3 +112,17 @@ def test_bad_embedder_env_is_one_line(workspace: Path) -> None:
     doc = search("ramen", "--workspace", str(workspace), ENHANCED_MEMORY_EMBEDDER="bert")
     assert doc["_rc"] == 2 and doc["unavailable"] is True
     assert "unknown embedder" in doc["error"] and "Traceback" not in doc["_stderr"]
+
+
+def test_a_childs_host_id_is_kept_in_the_runs_temp_folder(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # A publish makes this host's id; a test run must not write it into ~/.local/state.
+    state = Path(os.environ["XDG_STATE_HOME"])
+    assert state.is_relative_to(tmp_path_factory.getbasetemp())
+    code = "from langchain_enhanced_memory.store.locations import host_id; print(host_id())"
+    child = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, check=True
+    )
+    kept = state / "enhanced-memory" / "host-id"
+    assert kept.read_text(encoding="ascii").strip() == child.stdout.strip()

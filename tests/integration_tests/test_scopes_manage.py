@@ -344,3 +344,36 @@ def test_a_running_serve_answers_a_dropped_scope_empty_then_only_the_new_one(
         assert status == 200 and doc["results"] == [], doc
         status, doc = server.search(query="osprey")
         assert status == 200 and len(doc["results"]) == 1, doc
+
+
+def test_writers_need_only_the_primary_while_the_replica_is_down(
+    database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # $ENHANCED_MEMORY_READ_URL is set for the searches; a publish, a drop, a rename and the
+    # scopes command work on the primary alone, so a replica that is down stops none of them.
+    down = {"ENHANCED_MEMORY_READ_URL": "postgresql://x@127.0.0.1:9/m"}
+    db = ["--database", database_url]
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    ok("index", "--workspace", str(ws), *db, "--scope", "alpha", *NONE, **down)
+    ok(
+        "index",
+        "--workspace",
+        str(ws),
+        *db,
+        "--scope",
+        "alpha",
+        "--read-url",
+        down["ENHANCED_MEMORY_READ_URL"],
+        *NONE,
+    )
+    ok("index", "--workspace", str(ws), *db, "--scope", "gamma", *NONE, **down)
+    listed = json.loads(ok("scopes", "list", *db, "--json", **down).stdout)["scopes"]
+    assert [s["name"] for s in listed] == ["alpha", "gamma"]
+    ok("scopes", "rename", "alpha", "beta", *db, **down)
+    ok("scopes", "drop", "beta", "--yes", *db, **down)
+    monkeypatch.setenv(*down.popitem())
+    assert rename_scope("gamma", "delta", database_url).name == "delta"
+    assert drop_scope("delta", database_url).name == "delta"
+    with pytest.raises(DatabaseError, match="127.0.0.1"):  # a read still goes to the replica
+        list_scopes(database_url)
+    assert mentions(database_url, "delta", "-")["em_scopes"] == 0

@@ -174,3 +174,35 @@ def test_mcp_reports_the_package_version_and_the_same_status(tmp_path: Path) -> 
     info, got = anyio.run(session)
     assert (info.name, info.version) == ("enhanced-memory", PACKAGE_VERSION)
     assert got == status_json(ws, "--embedder", "none") | {"write": False}
+
+
+def test_a_named_file_that_is_not_an_index_is_refused_as_search_refuses_it(
+    tmp_path: Path,
+) -> None:
+    ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
+    notes = tmp_path / "notes.yaml"
+    notes.write_text("password_file: /etc/secret\n", encoding="utf-8")
+    data = notes.read_bytes()
+    for command in ("status", "search"):
+        args = ("--workspace", str(ws), "--index", str(notes), "--embedder", "none")
+        r = run_cli(command, *(["ramen"] if command == "search" else []), *args)
+        assert (r.returncode, r.stdout, r.stderr.count("\n")) == (2, "", 1), r.stderr
+        assert f"{notes} is not an enhanced-memory index: refused" in r.stderr
+    assert notes.read_bytes() == data and sorted(p.name for p in tmp_path.iterdir()) == [
+        "notes.yaml",
+        "ws",
+    ]
+    tool = create_memory_tools(ws, embedder="none", index_path=notes)[-1]
+    message = tool.invoke({"name": "memory_status", "args": {}, "id": "1", "type": "tool_call"})
+    assert tool.name == "memory_status" and message.content.startswith("Error: ")
+    assert f"{notes} is not an enhanced-memory index: refused" in message.content
+    assert set(message.artifact) == {"error", "action"} and notes.read_bytes() == data
+
+
+def test_the_tool_text_escapes_control_characters(tmp_path: Path) -> None:
+    ws = write_workspace(tmp_path / "ws\x1b]0;pwned\x07", SMALL_WORKSPACE)
+    tool = create_memory_tools(ws, embedder="none")[-1]
+    message = tool.invoke({"name": "memory_status", "args": {}, "id": "1", "type": "tool_call"})
+    assert "\\x1b]0;pwned\\x07" in message.content and "\x1b" not in message.content
+    assert message.content.count("\n") >= 2  # its lines kept
+    assert message.artifact["workspace"] == str(ws)

@@ -16,6 +16,10 @@ from langchain_enhanced_memory.engine import search
 from langchain_enhanced_memory.tools import MemorySearchTool
 from tests.fakes import WordEmbeddings
 
+# Moved from the unit tests: keep their setting, so the stress runs the read path (pread of
+# the side files) that large indexes take, not the small files' maps only.
+pytestmark = pytest.mark.usefixtures("read_side_files_as_large_ones")
+
 QUERIES = [
     "Postgres migration",
     "what did we decide about billing?",
@@ -134,3 +138,9 @@ def test_concurrent_first_calls_build_one_engine(
         engine = tool.get_engine()
     assert len(built) == 1
     engine.close()
+
+
+def test_the_stress_reads_side_files_as_a_large_index_does() -> None:
+    from langchain_enhanced_memory.store import postings, vector_segments
+
+    assert vector_segments.READ_ABOVE == 0 and postings.READ_ABOVE == 0

@@ -22,9 +22,5 @@ def _no_network() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def _read_side_files_as_large_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Test workspaces are small: read their side files as a large index's are (pread)."""
-    from langchain_enhanced_memory.store import postings, vector_segments
-
-    monkeypatch.setattr(vector_segments, "READ_ABOVE", 0)
-    monkeypatch.setattr(postings, "READ_ABOVE", 0)
+def _read_side_files_as_large_ones(read_side_files_as_large_ones: None) -> None:
+    """Every unit test reads side files as a large index's are (see tests/conftest.py)."""

@@ -208,3 +208,24 @@ def test_query_with_a_lone_surrogate_is_logged_and_search_answers(workspace) -> 
     logs.flush()
     log_text = logs.log_path(workspace, logs.QUERY_LOG).read_text(encoding="utf-8")
     assert "ramen" in log_text
+
+
+def test_an_old_log_that_cannot_be_removed_is_read_once_and_logging_goes_on(workspace):
+    # An immutable old log (chattr +i: honoured even by root) cannot be moved. It stays
+    # where it is and is read from there; the new log does not take its entries in again
+    # on each write, and every search is still logged.
+    old = workspace / "memory" / "query_log.json"
+    old.write_text(json.dumps([{"query": "older", "top_score": 0.2}]))
+    subprocess.run(["chattr", "+i", str(old)], check=True)  # no chattr: fails, never skips
+    try:
+        engine = _engine(workspace)
+        for query in ("postgres", "coffee", "migration"):
+            engine.search(query, now=NOW)
+            logs.flush()
+        queries = [e["query"] for e in logs.read_query_log(workspace)]
+        new = json.loads(logs.log_path(workspace, logs.QUERY_LOG).read_text())
+    finally:
+        subprocess.run(["chattr", "-i", str(old)], check=True)
+    assert queries == ["older", "postgres", "coffee", "migration"]
+    assert [e["query"] for e in new] == ["postgres", "coffee", "migration"]
+    assert json.loads(old.read_text()) == [{"query": "older", "top_score": 0.2}]

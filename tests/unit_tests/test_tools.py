@@ -299,3 +299,38 @@ def test_crossref_tool_takes_a_results_start_line(tools):
         int(c["chunk"].rsplit(":", 1)[1]) <= 3 <= c["endLine"] for c in one.artifact["outgoing"]
     )
     assert 0 < len(one.artifact["outgoing"]) < len(whole["outgoing"])
+
+
+def test_crossref_tool_refuses_a_folder_with_no_memory_writing_nothing(tmp_path):
+    # Building the graph indexes first; a folder with no memory is refused before that,
+    # as memory_search refuses it, and nothing (no .enhanced-memory/) is written there.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    msg = _call(MemoryCrossrefTool(workspace=empty, embeddings=WordEmbeddings()), {})
+    assert msg.content.startswith("Error: no memory in ") and "\n" not in msg.content
+    assert msg.artifact["error"] and list(empty.iterdir()) == []
+
+
+def test_crossref_tool_answers_an_embedder_failure_as_its_error(workspace):
+    # Building the graph embeds the notes; told to fail, the embedder's failure is the
+    # tool's answer (what failed; what to do), not an exception.
+    tool = MemoryCrossrefTool(
+        workspace=workspace,
+        embedder="ollama",
+        ollama_url="http://127.0.0.1:9",
+        on_embedder_error="fail",
+    )
+    msg = _call(tool, {})
+    assert msg.content.startswith("Error: ") and "\n" not in msg.content, msg.content
+    assert set(msg.artifact) == {"error", "action"}
+
+
+@pytest.mark.parametrize("name", ["memory_salience", "memory_status"])
+def test_salience_and_status_tools_refuse_a_folder_with_no_memory(tmp_path, name):
+    # As memory_search does: not "Nothing needs attention." or "no index yet: run index".
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    tool = {t.name: t for t in create_memory_tools(empty, embedder="none")}[name]
+    msg = _call(tool, {})
+    assert msg.content.startswith(f"Error: no memory in {empty} "), msg.content
+    assert "\n" not in msg.content and list(empty.iterdir()) == []
