@@ -196,9 +196,10 @@ class Pool:
     Args:
         url: A ``postgresql://`` URL or a ``key=value`` connection string.
         size: The most connections it opens (one is kept open).
+        doing: What the caller does, for the error message of a first connection that fails.
     """
 
-    def __init__(self, url: str, size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, size: int = POOL_SIZE, doing: str = "") -> None:
         self.url = url
         self.size = size
         psycopg, psycopg_pool = _modules()
@@ -211,7 +212,7 @@ class Pool:
         logging.getLogger("psycopg.pool").addFilter(_QUIET)  # a no-op after the first pool
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
-        self.probe()
+        self.probe(doing)
         self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -293,12 +294,15 @@ _POOLS: dict[tuple[str, int], Pool] = {}
 _LOCK = threading.Lock()
 
 
-def shared_pool(url: str, size: int = POOL_SIZE) -> Pool:
-    """This process's pool of ``url`` and ``size`` (made on first use; :func:`release` it)."""
+def shared_pool(url: str, size: int = POOL_SIZE, doing: str = "") -> Pool:
+    """This process's pool of ``url`` and ``size`` (made on first use; :func:`release` it).
+
+    ``doing`` is what the caller does, for the error message when the first connection fails.
+    """
     with _LOCK:
         pool = _POOLS.get((url, size))
         if pool is None:
-            pool = _POOLS[url, size] = Pool(url, size)
+            pool = _POOLS[url, size] = Pool(url, size, doing)
         pool.users += 1
         return pool
 
