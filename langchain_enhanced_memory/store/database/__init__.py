@@ -465,13 +465,21 @@ class Database:
         What a search answers from while the database cannot be reached: the
         segments it holds stay valid, but newer writes are missing. A scope this
         process has not read is assembled from this host's copies, as its last
-        load here recorded it (None when a copy is missing).
+        load here recorded it, only while the server cannot be reached (not for
+        a refusal it answered, as a role's missing privilege): None when a copy is
+        missing.
         """
         with self._lock:
             snap = self._snapshots.get(scope)
-        if snap is None:
+        if snap is None and self.unreachable:
             snap = self._recorded(scope)
         return None if snap is None else _of_model(snap, model_id)
+
+    @property
+    def unreachable(self) -> bool:
+        """Whether the last try found no server: it never connected, or a pool is down."""
+        pools = self._connected
+        return pools is None or any(pool.down for pool in pools)
 
     def _recorded(self, scope: str) -> Snapshot | None:
         """The generation of ``scope`` this host last loaded, from its copies (None: not all)."""
