@@ -47,6 +47,14 @@ CACHE_ENV = "ENHANCED_MEMORY_DATABASE_CACHE"
 _SUFFIX = ".emseg"
 _RECORD = "generation.json"  # in a scope's folder, beside its copies
 _IDENTITIES = "identities"  # in the root: one file per URL fingerprint, holding the UUID
+#: What tells apart the databases URLs reach: libpq's keys, and the variables it falls back to.
+_NAMED = (
+    ("host", "PGHOST"),
+    ("hostaddr", "PGHOSTADDR"),
+    ("port", "PGPORT"),
+    ("dbname", "PGDATABASE"),
+    ("user", "PGUSER"),
+)
 
 
 @dataclass(frozen=True)
@@ -72,14 +80,15 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def _fingerprint(url: str) -> str | None:
-    """A hash of the server, database and user ``url`` names (never its password); None: unread."""
+    """A hash of the server, database and user ``url`` reaches (no password); None: unread."""
     try:
         from psycopg import conninfo
 
         parts = conninfo.conninfo_to_dict(url)
     except Exception:  # noqa: BLE001 (libpq's parse errors come in several kinds; no psycopg)
         return None
-    named = [str(parts.get(key) or "") for key in ("host", "hostaddr", "port", "dbname", "user")]
+    # What the URL leaves out, libpq takes from the environment (PGHOST, ...).
+    named = [str(parts.get(key) or os.environ.get(env, "")) for key, env in _NAMED]
     return hashlib.sha256(json.dumps(named).encode()).hexdigest()
 
 
