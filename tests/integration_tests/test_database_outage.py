@@ -22,9 +22,11 @@ from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from psycopg import sql
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
 from langchain_enhanced_memory.core.errors import DatabaseError
+from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.store.database import Database
 from langchain_enhanced_memory.tools import MemorySearchTool, create_memory_tools
 from tests.cli_run import cli_env, run_cli
@@ -250,6 +252,7 @@ _FRESH_RETRIEVER = """
 import json, sys
 from langchain_enhanced_memory import EnhancedMemoryRetriever
 from langchain_enhanced_memory.core.errors import DatabaseError
+from langchain_enhanced_memory.engine.database import DatabaseSearch
 retriever = EnhancedMemoryRetriever(scopes=[sys.argv[1]], embedder="none")
 try:
     docs = retriever.invoke("kestrel")
@@ -318,3 +321,20 @@ def test_a_fresh_process_answers_from_this_hosts_copies_while_the_database_is_do
     assert back.returncode == 0 and "stale" not in json.loads(back.stdout), back.stderr
     assert json.loads(back.stdout)["results"] == read["results"]
     assert retrieve("team") == [["- kestrel seen at the lake", None]]
+
+
+def test_a_refusal_the_server_makes_is_not_answered_from_copies(
+    pg_server: PgServer, database_url: str
+) -> None:
+    """Copies stand in for a server that cannot be reached, never for one that said no."""
+    with Database.connect(database_url) as db:
+        db.append("team", "kestrel seen at the lake", now=DAY)
+        assert len(DatabaseSearch(db, "team", embedder="none").search("kestrel").hits) == 1
+    reader = _role(pg_server, database_url, "nofiles")
+    database = database_url.rsplit("/", 1)[1]
+    role = sql.Identifier(f"nofiles_{database}"[:63])  # as _role names it
+    with pg_server.connect(database) as conn:  # it may find its copies, not the scope's files
+        conn.execute(sql.SQL("GRANT SELECT ON em_identity TO {}").format(role))
+        conn.execute(sql.SQL("REVOKE SELECT ON em_files FROM {}").format(role))
+    with Database.connect(reader) as db, pytest.raises(DatabaseError, match="permission denied"):
+        DatabaseSearch(db, "team", embedder="none").search("kestrel")
