@@ -173,7 +173,7 @@ class DatabaseSearch:
         try:
             return self.database.snapshot(self.scope, model_id), False
         except DatabaseError as exc:
-            held = self.database.held(self.scope, model_id)
+            held = self.database.held(self.scope, model_id, copies=exc.unreachable)
             if held is None:
                 raise
             log.warning(

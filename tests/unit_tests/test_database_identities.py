@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from langchain_enhanced_memory.store.database.cache import known_identity, remember_identity
+from langchain_enhanced_memory.store.database.connect import unanswered
 
 UID = "0b5e1c9a-4a51-4c1e-9a3e-2f0f5f3c1d77"
 
@@ -40,3 +41,21 @@ def test_what_the_url_leaves_out_is_read_from_the_environment_as_libpq_does(
     assert known_identity(tmp_path, "postgresql:///notes") == UID
     monkeypatch.setenv("PGHOST", "db2.example")
     assert known_identity(tmp_path, "postgresql:///notes") is None
+
+
+@pytest.mark.parametrize(
+    ("said", "unreachable"),
+    [
+        ('connection to server at "db", port 5432 failed: Connection refused', True),
+        ('connection to server at "db", port 5432 failed: timeout expired', True),
+        ('could not translate host name "db" to address: Name or service not known', True),
+        ("FATAL:  the database system is starting up", True),
+        ("FATAL:  the database system is shutting down", True),
+        ('FATAL:  password authentication failed for user "ann"', False),
+        ('FATAL:  database "notes" does not exist', False),
+        ("FATAL:  sorry, too many clients already", False),
+    ],
+)
+def test_only_a_server_that_did_not_answer_is_unreachable(said: str, unreachable: bool) -> None:
+    """libpq gives a failed connect no SQLSTATE: a server's answer shows as its severity."""
+    assert unanswered(OSError(f"connection failed: {said}")) is unreachable

@@ -51,7 +51,7 @@ from .cache import (
     known_identity,
     remember_identity,
 )
-from .connect import POOL_SIZE, Pool, check_url, release, shared_pool, shown_url
+from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, read_note
 from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
@@ -182,9 +182,9 @@ class Database:
         settings = settings or MemorySettings()
         try:
             writer, reader, copies = link.open()
-        except DatabaseError:
-            check_url(url)  # a refused URL is said as such, and never fingerprinted
-            uid = None if root is None else known_identity(root, url)
+        except DatabaseError as exc:
+            # Only for a server that did not answer: never a refusal, a bad URL or a newer schema.
+            uid = None if root is None or not exc.unreachable else known_identity(root, url)
             if root is None or uid is None:
                 raise
             return cls(None, None, settings, SegmentCache(root, uid), link)
@@ -459,27 +459,25 @@ class Database:
         assert snap is not None
         return _of_model(snap, model_id)
 
-    def held(self, scope: str, model_id: str | None) -> Snapshot | None:
+    def held(self, scope: str, model_id: str | None, *, copies: bool = False) -> Snapshot | None:
         """The generation of ``scope`` last read (no query), None if none yet.
 
         What a search answers from while the database cannot be reached: the
-        segments it holds stay valid, but newer writes are missing. A scope this
-        process has not read is assembled from this host's copies, as its last
-        load here recorded it, only while the server cannot be reached (not for
-        a refusal it answered, as a role's missing privilege): None when a copy is
-        missing.
+        segments it holds stay valid, but newer writes are missing.
+
+        Args:
+            scope: The scope.
+            model_id: The searcher's model (vectors of another are left out).
+            copies: A scope this process has not read is assembled from this host's
+                copies, as its last load here recorded it (None when a copy is
+                missing). For a server that did not answer
+                (``DatabaseError.unreachable``), never for a refusal it made.
         """
         with self._lock:
             snap = self._snapshots.get(scope)
-        if snap is None and self.unreachable:
+        if snap is None and copies:
             snap = self._recorded(scope)
         return None if snap is None else _of_model(snap, model_id)
-
-    @property
-    def unreachable(self) -> bool:
-        """Whether the last try found no server: it never connected, or a pool is down."""
-        pools = self._connected
-        return pools is None or any(pool.down for pool in pools)
 
     def _recorded(self, scope: str) -> Snapshot | None:
         """The generation of ``scope`` this host last loaded, from its copies (None: not all)."""
