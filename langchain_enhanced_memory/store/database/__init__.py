@@ -505,6 +505,7 @@ class Database:
         with self._lock:
             self._snapshots[scope], self._uses[scope] = snap, ids
             keep = {i for used in self._uses.values() for i in used}
+            self._segments.update(segments)  # those mapped from copies too
             self._segments = {i: s for i, s in self._segments.items() if i in keep}
         return snap
 
