@@ -12,8 +12,8 @@ problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
 server use, never an exception, quoting at most a short prefix of what was given.
 A call that could not be done (a database down, or a role that may not write)
 answers ``Error: <what failed>; <what to do>`` and its failure JSON (``error``,
-``action``); a search over a scope it has read before answers from that copy
-instead, marked ``stale``.
+``action``); a search over a scope it has read before (or this host has copies
+of) answers from that copy instead, marked ``stale``.
 
 :func:`create_memory_tools` builds the five read tools sharing one search engine
 and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only

@@ -140,10 +140,21 @@ class ScopeError(EnhancedMemoryError, ValueError):
 
 
 class DatabaseError(EnhancedMemoryError, RuntimeError):
-    """The database cannot be reached or used; the message never holds a password."""
+    """The database cannot be reached or used; the message never holds a password.
 
-    def __init__(self, message: str, action: str = "check --database and that the server runs"):
+    Attributes:
+        unreachable: No server answered (down, refused, lost): not a refusal it made.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        action: str = "check --database and that the server runs",
+        *,
+        unreachable: bool = False,
+    ) -> None:
         super().__init__(one_line(message), action)
+        self.unreachable = unreachable
 
 
 class SkillError(EnhancedMemoryError, RuntimeError):

@@ -6,7 +6,8 @@ on any host before a search starts is in that search. Ranking is
 :func:`.answer.ranked_hits` over the scope's snapshot, the code
 :class:`~.search.MemorySearch` answers with, so the same notes rank the same.
 While the database cannot be reached, a scope this process has read before is
-answered from that generation, marked ``stale``.
+answered from that generation, marked ``stale``; one it has not, from this
+host's copies of the generation last loaded here (``Database.held``).
 """
 
 from __future__ import annotations
@@ -114,15 +115,17 @@ class DatabaseSearch:
         """Answer one validated request over the scope's committed generation.
 
         Each hit's ``scope`` is this scope. When the database fails, the answer
-        comes from the generation this process last read, with ``stale`` naming
-        the scope (newer writes may be missing).
+        comes from the generation this process last read (else, when no server
+        answers, the one this host last loaded, from its copies), with ``stale``
+        naming the scope (newer writes may be missing).
 
         Raises:
             RequestError: A filter's date words name no date.
             EmbeddingError: The embedder is unavailable or failed, and the config's
                 ``on_embedder_error`` is ``fail``.
-            DatabaseError: The database failed and this process has read no generation
-                of the scope yet (one line; the next call reconnects).
+            DatabaseError: The database failed and no generation of the scope is held
+                (none read by this process, no copies of one here; one line; the next
+                call reconnects).
         """
         started = time.perf_counter()
         timings: dict[str, float] = {}
@@ -163,15 +166,15 @@ class DatabaseSearch:
         return finish(response, request, answer, started, timings)
 
     def _snapshot(self, model_id: str | None) -> tuple[Snapshot, bool]:
-        """The scope's committed generation; else the one this process last read (stale: True).
+        """The scope's committed generation; else the one held here (stale: True).
 
         Raises:
-            DatabaseError: The database failed and this process has read no generation yet.
+            DatabaseError: The database failed and no generation is held (``Database.held``).
         """
         try:
             return self.database.snapshot(self.scope, model_id), False
         except DatabaseError as exc:
-            held = self.database.held(self.scope, model_id)
+            held = self.database.held(self.scope, model_id, copies=exc.unreachable)
             if held is None:
                 raise
             log.warning(

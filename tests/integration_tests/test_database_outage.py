@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,11 +22,14 @@ from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from psycopg import sql
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
 from langchain_enhanced_memory.core.errors import DatabaseError
+from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.store.database import Database
 from langchain_enhanced_memory.tools import MemorySearchTool, create_memory_tools
+from tests.cli_run import cli_env, run_cli
 from tests.integration_tests.test_database_security import _role
 from tests.integration_tests.test_database_serve_faults import found, serving_scope
 from tests.postgres import PgServer
@@ -36,10 +41,14 @@ def _call(tool: Any, args: dict[str, Any]) -> ToolMessage:
 
 
 def _team(pg: PgServer, name: str) -> str:
-    """A database whose scope ``team`` holds one keyword-only note: its URL."""
+    """A database whose scope ``team`` holds one keyword-only note: its URL.
+
+    Its scope ``birds`` holds one too, and is never searched before a test does.
+    """
     url = pg.create_database(name)
     with Database.connect(url) as db:
         db.append("team", "kestrel seen at the lake", now=DAY)
+        db.append("birds", "kestrel over the birds' field", now=DAY)
     return url
 
 
@@ -62,8 +71,8 @@ def test_the_tools_answer_stale_or_an_error_while_the_database_is_down(
     fresh = _call(tools["memory_search"], {"query": "kestrel"})
     assert "stale" not in fresh.artifact and "Database unreachable" not in fresh.content
     assert [r["scope"] for r in fresh.artifact["results"]] == ["team"]
-    # A tool built before the outage that has read nothing yet.
-    unread = MemorySearchTool(scopes=["team"], database_url=url, embedder="none")
+    # A tool built before the outage of a scope not read on this host yet (no copies of it).
+    unread = MemorySearchTool(scopes=["birds"], database_url=url, embedder="none")
     pg_private.stop()
 
     stale = _call(tools["memory_search"], {"query": "kestrel"})
@@ -139,7 +148,7 @@ def test_the_retriever_answers_stale_or_raises_one_database_error(pg_private: Pg
     retriever = EnhancedMemoryRetriever(scopes=["team"], database_url=url, embedder="none")
     (doc,) = retriever.invoke("kestrel")
     assert doc.metadata["scope"] == "team" and "stale" not in doc.metadata
-    unread = EnhancedMemoryRetriever(scopes=["team"], database_url=url, embedder="none")
+    unread = EnhancedMemoryRetriever(scopes=["birds"], database_url=url, embedder="none")
     assert unread.engine  # connected, nothing read yet
     pg_private.stop()
 
@@ -150,7 +159,7 @@ def test_the_retriever_answers_stale_or_raises_one_database_error(pg_private: Pg
     assert "\n" not in str(down.value) and "***" in str(down.value)
     _no_secret(pg_private, str(down.value))
     with pytest.raises(DatabaseError):  # the same type when nothing connected yet
-        EnhancedMemoryRetriever(scopes=["team"], database_url=url, embedder="none").invoke("x")
+        EnhancedMemoryRetriever(scopes=["birds"], database_url=url, embedder="none").invoke("x")
 
     pg_private.start()
     (doc,) = retriever.invoke("kestrel")
@@ -237,3 +246,95 @@ def test_the_pool_warnings_come_back_when_debugging(
         assert passes("orders", "orders-worker-0")  # the application's own pool
         monkeypatch.setenv("ENHANCED_MEMORY_DEBUG", "1")
         assert passes("enhanced-memory", "enhanced-memory-worker-0")
+
+
+_FRESH_RETRIEVER = """
+import json, sys
+from langchain_enhanced_memory import EnhancedMemoryRetriever
+from langchain_enhanced_memory.core.errors import DatabaseError
+from langchain_enhanced_memory.engine.database import DatabaseSearch
+retriever = EnhancedMemoryRetriever(scopes=[sys.argv[1]], embedder="none")
+try:
+    docs = retriever.invoke("kestrel")
+except DatabaseError as exc:
+    print(json.dumps({"error": str(exc)}))
+else:
+    print(json.dumps([[d.page_content.splitlines()[-1], d.metadata.get("stale")] for d in docs]))
+"""
+
+
+def test_a_fresh_process_answers_from_this_hosts_copies_while_the_database_is_down(
+    pg_private: PgServer, tmp_path: Path
+) -> None:
+    """Issue 36 item 2: a one-shot search (a new worker) has no generation of its own in
+    memory, but this host's copies of the scope's segments, and what they made, are on disk."""
+    url = _team(pg_private, "fresh")
+    cache = tmp_path / "copies"
+    env = {"ENHANCED_MEMORY_DATABASE_URL": url, "ENHANCED_MEMORY_DATABASE_CACHE": str(cache)}
+
+    def search(scope: str) -> subprocess.CompletedProcess[str]:
+        return run_cli("search", "kestrel", "--scope", scope, "--json", "--embedder", "none", **env)
+
+    def retrieve(scope: str) -> Any:
+        child = subprocess.run(
+            [sys.executable, "-c", _FRESH_RETRIEVER, scope],
+            capture_output=True, text=True, env=cli_env(**env), timeout=120,
+        )  # fmt: skip
+        assert child.returncode == 0, child.stderr
+        return json.loads(child.stdout)
+
+    live = search("team")
+    assert live.returncode == 0, live.stderr
+    read = json.loads(live.stdout)
+    assert "stale" not in read and [r["scope"] for r in read["results"]] == ["team"]
+    pg_private.stop()
+
+    down = search("team")
+    assert down.returncode == 0, down.stderr
+    stale = json.loads(down.stdout)
+    assert stale["stale"] is True and stale["staleScopes"] == ["team"]
+    assert stale["results"] == read["results"]
+    # The long-lived path's one warning line, its error as that path says it.
+    (warning,) = down.stderr.strip().splitlines()
+    assert "scope team answered from generation" in warning and "held here" in warning
+    assert "reading scope team: cannot connect" in warning and "***" in warning
+    assert retrieve("team") == [["- kestrel seen at the lake", True]]
+
+    for never in (search("birds"), retrieve("birds")):  # no copies of it here: an error as today
+        said = never.stderr if isinstance(never, subprocess.CompletedProcess) else never["error"]
+        assert "reading scope birds: cannot connect" in said and "***" in said
+        assert len(said.strip().splitlines()) == 1 and "Traceback" not in said
+    assert search("birds").returncode == 2
+
+    texts = [p.read_bytes() for p in cache.rglob("*") if p.is_file()]
+    assert texts and all(pg_private.password.encode() not in t for t in texts)
+    for path in cache.rglob("*"):
+        assert path.stat().st_mode & 0o777 == (0o700 if path.is_dir() else 0o600), path
+    copies = list(cache.rglob("*.emseg"))
+    hidden = copies[0].rename(copies[0].with_suffix(".gone"))
+    missing = search("team")  # a copy it was made of is gone: an error as today
+    assert missing.returncode == 2 and "reading scope team: cannot connect" in missing.stderr
+    hidden.rename(copies[0])
+
+    pg_private.start()
+    back = search("team")
+    assert back.returncode == 0 and "stale" not in json.loads(back.stdout), back.stderr
+    assert json.loads(back.stdout)["results"] == read["results"]
+    assert retrieve("team") == [["- kestrel seen at the lake", None]]
+
+
+def test_a_refusal_the_server_makes_is_not_answered_from_copies(
+    pg_server: PgServer, database_url: str
+) -> None:
+    """Copies stand in for a server that cannot be reached, never for one that said no."""
+    with Database.connect(database_url) as db:
+        db.append("team", "kestrel seen at the lake", now=DAY)
+        assert len(DatabaseSearch(db, "team", embedder="none").search("kestrel").hits) == 1
+    reader = _role(pg_server, database_url, "nofiles")
+    database = database_url.rsplit("/", 1)[1]
+    role = sql.Identifier(f"nofiles_{database}"[:63])  # as _role names it
+    with pg_server.connect(database) as conn:  # it may find its copies, not the scope's files
+        conn.execute(sql.SQL("GRANT SELECT ON em_identity TO {}").format(role))
+        conn.execute(sql.SQL("REVOKE SELECT ON em_files FROM {}").format(role))
+    with Database.connect(reader) as db, pytest.raises(DatabaseError, match="permission denied"):
+        DatabaseSearch(db, "team", embedder="none").search("kestrel")

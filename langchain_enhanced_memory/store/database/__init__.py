@@ -9,6 +9,9 @@ ranking reads: the same arrays, so the same ranking, as the local store.
 
 With ``cache``, a host keeps copies of the segments it fetched
 (:mod:`.cache`), so a fresh process maps them instead of fetching them again.
+While the database cannot be reached, a scope this host has loaded before is
+assembled from those copies (:meth:`Database.held`), and a process that could
+not connect at all still opens: each call tries to connect again.
 
 Freshness: every committed write bumps the scope's generation; a reader
 compares it on each :meth:`Database.snapshot` (one query) and fetches only the
@@ -27,6 +30,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +45,13 @@ from ..forget import Forgotten, check_match
 from ..index import MemoryIndex
 from ..locations import host_id
 from ..notes import MemoryLines, check_range
-from .cache import SegmentCache, default_cache_folder
+from .cache import (
+    Recorded,
+    SegmentCache,
+    default_cache_folder,
+    known_identity,
+    remember_identity,
+)
 from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .notes import Embedding, append_note, export_notes, forget_note, read_note
 from .publish import Fetch, PublishReport, check_publisher, publish_folder
@@ -67,28 +77,69 @@ def local_owner(workspace: str | Path) -> str:
     return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()} (host {host_id()})"
 
 
+@dataclass(frozen=True)
+class _Link:
+    """How to connect to a database: its URLs, the pools' size, where copies are kept."""
+
+    url: str
+    read_url: str | None
+    pool_size: int
+    cache: Path | None
+
+    def open(self, doing: str = "") -> tuple[Pool, Pool, SegmentCache | None]:
+        """The pools (schema brought up to date) and this host's copies of the database's segments.
+
+        Raises:
+            DatabaseError: Unreachable, refused, or a schema newer than this package's.
+        """
+        writer = shared_pool(self.url, self.pool_size, doing)
+        try:
+            with writer.connection(doing or "migrating the schema") as conn:
+                migrate(conn, shown_url(self.url))
+                # A role that may not read the database's identity searches without copies.
+                uid = None if self.cache is None else identity(conn)
+            reader = writer
+            if self.read_url and self.read_url != self.url:
+                reader = shared_pool(self.read_url, self.pool_size)
+        except BaseException:
+            release(writer)
+            raise
+        if self.cache is None or uid is None:
+            return writer, reader, None
+        remember_identity(self.cache, self.url, uid)  # for a process that cannot connect
+        return writer, reader, SegmentCache(self.cache, uid)
+
+
 class Database:
     """A PostgreSQL database of scopes (open with :meth:`connect`; thread-safe).
 
     Args:
-        writer: The pool of the primary.
+        writer: The pool of the primary (None: not connected yet, see ``link``).
         reader: The pool searches read from (the primary's, or a replica's).
         settings: Chunking and embedding settings of what this process writes.
         cache: This host's copies of segments (None: fetch every segment it lacks).
+        link: How to connect (again) when ``writer`` is None.
     """
 
     def __init__(
         self,
-        writer: Pool,
-        reader: Pool,
+        writer: Pool | None,
+        reader: Pool | None,
         settings: MemorySettings,
         cache: SegmentCache | None = None,
+        link: _Link | None = None,
     ) -> None:
-        self._writer, self._reader = writer, reader
+        if writer is None or reader is None:
+            assert link is not None, "a database without pools needs its link"
+            self._url, self._connected, self._pools = link.url, None, []
+        else:
+            self._url, self._connected = writer.url, (writer, reader)
+            self._pools = [writer] if reader is writer else [writer, reader]  # released by close
+        self._link = link
         self._cache = cache
-        self._pools = [writer] if reader is writer else [writer, reader]  # released by close
         self.settings = settings
         self._lock = threading.Lock()
+        self._connecting = threading.Lock()
         self._segments: dict[int, Segment] = {}  # decoded, by id (immutable)
         self._snapshots: dict[str, Snapshot] = {}  # scope -> its last assembled generation
         self._uses: dict[str, list[int]] = {}  # scope -> the segments of that snapshot
@@ -117,28 +168,65 @@ class Database:
                 None: no copies.
             pool_size: The most connections this process opens to each server.
 
+        When the database cannot be reached but this host has connected to it
+        with ``url`` before (and keeps copies), it opens unconnected: each call
+        tries to connect again, and :meth:`held` answers from the copies meanwhile.
+
         Raises:
-            DatabaseError: Unreachable, refused, or a schema newer than this package's.
+            DatabaseError: Unreachable (and never connected from this host), refused,
+                or a schema newer than this package's.
         """
         if cache == "default":
             cache = default_cache_folder()
-        writer = shared_pool(url, pool_size)
+        root = None if cache is None else Path(cache).expanduser()
+        link = _Link(url, read_url, pool_size, root)
+        settings = settings or MemorySettings()
         try:
-            with writer.connection("migrating the schema") as conn:
-                migrate(conn, shown_url(url))
-                # A role that may not read the database's identity searches without copies.
-                uid = None if cache is None else identity(conn)
-                copies = None if cache is None or uid is None else SegmentCache(cache, uid)
-            reader = shared_pool(read_url, pool_size) if read_url and read_url != url else writer
-        except BaseException:
-            release(writer)
-            raise
-        return cls(writer, reader, settings or MemorySettings(), copies)
+            writer, reader, copies = link.open()
+        except DatabaseError as exc:
+            # Only for a server that did not answer: never a refusal, a bad URL or a newer schema.
+            uid = None if root is None or not exc.unreachable else known_identity(root, url)
+            if root is None or uid is None:
+                raise
+            return cls(None, None, settings, SegmentCache(root, uid), link)
+        return cls(writer, reader, settings, copies, link)
+
+    def _online(self, doing: str = "") -> tuple[Pool, Pool]:
+        """The writer's and the reader's pools, connecting first when it could not before.
+
+        Raises:
+            DatabaseError: The database still cannot be reached.
+        """
+        pools = self._connected
+        if pools is not None:
+            return pools
+        with self._connecting:
+            if self._connected is None:
+                assert self._link is not None
+                writer, reader, copies = self._link.open(doing)
+                with self._lock:
+                    if copies is None or self._cache is None or copies.folder != self._cache.folder:
+                        # Another database behind the same URL now: nothing held is of it.
+                        self._snapshots.clear()
+                        self._uses.clear()
+                        self._segments.clear()
+                    self._cache = copies
+                    self._pools = [writer] if reader is writer else [writer, reader]
+                    self._connected = (writer, reader)
+            return self._connected
+
+    @property
+    def _writer(self) -> Pool:
+        return self._online()[0]
+
+    @property
+    def _reader(self) -> Pool:
+        return self._online()[1]
 
     @property
     def shown(self) -> str:
         """The database's URL as messages show it (password as ``***``)."""
-        return shown_url(self._writer.url)
+        return shown_url(self._url)
 
     def close(self) -> None:
         """Release the connections (the last user of a URL's pool closes it)."""
@@ -325,6 +413,7 @@ class Database:
         """Each named scope's committed generation (scopes that do not exist left out)."""
         for name in names:
             validate_scope(name)
+        self._online("reading generations")
         rows = self._generations(self._reader, names)
         behind = [n for n in names if rows.get(n, 0) < self._written.get(n, 0)]
         if behind and self._reader is not self._writer:
@@ -424,6 +513,7 @@ class Database:
             DatabaseError: The database failed, or a segment is damaged.
         """
         validate_scope(scope)
+        self._online(f"reading scope {scope}")
         floor = self._written.get(scope, 0) if self._reader is not self._writer else 0
         snap = self._snapshot(self._reader, scope, floor)
         if snap is None:  # the replica has not replayed this process's own write yet
@@ -431,15 +521,55 @@ class Database:
         assert snap is not None
         return _of_model(snap, model_id)
 
-    def held(self, scope: str, model_id: str | None) -> Snapshot | None:
-        """The generation of ``scope`` this process last read (no query), None if none yet.
+    def held(self, scope: str, model_id: str | None, *, copies: bool = False) -> Snapshot | None:
+        """The generation of ``scope`` last read (no query), None if none yet.
 
         What a search answers from while the database cannot be reached: the
         segments it holds stay valid, but newer writes are missing.
+
+        Args:
+            scope: The scope.
+            model_id: The searcher's model (vectors of another are left out).
+            copies: A scope this process has not read is assembled from this host's
+                copies, as its last load here recorded it (None when a copy is
+                missing). For a server that did not answer
+                (``DatabaseError.unreachable``), never for a refusal it made.
         """
         with self._lock:
             snap = self._snapshots.get(scope)
+        if snap is None and copies:
+            snap = self._recorded(scope)
         return None if snap is None else _of_model(snap, model_id)
+
+    def _recorded(self, scope: str) -> Snapshot | None:
+        """The generation of ``scope`` this host last loaded, from its copies (None: not all)."""
+        cache = self._cache
+        loaded = None if cache is None else cache.recorded(scope)
+        if loaded is None:
+            return None
+        ids = sorted({seg for _, seg in loaded.files})
+        with self._lock:
+            segments = {i: self._segments[i] for i in ids if i in self._segments}
+        segments |= self._copies(scope, [i for i in ids if i not in segments])
+        if len(segments) < len(ids):
+            return None
+        return self._hold(scope, loaded, segments)
+
+    def _hold(self, scope: str, loaded: Recorded, segments: dict[int, Segment]) -> Snapshot:
+        """Assemble ``loaded`` of ``segments`` and hold it as the scope's last read generation."""
+        ids = sorted({seg for _, seg in loaded.files})
+        live: dict[int, set[str]] = {i: set() for i in ids}
+        for path, seg_id in loaded.files:
+            live[seg_id].add(path)
+        segs = [segments[i] for i in ids]
+        rows = [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)]
+        snap = assemble(loaded.generation, segs, rows, loaded.model)
+        with self._lock:
+            self._snapshots[scope], self._uses[scope] = snap, ids
+            keep = {i for used in self._uses.values() for i in used}
+            self._segments.update(segments)  # those mapped from copies too
+            self._segments = {i: s for i, s in self._segments.items() if i in keep}
+        return snap
 
     def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
         """The scope's generation read from ``pool``; None when it is older than ``floor``."""
@@ -460,19 +590,11 @@ class Database:
                 ).fetchall()
                 ids = sorted({int(s) for _, s in files})
                 segments = self._fetcher(conn, scope, pool)(ids)
-        live: dict[int, set[str]] = {i: set() for i in ids}
-        for path, seg_id in files:
-            live[int(seg_id)].add(path)
-        segs = [segments[i] for i in ids]
-        snap = assemble(
-            generation, segs, [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)], model
-        )
+        loaded = Recorded(generation, model, [(str(path), int(seg)) for path, seg in files])
+        snap = self._hold(scope, loaded, segments)
         if self._cache is not None:
             self._cache.keep(scope, set(ids))
-        with self._lock:
-            self._snapshots[scope], self._uses[scope] = snap, ids
-            keep = {i for used in self._uses.values() for i in used}
-            self._segments = {i: s for i, s in self._segments.items() if i in keep}
+            self._cache.record(scope, loaded)  # what a process that cannot connect answers from
         return snap
 
     @staticmethod
@@ -542,16 +664,17 @@ class Database:
 
     def _copies(self, scope: str, ids: list[int]) -> dict[int, Segment]:
         """The segments of ``ids`` this host keeps a copy of, mapped."""
-        assert self._cache is not None
+        cache = self._cache
+        assert cache is not None
         out = {}
         for seg_id in ids:
-            blob = self._cache.get(scope, seg_id)
+            blob = cache.get(scope, seg_id)
             if blob is None:
                 continue
             try:
                 out[seg_id] = decode(blob)
             except ValueError:
-                self._cache.drop(scope, seg_id)  # damaged: fetched again
+                cache.drop(scope, seg_id)  # damaged: fetched again
         return out
 
 

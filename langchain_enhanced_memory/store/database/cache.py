@@ -10,24 +10,105 @@ the database lives. Files are written under a temporary name and renamed
 (the page cache is shared between processes, as the local store's segment
 files are), and a scope's files its current generation no longer names are
 removed when it is loaded. A copy that will not read is removed and fetched again.
+
+So that a fresh process can answer while the database is down, each load also
+records beside the copies what its generation was assembled from
+(:meth:`SegmentCache.record`: the generation, the model and the live files'
+segments), and each connect records which database a URL reached
+(:func:`remember_identity`: a hash of its host, port, database and user, never
+its password, to the database's UUID).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import mmap
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..db import cache_root
 from ..locations import make_private, open_private
 
-__all__ = ["CACHE_ENV", "SegmentCache", "default_cache_folder"]
+__all__ = [
+    "CACHE_ENV",
+    "Recorded",
+    "SegmentCache",
+    "default_cache_folder",
+    "known_identity",
+    "remember_identity",
+]
 
 #: Where a host keeps its copies (a folder), or ``0`` for none.
 CACHE_ENV = "ENHANCED_MEMORY_DATABASE_CACHE"
 
 _SUFFIX = ".emseg"
+_RECORD = "generation.json"  # in a scope's folder, beside its copies
+_IDENTITIES = "identities"  # in the root: one file per URL fingerprint, holding the UUID
+#: What tells apart the databases URLs reach: libpq's keys, and the variables it falls back to.
+_NAMED = (
+    ("host", "PGHOST"),
+    ("hostaddr", "PGHOSTADDR"),
+    ("port", "PGPORT"),
+    ("dbname", "PGDATABASE"),
+    ("user", "PGUSER"),
+)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a scope's last load on this host was assembled from (:meth:`SegmentCache.record`)."""
+
+    generation: int
+    model: str | None
+    files: list[tuple[str, int]]  # each live file's path and segment
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write ``path`` (0600, in 0700 folders) as a temporary file renamed (best effort)."""
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    try:
+        make_private(path.parent)
+        with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _fingerprint(url: str) -> str | None:
+    """A hash of the server, database and user ``url`` reaches (no password); None: unread."""
+    try:
+        from psycopg import conninfo
+
+        parts = conninfo.conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 (libpq's parse errors come in several kinds; no psycopg)
+        return None
+    # What the URL leaves out, libpq takes from the environment (PGHOST, ...).
+    named = [str(parts.get(key) or os.environ.get(env, "")) for key, env in _NAMED]
+    return hashlib.sha256(json.dumps(named).encode()).hexdigest()
+
+
+def remember_identity(root: str | Path, url: str, database_id: str) -> None:
+    """Record that ``url`` reached the database ``database_id`` (on each connect)."""
+    key = _fingerprint(url)
+    if key is not None and known_identity(root, url) != database_id:
+        _write_private(Path(root).expanduser() / _IDENTITIES / key, database_id.encode())
+
+
+def known_identity(root: str | Path, url: str) -> str | None:
+    """The identity of the database ``url`` last reached from this host, None if unknown."""
+    key = _fingerprint(url)
+    if key is None:
+        return None
+    try:
+        found = (Path(root).expanduser() / _IDENTITIES / key).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found if found and all(c in "0123456789abcdef-" for c in found.lower()) else None
 
 
 def default_cache_folder() -> Path | None:
@@ -59,16 +140,22 @@ class SegmentCache:
 
     def put(self, scope: str, seg_id: int, blob: bytes) -> None:
         """Keep a copy (best effort: a read-only or full disk only costs the next fetch)."""
-        path = self._path(scope, seg_id)
-        tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+        _write_private(self._path(scope, seg_id), blob)
+
+    def record(self, scope: str, loaded: Recorded) -> None:
+        """Record what ``scope``'s generation was assembled from (best effort)."""
+        doc = {"generation": loaded.generation, "model": loaded.model, "files": loaded.files}
+        _write_private(self.folder / scope / _RECORD, json.dumps(doc).encode())
+
+    def recorded(self, scope: str) -> Recorded | None:
+        """What ``scope``'s last load here was assembled from, None if none (or unreadable)."""
         try:
-            make_private(path.parent)
-            with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
-                fh.write(blob)
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            doc = json.loads((self.folder / scope / _RECORD).read_bytes())
+            files = [(str(path), int(seg)) for path, seg in doc["files"]]
+            model = doc["model"]
+            return Recorded(int(doc["generation"]), None if model is None else str(model), files)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def drop(self, scope: str, seg_id: int) -> None:
         """Remove a copy that did not read back."""

@@ -45,6 +45,10 @@ POOL_SIZE = 8
 POOL_NAME = "enhanced-memory"
 #: SQLSTATE of a statement the role has no privilege for (or a row-level policy refuses).
 _NOT_ALLOWED = "42501"
+#: A failed connect the server answered has its severity in libpq's message (no SQLSTATE) ...
+_ANSWERED = re.compile(r"\b(?:FATAL|ERROR|PANIC):")
+#: ... but a server starting, stopping or recovering (57P03) is not up: as one that is down.
+_NOT_UP = re.compile(r"the database system is (?:starting|shutting|in recovery|not yet accepting)")
 
 
 def _userinfo(url: str) -> str | None:
@@ -141,8 +145,21 @@ def shown_url(url: str) -> str:
     return one_line(redact(url, url), 120)
 
 
-def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
-    """The one-line error of ``exc`` on database ``url`` (a refused URL's: no text of ``exc``)."""
+def unanswered(exc: BaseException) -> bool:
+    """Whether a failed connect (or a lost connection) had no answer from a server that is up."""
+    text = str(exc)
+    return getattr(exc, "sqlstate", None) is None and (
+        not _ANSWERED.search(text) or bool(_NOT_UP.search(text))
+    )
+
+
+def failure(
+    url: str, exc: BaseException, doing: str = "", *, unreachable: bool = False
+) -> DatabaseError:
+    """The one-line error of ``exc`` on database ``url`` (a refused URL's: no text of ``exc``).
+
+    ``unreachable``: no server answered (:attr:`..core.errors.DatabaseError.unreachable`).
+    """
     try:
         check_url(url)
     except DatabaseError as refused:
@@ -156,7 +173,7 @@ def failure(url: str, exc: BaseException, doing: str = "") -> DatabaseError:
             "this database role may not do this: use a role that may write (or is granted"
             " it), or only search with this one",
         )
-    return DatabaseError(message)
+    return DatabaseError(message, unreachable=unreachable)
 
 
 class _QuietPool(logging.Filter):
@@ -196,9 +213,10 @@ class Pool:
     Args:
         url: A ``postgresql://`` URL or a ``key=value`` connection string.
         size: The most connections it opens (one is kept open).
+        doing: What the caller does, for the error message of a first connection that fails.
     """
 
-    def __init__(self, url: str, size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, size: int = POOL_SIZE, doing: str = "") -> None:
         self.url = url
         self.size = size
         psycopg, psycopg_pool = _modules()
@@ -211,7 +229,7 @@ class Pool:
         logging.getLogger("psycopg.pool").addFilter(_QUIET)  # a no-op after the first pool
         # One plain connection first: a bad URL or a server that is down is said
         # at once and in words, not as a pool timeout.
-        self.probe()
+        self.probe(doing)
         self._pool: ConnectionPool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -248,9 +266,10 @@ class Pool:
             self.probe(doing)  # says why no connection came (refused, down, a bad password) ...
             raise failure(self.url, TimeoutError("no connection came in time"), doing) from None
         except self._errors as exc:
+            lost = isinstance(exc, self._lost) and unanswered(exc)
             if isinstance(exc, self._lost):  # the connection died under the call
                 self.down = True
-            raise failure(self.url, exc, doing) from None
+            raise failure(self.url, exc, doing, unreachable=lost) from None
 
     @contextlib.contextmanager
     def _lease(self, doing: str, wait_s: float | None) -> Iterator[psycopg.Connection]:
@@ -278,7 +297,7 @@ class Pool:
         except Exception as exc:  # noqa: BLE001 (psycopg raises several kinds for a bad URL)
             self.down = True
             what = f"{doing}: cannot connect" if doing else "cannot connect"
-            raise failure(self.url, exc, what) from None
+            raise failure(self.url, exc, what, unreachable=unanswered(exc)) from None
 
     def probe(self, doing: str = "") -> None:
         """Open and close one connection (raises the one-line error of a failure)."""
@@ -293,12 +312,15 @@ _POOLS: dict[tuple[str, int], Pool] = {}
 _LOCK = threading.Lock()
 
 
-def shared_pool(url: str, size: int = POOL_SIZE) -> Pool:
-    """This process's pool of ``url`` and ``size`` (made on first use; :func:`release` it)."""
+def shared_pool(url: str, size: int = POOL_SIZE, doing: str = "") -> Pool:
+    """This process's pool of ``url`` and ``size`` (made on first use; :func:`release` it).
+
+    ``doing`` is what the caller does, for the error message when the first connection fails.
+    """
     with _LOCK:
         pool = _POOLS.get((url, size))
         if pool is None:
-            pool = _POOLS[url, size] = Pool(url, size)
+            pool = _POOLS[url, size] = Pool(url, size, doing)
         pool.users += 1
         return pool
 
