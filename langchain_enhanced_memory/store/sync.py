@@ -33,7 +33,7 @@ from ..core.recipe import Chunker, recipe
 from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
-from .db import generation_of, get_meta, rollback
+from .db import disk_full, generation_of, get_meta, rollback
 from .postings import FIELDS, named_segments, sweep_segments, write_postings
 from .rowspill import RowSpill
 from .workspace import (
@@ -246,8 +246,10 @@ def _read_moved(
                 spill,
                 old and (old[0], old[3], old[4]),
             )
-        except OSError:  # gone since the scan
-            spill.rewind(mark)
+        except OSError as exc:
+            if disk_full(exc, workspace):  # the spill's write, not the note: no index run
+                raise
+            spill.rewind(mark)  # gone since the scan
             report.skipped.append(f.path)
             continue
         except UnreadableFileError as exc:

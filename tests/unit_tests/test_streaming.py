@@ -7,6 +7,7 @@ from scratch.
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 from pathlib import Path
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from langchain_enhanced_memory.core import chunking
 from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream, chunk_lines
+from langchain_enhanced_memory.core.errors import DiskFullError
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.transcripts import TranscriptChunker
 from langchain_enhanced_memory.store import postings, workspace
@@ -219,6 +221,26 @@ def test_a_spill_reads_back_its_rows_less_those_rewound(tmp_path: Path) -> None:
         spill.start_reading()
         assert list(spill.take(3)) == [("a", 1, b"\x00"), ("b", 2, b""), ("c", 4, b"\xff")]
     assert not list((tmp_path / "side").iterdir())  # no name left behind
+
+
+def test_a_spill_with_no_room_stops_the_sync_instead_of_skipping_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the spill is a full disk (the last index kept), not a file gone."""
+    ws = write_workspace(tmp_path / "ws", {"MEMORY.md": "# M\n\n- harbour\n"})
+    idx = MemoryIndex(ws, MemorySettings())
+    idx.sync()
+    (ws / "memory").mkdir()
+    (ws / "memory" / "2026-12-01.md").write_text("# 2026-12-01\n\n- zeppelin\n")
+
+    def no_room(self: RowSpill, rows: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(RowSpill, "write", no_room)
+    with pytest.raises(DiskFullError):
+        idx.sync()
+    monkeypatch.undo()
+    assert idx.sync().changed == ["memory/2026-12-01.md"]
 
 
 def test_a_segment_built_from_rows_read_in_parts_is_the_one_built_at_once(
