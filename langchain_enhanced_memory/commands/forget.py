@@ -108,7 +108,7 @@ def _forget_in_scope(args: argparse.Namespace, scope: str, path: str | None) -> 
     if args.workspace:
         raise CliError("--workspace and --scope: a database scope's notes live in the database")
     config = config_from_args(args, workspace=".")
-    with open_database(args, config.settings) as db:
+    with open_database(args, config.settings, replica=False) as db:  # writes: the primary
         engine = DatabaseSearch.from_config(db, scope, config)
         return engine.forget(
             path=path,

@@ -79,7 +79,7 @@ def _append_to_scope(args: argparse.Namespace, scope: str, now: datetime | None)
     if args.workspace:
         raise CliError("--workspace and --scope: a database scope's notes live in the database")
     config = config_from_args(args, workspace=".")
-    with open_database(args, config.settings) as db:
+    with open_database(args, config.settings, replica=False) as db:  # writes: the primary
         engine = DatabaseSearch.from_config(db, scope, config)
         return engine.remember(args.text, section=args.section, file=args.file, now=now)
 

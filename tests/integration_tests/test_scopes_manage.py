@@ -349,8 +349,9 @@ def test_a_running_serve_answers_a_dropped_scope_empty_then_only_the_new_one(
 def test_writers_need_only_the_primary_while_the_replica_is_down(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # $ENHANCED_MEMORY_READ_URL is set for the searches; a publish, a drop, a rename and the
-    # scopes command work on the primary alone, so a replica that is down stops none of them.
+    # $ENHANCED_MEMORY_READ_URL is set for the searches; a publish, a drop, a rename, the
+    # scopes command, remember and forget work on the primary alone, so a replica that is
+    # down stops none of them.
     down = {"ENHANCED_MEMORY_READ_URL": "postgresql://x@127.0.0.1:9/m"}
     db = ["--database", database_url]
     ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
@@ -371,6 +372,9 @@ def test_writers_need_only_the_primary_while_the_replica_is_down(
     assert [s["name"] for s in listed] == ["alpha", "gamma"]
     ok("scopes", "rename", "alpha", "beta", *db, **down)
     ok("scopes", "drop", "beta", "--yes", *db, **down)
+    ok("remember", "heron by the weir", "--file", "MEMORY.md", "--scope", "team", *db, **down)
+    ok("forget", "--match", "heron", "--scope", "team", *db, **down)
+    ok("scopes", "drop", "team", "--yes", *db, **down)
     monkeypatch.setenv(*down.popitem())
     assert rename_scope("gamma", "delta", database_url).name == "delta"
     assert drop_scope("delta", database_url).name == "delta"
