@@ -205,7 +205,7 @@ def test_tools_take_a_scope(scopes: dict[str, Path]) -> None:
             scopes={k: str(v) for k, v in scopes.items()}, embedder="none", allow_write=True
         )  # fmt: skip
     }
-    assert set(tools) == {"memory_search", "memory_get", "memory_append"}
+    assert set(tools) == {"memory_search", "memory_get", "memory_append", "memory_forget"}
     message = tools["memory_search"].invoke(
         {"type": "tool_call", "id": "1", "name": "memory_search",
          "args": {"query": "Postgres", "scope": "alpha", "maxResults": 10}}
