@@ -394,24 +394,42 @@ def read_chunks(
     rows = _Rows(spill, settings)
     for _ in range(3):
         spill.rewind(mark)
+        rows.held.clear()
         before = f.abs_path.stat()
         read = _grown(f, chunker, rows, stored, before) or _chunked(f, chunker, rows, before)
         after = f.abs_path.stat()
         if stamp(before) == stamp(after):
             break
+    rows.spill_held()
     read.st = after
     return read
 
 
+#: Rows a read holds before it writes them to the spill: a note's rows are written after
+#: its read, so no write of ours (which lets a writer thread run) falls inside the read.
+_HELD_ROWS = 2048
+
+
 @dataclass
 class _Rows:
-    """Where a read's chunks go: their rows, into the spill."""
+    """Where a read's chunks go: their rows, held, then into the spill."""
 
     spill: RowSpill
     settings: MemorySettings
+    held: list[tuple] = field(default_factory=list)
 
     def add(self, chunks: list[Chunk]) -> int:
-        return self.spill.write(_chunk_row(c, self.settings) for c in chunks)
+        before = len(self.held)
+        self.held.extend(_chunk_row(c, self.settings) for c in chunks)
+        added = len(self.held) - before
+        if len(self.held) >= _HELD_ROWS:
+            self.spill_held()
+        return added
+
+    def spill_held(self) -> None:
+        """Write the held rows to the spill."""
+        self.spill.write(self.held)
+        self.held.clear()
 
 
 def _grown(
