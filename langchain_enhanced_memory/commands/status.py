@@ -8,11 +8,9 @@ indexed or written, and no resident engine is started.
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import replace
 
 from ..analysis.status import format_text, status
-from ..engine.scoped import DATABASE_ENV
 from .common import (
     CliError,
     add_common_arguments,
@@ -34,9 +32,7 @@ def run(args: argparse.Namespace) -> int:
     with engine_from_args(args) as engine:
         database = None
         if args.database or args.scope:
-            if not (args.database or os.environ.get(DATABASE_ENV)):
-                raise CliError(f"--scope needs --database URL (or ${DATABASE_ENV})")
-            database = open_database(args)
+            database = open_database(args)  # says to give --database when neither gives a URL
         try:
             got = status(engine, database)
         finally:
