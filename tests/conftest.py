@@ -101,6 +101,32 @@ def database_url(pg_server: PgServer, request: pytest.FixtureRequest) -> Iterato
 
 
 @pytest.fixture
+def read_only_url(pg_server: PgServer, database_url: str) -> Iterator[str]:
+    """The URL of a role of its own that may only SELECT the package's tables (then dropped).
+
+    Its password is ``ro-secret-1``; the tables exist (made here) before the grant.
+    """
+    import uuid
+
+    import psycopg
+
+    from langchain_enhanced_memory.store.database import Database
+
+    with Database.connect(database_url):
+        pass
+    role = f"reader_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro-secret-1'")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    try:
+        yield pg_server.url_of(database_url.rsplit("/", 1)[1], user=role, password="ro-secret-1")
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.fixture
 def pg_private() -> Iterator[PgServer]:
     """A started server of this test's own, to stop, restart or kill (about 0.4 s)."""
     server = PgServer().start()

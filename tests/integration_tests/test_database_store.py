@@ -375,29 +375,17 @@ def test_a_restarted_server_is_reconnected_and_a_stopped_one_is_one_line(
         assert "***" in str(err.value)
 
 
-def test_a_read_only_role_searches_and_cannot_append(
-    pg_server: PgServer, database_url: str
-) -> None:
+def test_a_read_only_role_searches_and_cannot_append(database_url: str, read_only_url: str) -> None:
     with Database.connect(database_url) as db:
         db.append("team", "a fact all agents read", now=DAY)
-    name = database_url.rsplit("/", 1)[1]
-    role = f"reader_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro-secret-1'")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
-    try:
-        with Database.connect(pg_server.url_of(name, user=role, password="ro-secret-1")) as ro:
-            assert _found(ro, "fact all agents")
-            with pytest.raises(DatabaseError) as err:
-                ro.append("team", "not allowed", now=DAY)
-            assert "permission denied" in str(err.value) and "ro-secret-1" not in str(err.value)
-            assert "\n" not in str(err.value)
-        with Database.connect(database_url) as db:
-            assert "not allowed" not in db.read("team", "memory/2026-12-09.md").text
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
+    with Database.connect(read_only_url) as ro:
+        assert _found(ro, "fact all agents")
+        with pytest.raises(DatabaseError) as err:
+            ro.append("team", "not allowed", now=DAY)
+        assert "permission denied" in str(err.value) and "ro-secret-1" not in str(err.value)
+        assert "\n" not in str(err.value)
+    with Database.connect(database_url) as db:
+        assert "not allowed" not in db.read("team", "memory/2026-12-09.md").text
 
 
 def test_a_damaged_segment_is_a_one_line_error(database_url: str) -> None:

@@ -15,7 +15,6 @@ import os
 import subprocess
 import threading
 import time
-import uuid
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ from langchain_enhanced_memory.store.database import Database
 from langchain_enhanced_memory.store.database import scopes as sql
 from tests.cli_run import run_cli
 from tests.integration_tests.test_database_serve_faults import serving_scope
-from tests.postgres import PgServer
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 NONE = ["--embedder", "none"]
@@ -272,30 +270,20 @@ def test_an_append_queued_behind_a_drop_makes_the_scope_anew(database_url: str) 
 
 
 def test_a_read_only_role_lists_and_is_told_it_may_not_write(
-    pg_server: PgServer, database_url: str
+    database_url: str, read_only_url: str
 ) -> None:
     with Database.connect(database_url) as db:
         db.append("team", "a fact all agents read", now=DAY)
-    name = database_url.rsplit("/", 1)[1]
-    role = f"reader_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'ro-secret-1'")
-        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
-    try:
-        ro = pg_server.url_of(name, user=role, password="ro-secret-1")
-        listed = json.loads(ok("scopes", "list", "--json", ENHANCED_MEMORY_DATABASE_URL=ro).stdout)
-        assert [s["name"] for s in listed["scopes"]] == ["team"]
-        for args in (["drop", "team", "--yes"], ["rename", "team", "crew"]):
-            line = failed(run_cli("scopes", *args, ENHANCED_MEMORY_DATABASE_URL=ro))
-            assert "this role may not write" in line and "permission denied" in line
-            assert "ro-secret-1" not in line
-        with pytest.raises(DatabaseError, match="may not write"):
-            drop_scope("team", ro)
-        assert [s.name for s in list_scopes(database_url)] == ["team"]
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
+    ro = read_only_url
+    listed = json.loads(ok("scopes", "list", "--json", ENHANCED_MEMORY_DATABASE_URL=ro).stdout)
+    assert [s["name"] for s in listed["scopes"]] == ["team"]
+    for args in (["drop", "team", "--yes"], ["rename", "team", "crew"]):
+        line = failed(run_cli("scopes", *args, ENHANCED_MEMORY_DATABASE_URL=ro))
+        assert "this role may not write" in line and "permission denied" in line
+        assert "ro-secret-1" not in line
+    with pytest.raises(DatabaseError, match="may not write"):
+        drop_scope("team", ro)
+    assert [s.name for s in list_scopes(database_url)] == ["team"]
 
 
 def test_take_over_republishes_a_folder_scope_and_never_a_database_one(
