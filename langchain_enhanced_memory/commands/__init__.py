@@ -92,7 +92,11 @@ def execute(argv: Sequence[str]) -> int:
         parser.print_help()
         return 2
     want_json = bool(getattr(args, "json", False))
+    from .. import config
     from ..core.errors import EnhancedMemoryError
+
+    # Read once per command (the resident engine runs each with its caller's environment).
+    args.env = env = config.load()
 
     try:
         return runner(args)
@@ -106,7 +110,7 @@ def execute(argv: Sequence[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # the last line of defence: never a traceback for users
-        if os.environ.get("ENHANCED_MEMORY_DEBUG"):
+        if env.process_settings.debug:
             raise
         return _fail(f"{type(exc).__name__}: {exc}".splitlines()[0], "", want_json, status=1)
 

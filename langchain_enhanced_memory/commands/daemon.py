@@ -18,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import config
+from ..config import with_sessions, workspace_folder
 from ..core.settings import MemorySettings
 from ..servers import client
 from ..servers.resident import ResidentServer
 from ..store import heap
-from ..store.locations import resolve_workspace
 from ..store.workspace import require_memory
 from . import common
 from .common import CliError, dump
@@ -42,11 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start, stop, describe or run the resident engine."""
-    workspace = resolve_workspace(args.workspace)
+    workspace = workspace_folder(args.workspace, args.env)
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         raise CliError(f"--idle-timeout must be above 0, got {args.idle_timeout}")
     if args.action in ("run", "start"):  # before a resident engine writes anything there
-        require_memory(workspace, MemorySettings())
+        require_memory(workspace, with_sessions(MemorySettings(), args.env.session_dirs))
     if args.action == "run":
         return serve_here(workspace, args.idle_timeout)
     if args.action == "start":
@@ -138,5 +139,6 @@ def _run_captured(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int, 
         for k in [k for k in os.environ if client.is_forwarded(k)]:
             del os.environ[k]
         os.environ.update(saved_env)
+        config.load()  # this process's own settings again, for its threads between requests
         os.chdir(saved_cwd)
     return rc, out.getvalue(), err.getvalue()
