@@ -34,6 +34,7 @@ __all__ = [
     "FORWARDED",
     "VARIABLES",
     "Environment",
+    "caller_environ",
     "engine_config",
     "load",
     "with_sessions",
@@ -164,6 +165,17 @@ def load(environ: Mapping[str, str] | None = None) -> Environment:
     env = Environment(environ)
     process.use(env.process_settings)
     return env
+
+
+def caller_environ(sent: Mapping[str, Any]) -> dict[str, str]:
+    """The environment a resident engine runs a caller's command with.
+
+    This process's variables, but those a caller sends (:data:`FORWARDED`): the
+    caller's, or unset where the caller has none.
+    """
+    environ = {k: v for k, v in os.environ.items() if k not in FORWARDED}
+    environ.update({k: str(v) for k, v in sent.items() if k in FORWARDED})
+    return environ
 
 
 def workspace_folder(arg: str | Path | None = None, env: Environment | None = None) -> Path:

@@ -14,7 +14,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 __all__ = ["COMMANDS", "PROG", "build_parser", "execute", "print_error"]
@@ -77,8 +77,14 @@ def build_parser(
     return parser, runner
 
 
-def execute(argv: Sequence[str]) -> int:
-    """Run one command line in this process; returns the exit status."""
+def execute(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
+    """Run one command line in this process; returns the exit status.
+
+    Args:
+        argv: The command line, without the program's name.
+        environ: The environment it runs with (default ``os.environ``; the resident
+            engine gives its caller's).
+    """
     argv = list(argv)
     command = _command_of(argv)
     parser, runner = build_parser(command)
@@ -92,11 +98,11 @@ def execute(argv: Sequence[str]) -> int:
         parser.print_help()
         return 2
     want_json = bool(getattr(args, "json", False))
-    from .. import config
+    from ..config import load
     from ..core.errors import EnhancedMemoryError
 
     # Read once per command (the resident engine runs each with its caller's environment).
-    args.env = env = config.load()
+    args.env = env = load(environ)
 
     try:
         return runner(args)

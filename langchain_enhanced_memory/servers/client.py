@@ -25,7 +25,7 @@ import stat
 import sys
 import time
 
-from .. import config
+from ..config import FORWARDED, Environment, load
 from ..core.errors import EnhancedMemoryError
 from ..store.locations import (
     ResidentFiles,
@@ -82,17 +82,17 @@ def identity() -> dict[str, str]:
     return {"version": __version__, "location": package}
 
 
-def opted_out(env: config.Environment, argv: list[str] | None = None) -> bool:
+def opted_out(env: Environment, argv: list[str] | None = None) -> bool:
     """Whether ``--no-daemon`` or ``ENHANCED_MEMORY_DAEMON=0`` says not to use one."""
     return (argv is not None and "--no-daemon" in argv) or not env.daemon
 
 
 def is_forwarded(name: str) -> bool:
     """Whether the resident engine takes ``name`` from the caller's environment."""
-    return name in config.FORWARDED
+    return name in FORWARDED
 
 
-def workspace_of(argv: list[str], env: config.Environment) -> str | None:
+def workspace_of(argv: list[str], env: Environment) -> str | None:
     """The workspace a command line names (as the command would find it), or None."""
     arg: str | None = None
     for n, a in enumerate(argv):
@@ -198,7 +198,7 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
     """
     if not argv or argv[0] not in ROUTED or "-h" in argv or "--help" in argv:
         return None
-    env = config.load()
+    env = load()
     if opted_out(env, argv) or any(a.startswith(("--scope", "--database")) for a in argv):
         return None  # scopes are searched here: an engine serves its own workspace only
     ws = workspace_of(argv, env)
