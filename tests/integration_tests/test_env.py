@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_run import CLI, cli_env
+from tests.cli_run import CLI, cli_env, run_cli
 from tests.fake_ollama import FakeOllama, unused_port
 from tests.workspaces import write_workspace
 
@@ -189,3 +191,34 @@ def test_xdg_cache_home_holds_a_read_only_workspaces_index(workspace: Path, tmp_
     assert doc["_rc"] == 0 and doc["results"], doc["_stderr"]
     assert not (workspace / ".enhanced-memory").exists()
     assert list((cache / "enhanced-memory").glob("*/index.sqlite"))
+
+
+def test_runtime_dir_and_daemon_timeout_reach_the_resident_engine_and_its_callers(
+    workspace: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env = {"ENHANCED_MEMORY_DAEMON": "1", "XDG_RUNTIME_DIR": str(run)}
+    started = run_cli("daemon", "start", "--workspace", str(workspace), "--json", **env)
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    try:
+        # The engine's lock is in $XDG_RUNTIME_DIR/enhanced-memory/, and callers find it.
+        assert len(list((run / "enhanced-memory").glob("resident-*.lock"))) == 1
+        base = ("search", "ramen", "--workspace", str(workspace), "--embedder", "none", "--json")
+        assert run_cli(*base, **env).returncode == 0
+        assert _requests(workspace, env) == 1
+        # A timeout that is not a number: the caller answers itself, as when none runs.
+        answered = run_cli(*base, ENHANCED_MEMORY_DAEMON_TIMEOUT="soon", **env)
+        assert answered.returncode == 0 and json.loads(answered.stdout)["results"]
+        assert _requests(workspace, env) == 1
+    finally:
+        run_cli("daemon", "stop", "--workspace", str(workspace), **env)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _requests(workspace: Path, env: dict[str, str]) -> int:
+    r = run_cli("daemon", "status", "--workspace", str(workspace), "--json", **env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["requests"]
