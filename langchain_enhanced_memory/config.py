@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .core.settings import MemorySettings
-    from .engine.config import EngineConfig
+    from .engine.config import Embedder, EmbedderErrors, EngineConfig
 
 __all__ = [
     "FORWARDED",
@@ -83,6 +83,17 @@ class Environment:
 
     Reading never fails: a value that does not parse is refused where it is used
     (:attr:`pool_size`, :attr:`daemon_timeout_s`), in one line.
+
+    Attributes:
+        workspace: ``$OPENCLAW_WORKSPACE_DIR``, else the workspace ``$MEMORY_DIR`` names.
+        profile, embedder, model, ollama_url, on_embedder_error, index_path: The
+            engine's fields the environment may set (:func:`engine_config`).
+        session_dirs: ``$ENHANCED_MEMORY_SESSION_DIRS``, split.
+        database_url, read_url: The database of the scopes and its replica.
+        database_cache: Where copies of segments go: ``"default"``, a folder, or None.
+        daemon: Whether the resident engine may be used (``$ENHANCED_MEMORY_DAEMON``).
+        process_settings: What :func:`load` installs for the whole process.
+        forwarded: The variables a one-shot call sends the resident engine.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
@@ -212,6 +223,7 @@ def engine_config(
         EnhancedMemoryError: The workspace does not exist.
     """
     from pathlib import Path
+    from typing import cast
 
     from .core.errors import RequestError
     from .core.settings import PROFILE_NAMES, MemorySettings
@@ -234,10 +246,10 @@ def engine_config(
     return EngineConfig(
         workspace=workspace_folder(workspace_arg, env),
         settings=with_sessions(settings, (*session_dirs, *env.session_dirs)),
-        embedder=embedder,  # type: ignore[arg-type]  # checked above
+        embedder=cast("Embedder", embedder),
         model=model or env.model,
         ollama_url=ollama_url or env.ollama_url,
-        on_embedder_error=on_error,  # type: ignore[arg-type]  # checked above
+        on_embedder_error=cast("EmbedderErrors", on_error),
         index_path=Path(index_path) if index_path else None,
         **fields,
     )
