@@ -331,3 +331,79 @@ def test_a_second_store_sees_the_first_ones_writes(make_store: MakeStore) -> Non
     one.put(("shared",), "k", {"content": "kingfisher by the lake"})
     assert [i.key for i in two.search(("shared",), query="kingfisher")] == ["k"]
     assert two.search(("shared",), query="heron") == []
+
+
+# ------------------------------------------------------- in a graph, and under LangMem's tools
+def test_compile_with_the_store_and_get_store_in_a_node(store: EnhancedMemoryStore) -> None:
+    from langgraph.config import get_store
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        user: str
+        fact: str
+        recalled: list[str]
+
+    def remember(state: State) -> dict:
+        get_store().put(("memories", state["user"]), "fact", {"content": state["fact"]})
+        return {}
+
+    def recall(state: State) -> dict:
+        hits = get_store().search(("memories", state["user"]), query="which tea")
+        return {"recalled": [h.value["content"] for h in hits]}
+
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_node("recall", recall)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", "recall")
+    graph = builder.compile(store=store)
+    out = graph.invoke({"user": "ada", "fact": "Ada drinks green tea", "recalled": []})
+    assert out["recalled"] == ["Ada drinks green tea"]
+    assert store.get(("memories", "ada"), "fact") is not None
+
+
+def _scripted_model(turns: list[list[object]]) -> object:
+    """A chat model that answers each call with the next scripted message (tools bound as is)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    class Scripted(GenericFakeChatModel):
+        def bind_tools(self, tools: object, **kwargs: object) -> Scripted:  # type: ignore[override]
+            return self
+
+    return Scripted(messages=iter([m for turn in turns for m in turn]))
+
+
+def test_langmem_tools_in_an_agent_store_then_find_a_memory(store: EnhancedMemoryStore) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    namespace = ("memories", "{langgraph_user_id}")
+    tools = [create_manage_memory_tool(namespace), create_search_memory_tool(namespace)]
+    create = {"content": "The user's dog is called Biscuit", "action": "create"}
+    model = _scripted_model(
+        [
+            [AIMessage("", tool_calls=[{"name": "manage_memory", "args": create, "id": "c1"}])],
+            [AIMessage("I will remember that.")],
+            [
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "search_memory", "args": {"query": "dog name"}, "id": "s1"}
+                    ],
+                )
+            ],
+            [AIMessage("Your dog is Biscuit.")],
+        ]
+    )
+    agent = create_agent(model, tools=tools, store=store)  # type: ignore[arg-type]
+    config = {"configurable": {"langgraph_user_id": "u42"}}
+    agent.invoke({"messages": [("user", "My dog is called Biscuit")]}, config)  # type: ignore[arg-type]
+    [kept] = store.search(("memories", "u42"))
+    assert kept.value == {"content": "The user's dog is called Biscuit"}
+    later = agent.invoke({"messages": [("user", "What is my dog called?")]}, config)  # type: ignore[arg-type]
+    found = [m for m in later["messages"] if isinstance(m, ToolMessage)]
+    assert "Biscuit" in str(found[-1].content)
+    assert later["messages"][-1].content == "Your dog is Biscuit."
+    assert store.search(("memories", "u1")) == []  # another user's namespace holds nothing
