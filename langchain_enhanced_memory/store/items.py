@@ -14,7 +14,7 @@ are written through :func:`.append.rewrite_note` (the notes' one writer: a
 temporary file renamed over the note, under the notes' lock, only if the note
 is still what was read; a file there that is not an item is never replaced).
 A delete removes the file, then purges its texts from the index as ``forget``
-does (:func:`.forget.purge_index`). Section vectors are kept in
+does (:func:`.forget.purge_workspace`). Section vectors are kept in
 ``items.sqlite`` in the index folder (private like the index), by model and
 text hash, so an unchanged text is never embedded twice.
 """
@@ -39,8 +39,7 @@ from ..core.itemtext import parse_item, render_item
 from ..core.settings import MemorySettings
 from .append import folder_lock, rewrite_note
 from .db import index_folder
-from .forget import purge_index
-from .index import MemoryIndex
+from .forget import purge_workspace
 from .locations import make_private, open_private
 
 __all__ = ["ITEMS_FOLDER", "WorkspaceItems", "item_path"]
@@ -213,9 +212,7 @@ class WorkspaceItems:
         texts += [text for item in gone for _, text in sections(item.value, item.index or None)]
         live = {text_hash(t) for item in self.under(()) for _, t in sections(item.value, None)}
         self._vectors.drop({text_hash(t) for t in texts} - live)
-        index = MemoryIndex(self.workspace, self.settings)
-        if index.path.exists():
-            purge_index(index, sorted(set(texts)))
+        purge_workspace(self.workspace, sorted(set(texts)), self.settings)
 
     def sweep(self, now: datetime) -> int:
         """Delete the items expired at ``now``."""
