@@ -308,8 +308,15 @@ class EnhancedMemoryStore(BaseStore):
         return sorted(best.items(), key=lambda pair: -pair[1])
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found = self._storage.namespaces()
-        for cond in op.match_conditions or ():
+        conditions = op.match_conditions or ()
+        literal: Namespace = ()  # the labels before a wildcard of the first prefix condition
+        for cond in conditions:
+            if cond.match_type == "prefix":
+                path = tuple(cond.path)
+                literal = path[: path.index("*")] if "*" in path else path
+                break
+        found = self._storage.namespaces(check_namespace(literal, root=False))
+        for cond in conditions:
             path = tuple(cond.path)
             found = [ns for ns in found if namespace_matches(ns, cond.match_type, path)]
         if op.max_depth is not None:

@@ -123,8 +123,8 @@ class ItemStorage(Protocol):
         """Every item whose namespace starts with ``prefix`` (all of them for ``()``)."""
         ...
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace holding an item."""
+    def namespaces(self, prefix: Namespace = ()) -> list[Namespace]:
+        """Every namespace holding an item under ``prefix``."""
         ...
 
     def refresh(self, items: Sequence[StoredItem]) -> None:

@@ -147,10 +147,10 @@ class WorkspaceItems:
                 items[item.ref] = item
         return list(self._vectors.attach(items).values())
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace holding an item."""
+    def namespaces(self, prefix: Namespace = ()) -> list[Namespace]:
+        """Every namespace holding an item under ``prefix``."""
         out = set()
-        for folder in self._folders(()):
+        for folder in self._folders(prefix):
             if "~" not in folder.name:
                 out.add(tuple(decode_name(label) for label in folder.name.split(".")))
                 continue

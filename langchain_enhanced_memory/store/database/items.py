@@ -119,10 +119,23 @@ class DatabaseItems:
             ).fetchall()
         return [_item(row) for row in rows]
 
-    def namespaces(self) -> list[Namespace]:
-        """Every namespace holding an item."""
+    def namespaces(self, prefix: Namespace = ()) -> list[Namespace]:
+        """Every namespace holding an item under ``prefix``.
+
+        One index probe per namespace (a loose index scan), not a read of every item.
+        """
+        low, high = _range(prefix)
         with self.pool.connection("listing namespaces", transaction=False) as conn:
-            rows = conn.execute("SELECT DISTINCT namespace FROM em_items").fetchall()
+            rows = conn.execute(
+                "WITH RECURSIVE ns(path) AS ("
+                " (SELECT namespace FROM em_items WHERE namespace >= %(low)s"
+                "  AND namespace < %(high)s ORDER BY namespace LIMIT 1)"
+                " UNION ALL SELECT (SELECT namespace FROM em_items WHERE namespace > ns.path"
+                "  AND namespace < %(high)s ORDER BY namespace LIMIT 1) FROM ns"
+                "  WHERE ns.path IS NOT NULL)"
+                " SELECT path FROM ns WHERE path IS NOT NULL",
+                {"low": low, "high": high},
+            ).fetchall()
         return sorted(_namespace(row[0]) for row in rows)
 
     def refresh(self, items: Sequence[StoredItem]) -> None:
