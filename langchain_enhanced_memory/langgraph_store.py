@@ -58,6 +58,7 @@ from .core.items import (
 from .core.request import MAX_K, SearchRequest
 from .core.settings import MemorySettings
 from .core.snapshot import Snapshot
+from .core.text import clean_json
 from .engine.answer import ranked_hits
 from .engine.config import Embedder, EngineConfig
 from .engine.embedder import QueryEmbedder
@@ -169,9 +170,11 @@ class EnhancedMemoryStore(BaseStore):
         last: dict[Ref, PutOp] = {}
         for op in ops:  # the last put of a ref wins, as in LangGraph's stores
             last[check_namespace(op.namespace), check_key(op.key)] = op
-        for op in last.values():
+        for ref, op in last.items():
             if op.value is not None and not isinstance(op.value, dict):
                 raise ItemError(f"an item's value is a dict, not {type(op.value).__name__}")
+            if op.value is not None:  # text enters clean (lone surrogates as U+FFFD)
+                last[ref] = op._replace(value=clean_json(dict(op.value)))
         now = datetime.now(timezone.utc)
         old = self._storage.get_many(list(last))
         wanted = self._embedded_texts(last.values())
@@ -180,7 +183,7 @@ class EnhancedMemoryStore(BaseStore):
             StoredItem(
                 namespace=ref[0],
                 key=ref[1],
-                value=dict(op.value),
+                value=op.value,  # type: ignore[arg-type]
                 created_at=old[ref].created_at if ref in old else now,
                 updated_at=now,
                 expires_at=expiry(now, op.ttl),
@@ -298,7 +301,7 @@ class EnhancedMemoryStore(BaseStore):
                 qvec = self._embedder.embed_query(query)
             except Exception as exc:  # noqa: BLE001 (keyword-only, as every search degrades)
                 self._embedder.failed(exc)
-        now = datetime.now()
+        now = datetime.now(timezone.utc).replace(tzinfo=None)  # the items' days are UTC days
         request = SearchRequest(query=query, k=min(MAX_K, len(snap)), now=now)
         keep = live[held.of_item]
         answer = ranked_hits(snap, request, now, self.settings, qvec, None, keep=keep)

@@ -407,3 +407,16 @@ def test_langmem_tools_in_an_agent_store_then_find_a_memory(store: EnhancedMemor
     assert "Biscuit" in str(found[-1].content)
     assert later["messages"][-1].content == "Your dog is Biscuit."
     assert store.search(("memories", "u1")) == []  # another user's namespace holds nothing
+
+
+def test_text_enters_clean_and_unicode_round_trips(store: EnhancedMemoryStore) -> None:
+    value = {"content": "caf\u00e9 \u4e2d\u6587 \U0001f600", "lone": "a\ud800b", "k\udcff": 1}
+    store.put(("unicode",), "k\u00e9y \u4e2d", value)
+    got = store.get(("unicode",), "k\u00e9y \u4e2d")
+    assert got is not None
+    assert got.value == {
+        "content": "caf\u00e9 \u4e2d\u6587 \U0001f600",
+        "lone": "a\ufffdb",
+        "k\ufffd": 1,
+    }
+    assert [i.key for i in store.search(("unicode",), query="\u4e2d\u6587")] == ["k\u00e9y \u4e2d"]
