@@ -420,3 +420,35 @@ def test_text_enters_clean_and_unicode_round_trips(store: EnhancedMemoryStore) -
         "k\ufffd": 1,
     }
     assert [i.key for i in store.search(("unicode",), query="\u4e2d\u6587")] == ["k\u00e9y \u4e2d"]
+
+
+def test_a_store_keeps_only_the_prefixes_it_searched_last(make_store: MakeStore) -> None:
+    store = make_store(cached_prefixes=3)
+    for n in range(5):
+        store.put(("users", f"u{n}"), "k", {"content": f"note {n} about herons"})
+    for n in range(5):
+        assert [i.key for i in store.search(("users", f"u{n}"), query="herons")] == ["k"]
+    assert list(store._held) == [("users", "u2"), ("users", "u3"), ("users", "u4")]
+    store.put(("users", "u0"), "k", {"content": "note about kingfishers"})  # evicted: read again
+    assert [i.key for i in store.search(("users", "u0"), query="kingfishers")] == ["k"]
+
+
+def test_delete_leaves_no_row_holding_the_text_in_postgres(database_url: str) -> None:
+    import psycopg
+
+    token = "zebra-quartz-7731"
+    with EnhancedMemoryStore(database_url=database_url, index={"embed": WordEmbeddings(16)}) as s:
+        s.put(("users", "ada"), "secret", {"content": f"The vault code is {token}"})
+        s.put(("users", "ada"), "other", {"content": "Ada likes herons"})
+        s.delete(("users", "ada"), "secret")
+        assert s.search(("users",), query=token) == []
+    with psycopg.connect(database_url) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'em_%'")
+        ]
+        for table in tables:
+            rows = conn.execute(f"SELECT t::text FROM {table} t").fetchall()  # noqa: S608
+            assert not [r for r in rows if token in r[0]], table
+        [(left,)] = conn.execute("SELECT count(*) FROM em_items").fetchall()
+        assert left == 1
