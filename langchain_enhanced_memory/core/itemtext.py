@@ -2,7 +2,6 @@
 
 The file of an item is::
 
-    <!-- enhanced-memory item {"namespace": [...], "key": ..., "created_at": ..., ...} -->
     # <key>
 
     ## <field>
@@ -15,11 +14,15 @@ The file of an item is::
     <the field's value as JSON, for anything else>
     ```
 
-The first line keeps what is not the value (namespace, key, times, TTL, the
-fields indexed). Each top-level field of the value is a ``##`` section, in
-order. A string is written as it is when it reads back the same (not empty,
-no surrounding blank space, no line a parser would take for a header, a
-fence or the first line); any other value, and such a string, as a fenced
+    <!-- enhanced-memory item {"namespace": [...], "key": ..., "created_at": ..., ...} -->
+
+The last line keeps what is not the value (namespace, key, times, TTL, the
+fields indexed, the embedder): at the end it joins the last section's chunk
+in the notes search instead of being a chunk (a hit) of its own. Each
+top-level field of the value is a ``##`` section, in order. A string is
+written as it is when it reads back the same (not empty, no surrounding
+blank space, no line a parser would take for a header, a fence or the
+description line); any other value, and such a string, as a fenced
 JSON block: :func:`parse_item` of :func:`render_item` gives the value back
 exactly. A field name that is not a plain one-line name is written as JSON
 (it starts with ``"``). A section's text edited by hand is the field's new
@@ -54,10 +57,12 @@ def render_item(item: StoredItem) -> str:
         "index": item.index,
         "model": item.model,
     }
-    title = " ".join(item.key.split()) or "item"
-    out = [_META + json.dumps(meta, ensure_ascii=True) + _END, f"# {title}"]
+    meta = {k: v for k, v in meta.items() if v is not None}
+    out = [f"# {' '.join(item.key.split()) or 'item'}"]
     for name, value in item.value.items():
         out += ["", f"## {_name(name)}", "", _body(value)]
+    # Last, so it rides in the last section's chunk: no chunk of its own for a search to show.
+    out += ["", _META + json.dumps(meta, ensure_ascii=True) + _END]
     return "\n".join(out) + "\n"
 
 
@@ -65,26 +70,27 @@ def parse_item(text: str) -> StoredItem:
     """The item :func:`render_item` wrote (as a person may have edited it since).
 
     Raises:
-        ItemError: Not an item's markdown (its first line is missing or damaged).
+        ItemError: Not an item's markdown (its description line is missing or damaged).
     """
     lines = text.replace("\r\n", "\n").split("\n")
-    first = lines[0].lstrip("\ufeff")
-    if not (first.startswith(_META) and first.endswith(_END)):
-        raise ItemError("not an item file: its first line is not the item's description")
+    at = [i for i, line in enumerate(lines) if line.startswith(_META) and line.endswith(_END)]
+    if not at:
+        raise ItemError("not an item file: it has no item description line")
+    line = lines.pop(at[-1])
     try:
-        meta = json.loads(first[len(_META) : -len(_END)])
-        times = [meta["created_at"], meta["updated_at"], meta["expires_at"]]
+        meta = json.loads(line[len(_META) : -len(_END)])
+        times = [meta["created_at"], meta["updated_at"], meta.get("expires_at")]
         created, updated, expires = (
             None if t is None else datetime.fromisoformat(t) for t in times
         )
         namespace, key = tuple(meta["namespace"]), meta["key"]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ItemError(f"not an item file: its description is damaged ({exc})") from None
     assert created is not None and updated is not None
     return StoredItem(
         namespace=namespace,
         key=key,
-        value=_fields(lines[1:]),
+        value=_fields(lines),
         created_at=created,
         updated_at=updated,
         expires_at=expires,

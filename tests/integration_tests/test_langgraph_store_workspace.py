@@ -91,6 +91,10 @@ def test_the_notes_search_sees_items(workspace: Path) -> None:
     results = json.loads(r.stdout)["results"]
     assert results[0]["path"] == "memory/items/users.ada/bike.md"
     assert TOKEN in results[0]["snippet"]
+    # The item's description line is no hit of its own, even for its namespace's words.
+    r = run_cli("search", "users ada bike created", "--workspace", str(workspace), "--json")
+    ours = [x for x in json.loads(r.stdout)["results"] if x["path"].startswith("memory/items/")]
+    assert ours and all(x["snippet"].startswith("# bike") for x in ours)
 
     from langchain_enhanced_memory import EnhancedMemoryRetriever
 

@@ -59,11 +59,11 @@ def test_strings_a_person_can_edit_are_written_bare() -> None:
     assert '## tricky\n\n```json\n"# a header"\n```' in text
 
 
-def test_a_damaged_first_line_is_refused() -> None:
+def test_a_missing_or_damaged_description_is_refused() -> None:
     with pytest.raises(ItemError, match="not an item"):
         parse_item("# just a note\n")
     with pytest.raises(ItemError, match="damaged"):
-        parse_item('<!-- enhanced-memory item {"key": 1} -->\n')
+        parse_item('# k\n\n<!-- enhanced-memory item {"key": 1} -->\n')
 
 
 @given(st.text())
@@ -73,8 +73,12 @@ def test_names_encode_to_safe_file_names_and_back(name: str) -> None:
     assert all(c.isascii() and (c.isalnum() or c in "_-%") for c in encoded)
 
 
-@given(st.lists(st.text(min_size=1).filter(lambda s: "." not in s and "\x00" not in s), max_size=3),
-       st.lists(st.text(min_size=1).filter(lambda s: "." not in s and "\x00" not in s), max_size=3))  # fmt: skip
+labels = st.lists(
+    st.text(min_size=1).filter(lambda s: "." not in s and "\x00" not in s), max_size=3
+)
+
+
+@given(labels, labels)
 def test_a_namespace_path_starts_with_a_prefix_path_exactly_when_it_is_under_it(
     a: list[str], b: list[str]
 ) -> None:
