@@ -248,6 +248,11 @@ def test_vectors_are_embedded_once_per_text(make_store: MakeStore) -> None:
     hits = store.search(ns, query="espresso roastery")
     assert hits[0].key == "a"
     assert {h.key for h in store.search(ns)} == {"a", "b", "c"}
+    # A put's own fields (paths into the value) replace the store's.
+    trip = {"trip": {"title": "kayak on the fjord", "days": ["mon", "tue"]}, "content": "x y"}
+    store.put(ns, "d", trip, index=["trip.title", "trip.days[*]"])
+    assert embeddings.texts[-3:] == ["kayak on the fjord", "mon", "tue"]
+    assert store.search(ns, query="kayak fjord")[0].key == "d"
 
 
 def test_ttl_expires_and_a_read_refreshes_it(make_store: MakeStore) -> None:
