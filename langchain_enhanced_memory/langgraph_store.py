@@ -101,7 +101,8 @@ class EnhancedMemoryStore(BaseStore):
         cached_prefixes: Namespace prefixes kept searched (an LRU).
 
     Raises:
-        SettingsError: Neither or both of ``workspace`` and ``database_url``, or a bad config.
+        SettingsError: Neither or both of ``workspace`` and ``database_url``, a
+            workspace that is not a folder, or a bad config.
         DatabaseError: The database cannot be reached or migrated.
     """
 
@@ -449,4 +450,6 @@ def _storage(
     from .store.items import WorkspaceItems
 
     assert workspace is not None
+    if not Path(workspace).expanduser().is_dir():
+        raise SettingsError(f"{workspace} is not a folder (create it first)", "workspace")
     return WorkspaceItems(workspace, settings)

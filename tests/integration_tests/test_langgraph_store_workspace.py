@@ -119,3 +119,15 @@ def test_delete_leaves_no_byte_of_the_text(workspace: Path) -> None:
     assert files_holding(workspace, TOKEN) == []  # notes, index, vectors, logs
     vectors = next(workspace.rglob("items.sqlite"))
     assert stat.S_IMODE(vectors.stat().st_mode) == 0o600  # as private as the index
+
+
+def test_a_store_is_told_plainly_what_is_wrong(tmp_path: Path) -> None:
+    from langchain_enhanced_memory import SettingsError
+
+    with pytest.raises(SettingsError, match="is not a folder"):
+        EnhancedMemoryStore(tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+    with pytest.raises(SettingsError, match="one of workspace and database_url"):
+        EnhancedMemoryStore()
+    with pytest.raises(SettingsError, match="index.fields"):
+        EnhancedMemoryStore(tmp_path, index={"fields": "content"})
