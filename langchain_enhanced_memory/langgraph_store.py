@@ -21,6 +21,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
@@ -292,6 +293,7 @@ class EnhancedMemoryStore(BaseStore):
         """The live items matching ``query``, best first, each with its best section's score."""
         model = self._embedder.model_id if self._embedder else None
         if held.snap is None:
+            self._fill_vectors(held)
             held.snap, held.of_item = snapshot_of(held.items, self._fields, model)
         snap = held.snap
         if not len(snap):
@@ -310,6 +312,41 @@ class EnhancedMemoryStore(BaseStore):
         for hit in answer.hits:  # best first: an item's first hit is its best section
             best.setdefault(int(held.of_item[hit.start_line - 1]), float(hit.score or 0.0))
         return sorted(best.items(), key=lambda pair: -pair[1])
+
+    def _fill_vectors(self, held: _Held) -> None:
+        """Embed the sections of embedded items that lack a vector (up to ``embed_inline_max``).
+
+        A section edited by hand, or one whose embedding failed at its put, gets
+        its vector at the first search that needs it; the storage keeps it.
+        """
+        model = self._embedder.model_id if self._embedder else None
+        if self._embedder is None or model is None:
+            return
+        missing: dict[str, str] = {}
+        lacking: list[int] = []
+        for i, item in enumerate(held.items):
+            if item.model != model or item.index is False:
+                continue
+            texts = [t for _, t in sections(item.value, item.index or self._fields)]
+            gaps = {text_hash(t): t for t in texts if text_hash(t) not in item.vectors}
+            if gaps:
+                missing.update(gaps)
+                lacking.append(i)
+        if not missing or len(missing) > self.settings.embed_inline_max:
+            return
+        try:
+            matrix = self._embedder.embed_documents(list(missing.values()), self._dims())
+        except Exception as exc:  # noqa: BLE001 (kept keyword-only until a later search)
+            log.warning("embedder failed; sections stay without vectors: %s", exc)
+            return
+        made = dict(zip(missing, matrix, strict=True))
+        filled = [
+            replace(item, vectors={**item.vectors, **made})
+            for item in (held.items[i] for i in lacking)
+        ]
+        self._storage.keep_vectors(filled)
+        for i, item in zip(lacking, filled, strict=True):
+            held.items[i] = item
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()

@@ -131,6 +131,10 @@ class ItemStorage(Protocol):
         """Store the new ``expires_at`` of ``items`` (nothing else of theirs changes)."""
         ...
 
+    def keep_vectors(self, items: Sequence[StoredItem]) -> None:
+        """Store the vectors ``items`` carry (their values and times are as stored)."""
+        ...
+
     def sweep(self, now: datetime) -> int:
         """Delete the items expired at ``now``; how many."""
         ...

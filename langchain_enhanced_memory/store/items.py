@@ -177,6 +177,10 @@ class WorkspaceItems:
         if deletes:
             self._delete(deletes)
 
+    def keep_vectors(self, items: Sequence[StoredItem]) -> None:
+        """Store the vectors ``items`` carry (the files are left as they are)."""
+        self._vectors.keep(items)
+
     def refresh(self, items: Sequence[StoredItem]) -> None:
         """Write the new expiry of ``items`` (an item edited meanwhile keeps the edit)."""
         for item in items:

@@ -457,3 +457,21 @@ def test_delete_leaves_no_row_holding_the_text_in_postgres(database_url: str) ->
             assert not [r for r in rows if token in r[0]], table
         [(left,)] = conn.execute("SELECT count(*) FROM em_items").fetchall()
         assert left == 1
+
+
+def test_a_text_the_embedder_missed_at_put_gets_its_vector_at_a_search(
+    make_store: MakeStore,
+) -> None:
+    embeddings = WordEmbeddings(dim=32)
+    store = make_store(index={"embed": embeddings, "dims": 32})
+    embeddings.fail = True  # down while the item is put: it is kept, keyword-searchable
+    store.put(("down",), "k", {"content": "osprey nest by the river"})
+    assert [i.key for i in store.search(("down",), query="osprey")] == ["k"]
+    embeddings.fail = False
+    store.put(("down",), "other", {"content": "a heron"})  # a new version of the prefix
+    assert [i.key for i in store.search(("down",), query="osprey nest")][:1] == ["k"]
+    assert "osprey nest by the river" in embeddings.texts
+    calls = embeddings.calls
+    again = make_store(index={"embed": embeddings, "dims": 32})  # kept: not embedded again
+    assert [i.key for i in again.search(("down",), query="osprey nest")][:1] == ["k"]
+    assert embeddings.calls == calls

@@ -131,3 +131,17 @@ def test_a_store_is_told_plainly_what_is_wrong(tmp_path: Path) -> None:
         EnhancedMemoryStore()
     with pytest.raises(SettingsError, match="index.fields"):
         EnhancedMemoryStore(tmp_path, index={"fields": "content"})
+
+
+def test_a_section_edited_by_hand_gets_its_vector_once(workspace: Path) -> None:
+    embeddings = WordEmbeddings(dim=32)
+    with EnhancedMemoryStore(workspace, index={"embed": embeddings, "dims": 32}) as store:
+        store.put(("users", "ada"), "pet", {"content": "Ada has a cat"})
+        note = workspace / "memory/items/users.ada/pet.md"
+        note.write_text(note.read_text().replace("Ada has a cat", "Ada adopted a greyhound"))
+        assert store.search(("users",), query="greyhound")[0].key == "pet"
+        assert embeddings.texts[-1] == "Ada adopted a greyhound"
+    calls = embeddings.calls
+    with EnhancedMemoryStore(workspace, index={"embed": embeddings, "dims": 32}) as store:
+        assert store.search(("users",), query="greyhound")[0].key == "pet"
+    assert embeddings.calls == calls  # the vector was kept

@@ -147,6 +147,21 @@ class DatabaseItems:
                 [(i.expires_at, namespace_path(i.namespace), i.key) for i in items],
             )
 
+    def keep_vectors(self, items: Sequence[StoredItem]) -> None:
+        """Store the vectors ``items`` carry, on rows still holding the same value."""
+        from psycopg.types.json import Jsonb
+
+        rows = [_row(item) for item in items]
+        with self.pool.connection("storing vectors") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE em_items SET hashes = %s, vectors = %s WHERE namespace = %s AND key = %s"
+                " AND value = %s",
+                [
+                    (r[9], r[10], r[0], r[1], Jsonb(item.value))
+                    for r, item in zip(rows, items, strict=True)
+                ],
+            )
+
     def sweep(self, now: datetime) -> int:
         """Delete the items expired at ``now``; how many."""
         with self.pool.connection("sweeping expired items") as conn:
