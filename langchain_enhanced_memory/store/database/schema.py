@@ -101,8 +101,9 @@ MIGRATIONS: list[list[str]] = [
     [
         # The LangGraph store's items (store.database.items): every namespace in one table,
         # its path first in the key so the items under a prefix are one range of the index.
-        "CREATE SEQUENCE em_item_revs",
-        "CREATE TABLE em_items ("
+        # IF NOT EXISTS: a database set back to an older version keeps its items.
+        "CREATE SEQUENCE IF NOT EXISTS em_item_revs",
+        "CREATE TABLE IF NOT EXISTS em_items ("
         ' namespace text COLLATE "C" NOT NULL,'
         " key text NOT NULL,"
         " value jsonb NOT NULL,"
@@ -117,7 +118,8 @@ MIGRATIONS: list[list[str]] = [
         " rev bigint NOT NULL,"
         " PRIMARY KEY (namespace, key))",
         "ALTER TABLE em_items ALTER COLUMN vectors SET STORAGE EXTERNAL",
-        "CREATE INDEX em_items_expiry ON em_items (expires_at) WHERE expires_at IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS em_items_expiry ON em_items (expires_at)"
+        " WHERE expires_at IS NOT NULL",
     ],
 ]
 
