@@ -169,8 +169,8 @@ class WorkspaceItems:
         for item in items:
             rel = item_path(item.ref)
 
-            def edit(old: str, new: str = render_item(item), rel: str = rel) -> str:
-                return _replace(old, new, rel)
+            def edit(old: str, item: StoredItem = item, rel: str = rel) -> str:
+                return render_item(_replacing(old, item, rel))
 
             rewrite_note(self.workspace, rel, edit, create=True)
         self._vectors.keep(items)
@@ -204,6 +204,8 @@ class WorkspaceItems:
                     continue
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+                with self._lock:
+                    self._parsed.pop(str(path), None)
                 with contextlib.suppress(OSError):
                     path.parent.rmdir()  # the namespace's last item
                 gone.append(item)
@@ -230,16 +232,25 @@ class WorkspaceItems:
         self._vectors.close()
 
 
-def _replace(old: str, new: str, rel: str) -> str:
-    if old.strip():
-        try:
-            parse_item(old)
-        except ItemError:
-            raise ItemError(
-                f"refused: {rel} is not an item's file; it is left as it is",
-                "move it away, or use another key",
-            ) from None
-    return new
+def _replacing(old: str, item: StoredItem, rel: str) -> StoredItem:
+    """``item`` as it replaces the file's text ``old`` (its ``created_at`` kept).
+
+    Read under the notes' lock: of two puts making one item at once, the second
+    keeps the first's ``created_at``.
+
+    Raises:
+        ItemError: ``old`` is a note that is not an item (it is never replaced).
+    """
+    if not old.strip():
+        return item
+    try:
+        was = parse_item(old)
+    except ItemError:
+        raise ItemError(
+            f"refused: {rel} is not an item's file; it is left as it is",
+            "move it away, or use another key",
+        ) from None
+    return replace(item, created_at=was.created_at) if was.ref == item.ref else item
 
 
 class _Vectors:

@@ -145,3 +145,23 @@ def test_a_section_edited_by_hand_gets_its_vector_once(workspace: Path) -> None:
     with EnhancedMemoryStore(workspace, index={"embed": embeddings, "dims": 32}) as store:
         assert store.search(("users",), query="greyhound")[0].key == "pet"
     assert embeddings.calls == calls  # the vector was kept
+
+
+def test_a_put_racing_a_first_put_keeps_its_created_at(workspace: Path) -> None:
+    from dataclasses import replace
+
+    from langchain_enhanced_memory.store.items import WorkspaceItems
+
+    with EnhancedMemoryStore(workspace) as store:
+        store.put(("users",), "k", {"v": 1})
+        first = store.get(("users",), "k")
+    assert first is not None
+    # What a second writer that read before the first one's file existed writes: its own
+    # created_at. The file's, read under the notes' lock, is kept.
+    items = WorkspaceItems(workspace)
+    [stored] = items.under(("users",))
+    late = replace(stored, value={"v": 2}, created_at=first.created_at.replace(year=2030))
+    items.put_many([late], [])
+    [kept] = items.under(("users",))
+    assert kept.value == {"v": 2} and kept.created_at == first.created_at
+    items.close()
