@@ -34,8 +34,9 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import disk_full, generation_of, get_meta, rollback
-from .postings import FIELDS, named_segments, sweep_segments, write_postings
+from .postings import named_segments, sweep_segments, write_postings
 from .rowspill import RowSpill
+from .segment import FIELDS
 from .workspace import (
     BLOCK_BYTES,
     MAX_TRANSCRIPT_BYTES,

@@ -3,7 +3,7 @@
 :class:`Database` is its one face. A scope is either **folder-backed** (a host
 publishes its workspace's index: :meth:`Database.publish`) or
 **database-backed** (notes appended here: :meth:`Database.append`). Either
-way its index is immutable segments (:mod:`.segments`) that searchers fetch
+way its index is immutable segments (:mod:`..segment`) that searchers fetch
 once, keep decoded, and assemble into the :class:`..core.snapshot.Snapshot`
 ranking reads: the same arrays, so the same ranking, as the local store.
 
@@ -45,6 +45,7 @@ from ..forget import Forgotten, check_match
 from ..index import MemoryIndex
 from ..locations import host_id
 from ..notes import MemoryLines, check_range
+from ..segment import Segment, assemble, decode, live_rows
 from .cache import (
     Recorded,
     SegmentCache,
@@ -57,7 +58,6 @@ from .notes import Embedding, append_note, export_notes, forget_note, read_note
 from .publish import Fetch, PublishReport, check_publisher, publish_folder
 from .schema import identity, migrate
 from .scopes import ScopeInfo, describe_scopes, drop_scope, rename_scope, unknown
-from .segments import Segment, assemble, decode, live_rows
 
 if TYPE_CHECKING:
     import psycopg
@@ -318,7 +318,7 @@ class Database:
         """
         validate_scope(scope)
         todo = plan(text, section=section, file=file, now=now)
-        with self._writer.connection(f"appending to scope {scope}") as conn:
+        with self._writer.connection(f"appending to scope {scope}", transaction=False) as conn:
             result, generation = append_note(
                 conn, scope, todo, self.settings, embed, self._fetcher(conn, scope)
             )
@@ -352,7 +352,7 @@ class Database:
         """
         validate_scope(scope)
         key = check_match(match) if match is not None else None
-        with self._writer.connection(f"forgetting in scope {scope}") as conn:
+        with self._writer.connection(f"forgetting in scope {scope}", transaction=False) as conn:
             gone, generation = forget_note(
                 conn,
                 scope,
