@@ -42,6 +42,7 @@ __all__ = [
     "FIELDS",
     "MAX_SEGMENTS",
     "MERGE_SHARE",
+    "POSTINGS_FORMAT",
     "SEGMENT_CHUNKS",
     "Segment",
     "assemble",
@@ -57,6 +58,9 @@ __all__ = [
 ]
 
 FIELDS = ("text", "phrase", "header", "path")
+#: How terms become posting lists (2: hashed term keys instead of a vocabulary list);
+#: part of the chunker's signature, so a change re-chunks every index and scope.
+POSTINGS_FORMAT = 2
 _PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
 _VECTOR_PARTS = ("matrix", "scale", "lines", "line_scale", "owner")
 _MAGIC = b"EMB1"
