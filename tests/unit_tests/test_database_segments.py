@@ -14,7 +14,15 @@ import numpy as np
 
 from langchain_enhanced_memory.store.database.publish import from_snapshot
 from langchain_enhanced_memory.store.index import MemoryIndex
-from langchain_enhanced_memory.store.segment import FIELDS, Segment, assemble, decode, to_bytes
+from langchain_enhanced_memory.store.segment import (
+    FIELDS,
+    SEGMENT_CHUNKS,
+    Segment,
+    assemble,
+    decode,
+    merge_pick,
+    to_bytes,
+)
 from tests.workspaces import write_workspace
 
 
@@ -90,3 +98,13 @@ def test_both_stores_earlier_segments_read_as_the_one_format(tmp_path: Path) -> 
             )
     assert decode(_earlier(seg, b"EMS1")).ids is not None
     assert decode(to_bytes(seg)).posts["text"].fence is not None
+
+
+def test_the_one_merge_policy_leaves_large_live_segments_out() -> None:
+    base = 2 * SEGMENT_CHUNKS
+    assert merge_pick([base, 5, 5], [base, 5, 5]) == []  # few segments, nothing replaced
+    # Too many segments: the small ones merge, the large live base stays as it is.
+    assert merge_pick([base] + [5] * 8, [base] + [5] * 8) == list(range(1, 9))
+    # Most of the base replaced: it is rewritten with the small ones.
+    assert merge_pick([base, 5], [base // 2, 5]) == [0, 1]
+    assert merge_pick([base, base], [base, base // 2]) == [1]  # dead rows in one: it alone
