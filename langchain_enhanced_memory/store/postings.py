@@ -1,17 +1,17 @@
 """The posting lists on disk: segment files a generation names, mapped read-only by searchers.
 
-A segment file holds the four posting lists of some chunks and those chunks'
-rows (their ids, then each list's arrays and the rows' columns,
-:mod:`.chunkrows`, 8-byte aligned after a JSON layout), written under a
-temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
+A segment file is a :mod:`.segment` with its chunks' ids: the four posting
+lists of some chunks and those chunks' rows (:mod:`.chunkrows`), written under
+a temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
 The ``catalog`` row ``postings`` names the generation's segments, oldest first,
 and commits with the sync that wrote them: a kill before the commit leaves the
 previous generation's segments named, and the new file an orphan that the
 next run's :func:`sweep` removes (only after a commit, under the writer lock).
 A one-file change writes a delta segment of that file's new chunks; the chunks
 it replaced stay in their segment, masked out because they left ``chunks``
-(:mod:`..core.segments`). Segments are merged when there are too many or the
-deltas and replaced rows pass a share of the base, and by ``index --compact``.
+(:mod:`..core.segments`). Segments are merged as the segments' one policy says
+(:func:`.segment.merge_pick`: from the first segment it picks on, to keep ids
+ascending), and all of them by ``index --compact``.
 """
 
 from __future__ import annotations
