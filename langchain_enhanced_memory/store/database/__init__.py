@@ -260,7 +260,8 @@ class Database:
 
         As :func:`..append.append_memory` places it (today's daily note, or ``file``;
         under ``section``), in one transaction with the note's new chunks (and
-        vectors, with ``embed``), so every host's next search finds it.
+        vectors, with ``embed``), so every host's next search finds it. The note
+        is indexed before the scope's row lock is taken (:mod:`.notes`).
 
         Raises:
             WriteError: Bad text, section or file (as ``append_memory``).
@@ -289,11 +290,12 @@ class Database:
     ) -> list[Forgotten]:
         """Remove lines from the notes of database-backed ``scope`` (as the workspace's forget).
 
-        One transaction under the scope's row lock: the notes' new text, their new
-        segment (indexed with ``embed`` when the scope holds vectors), and every
-        segment that held their old rows deleted (rewritten without them when other
-        files still use it). This host's copies of those segments are removed
-        after the commit; another host's, when it next loads the scope.
+        Indexed first, then one transaction under the scope's row lock (:mod:`.notes`):
+        the notes' new text, their new segment (indexed with ``embed`` when the
+        scope holds vectors), and every segment that held their old rows deleted
+        (rewritten without them when other files still use it). This host's copies
+        of those segments are removed after the commit; another host's, when it
+        next loads the scope.
 
         Raises:
             WriteError: Bad arguments, a missing note, several matches without ``allow_many``.
