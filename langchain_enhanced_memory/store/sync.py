@@ -34,8 +34,9 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import disk_full, generation_of, get_meta, rollback
-from .postings import FIELDS, named_segments, sweep_segments, write_postings
+from .postings import named_segments, sweep_segments, write_postings
 from .rowspill import RowSpill
+from .segment import FIELDS, POSTINGS_FORMAT
 from .workspace import (
     BLOCK_BYTES,
     MAX_TRANSCRIPT_BYTES,
@@ -63,7 +64,6 @@ __all__ = [
     "vector_hash",
 ]
 
-POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 TRANSCRIPT_FORMAT = 1  # how a transcript's turns become chunks
 
 

@@ -14,7 +14,7 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
   write sets it to the next value of the database's ``em_generations`` sequence, so
   no number is ever used twice, even by a scope deleted and made again), the
   model of its vectors and the chunker that made its chunks.
-* ``em_segments``: immutable blobs (:mod:`.segments`), each the chunk rows,
+* ``em_segments``: immutable blobs (:mod:`..segment`), each the chunk rows,
   postings and vectors of some files of one scope.
 * ``em_files``: each live file of a scope, its content hash and the one segment
   holding its rows (0: none, a file without chunks).
