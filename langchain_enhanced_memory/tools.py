@@ -113,7 +113,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
 
     @model_validator(mode="after")
     def _scope_argument(self) -> "_MemoryTool":
-        scoped = self.scopes is not None or isinstance(self.engine, ScopedSearch)
+        scoped = self.scopes is not None or bool(self.engine and self.engine.scopes)
         if scoped and self.scoped_schema is not None:
             self.args_schema = self.scoped_schema
         return self
@@ -142,10 +142,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
         Raises:
             ScopeError: The tool searches scopes.
         """
-        engine = self.get_engine()
-        if isinstance(engine, ScopedSearch):
-            raise ScopeError(f"{self.name} reads one workspace's index, not scopes")
-        return engine
+        return self.get_engine().workspace_engine(self.name)
 
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
@@ -506,7 +503,7 @@ def create_memory_tools(
     ).build_search()
     common: dict[str, Any] = {"engine": engine, "settings": settings}
     tools: list[BaseTool] = [MemorySearchTool(now=now, **common), MemoryGetTool(**common)]
-    if isinstance(engine, MemorySearch):
+    if engine.workspace is not None:  # the tools of one workspace's index
         tools += [MemorySalienceTool(now=now, **common), MemoryCrossrefTool(**common)]
         tools.append(MemoryStatusTool(**common))
     if allow_write:

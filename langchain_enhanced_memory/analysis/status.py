@@ -179,7 +179,7 @@ def _read_index(
     Raises:
         sqlite3.DatabaseError: The file is damaged.
     """
-    uri = f"file:{quote(str(engine.index.path))}?mode=ro"
+    uri = f"file:{quote(str(engine.index_path))}?mode=ro"
     with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
@@ -210,7 +210,7 @@ def _corpora(engine: MemorySearch, conn: sqlite3.Connection) -> dict[str, Corpus
         for p, s, m, c in conn.execute("SELECT path, size, mtime_ns, ctime_ns FROM files")
     }
     rechunk = get_meta(conn, "chunker") != chunker_signature(settings)
-    found = scan(engine.index.workspace, settings)
+    found = scan(engine.workspace, settings)
     counts: dict[str, dict[str, int]] = {n: {"files": 0, "chunks": 0, "stale": 0} for n in CORPORA}
     for path in known:
         counts[_corpus(path)]["files"] += 1
@@ -222,7 +222,7 @@ def _corpora(engine: MemorySearch, conn: sqlite3.Connection) -> dict[str, Corpus
     embedded: dict[str, float | None] = dict.fromkeys(CORPORA)
     model_id = engine.model_id
     if model_id is not None:
-        snap = engine.index.snapshot(model_id)
+        snap = engine.snapshot(model_id)
         has = snap.has_vector if snap.has_vector is not None else np.zeros(len(snap), dtype=bool)
         session = np.fromiter((k == "session" for k in snap.kinds), bool, len(snap))
         for name, rows in (("memory", ~session), ("sessions", session)):

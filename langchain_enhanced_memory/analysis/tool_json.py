@@ -16,26 +16,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import (
-    MAX_MESSAGE_CHARS,
-    CrossrefError,
-    MissingNoteError,
-    NoteError,
-    one_line,
-)
+from ..core.errors import MAX_MESSAGE_CHARS, MissingNoteError, NoteError, one_line
 from ..core.request import SearchRequest
-from ..engine import MemorySearch
-from ..engine.database import DatabaseSearch
-from ..graph import queries, storage
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
-from ..store import logs, notes
-from ..store.append import append_memory
-from ..store.forget import forget as forget_notes
+from ..store import notes
 from . import salience as salience_mod
 from . import status as status_mod
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
+    from ..engine import MemorySearch
+    from ..engine.run import SearchEngine
     from ..engine.scoped import ScopeSearcher
 
 __all__ = ["append", "get", "read", "related", "salience", "search", "status"]
@@ -50,7 +41,7 @@ def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchRespons
     return response, doc
 
 
-def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def read(engine: SearchEngine, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer for lines that could be read.
 
     ``engine``: a workspace's engine, or one scope's (:func:`~..engine.scoped.one_scope`).
@@ -59,16 +50,10 @@ def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None
         MissingNoteError: No such memory file.
         NoteError: A refused path or range, or an unreadable file.
     """
-    if isinstance(engine, DatabaseSearch):
-        return get_json(engine.database.read(engine.scope, path, from_line, lines))
-    engine = _local(engine)
-    ws = engine.index.workspace
-    got = notes.get_lines(ws, path, from_line, lines, engine.settings)
-    logs.record_access(ws, engine.settings, [got.path])
-    return get_json(got)
+    return get_json(engine.read(path, from_line, lines))
 
 
-def get(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def get(engine: SearchEngine, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``).
 
     The path and the message are the caller's own up to a few hundred characters.
@@ -92,7 +77,7 @@ def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) ->
         NoMemoryError: The workspace holds no memory.
     """
     engine.require_memory()
-    return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
+    return salience_mod.compute(engine.workspace, engine.settings, now=now, top=top)
 
 
 def related(
@@ -117,18 +102,9 @@ def related(
         EnhancedMemoryError: Building the graph failed (the embedder, or the index's disk).
     """
     engine.require_memory()
-    index = engine.index
-    try:
-        summary = queries.graph_summary(index)
-    except CrossrefError:
-        if not build:
-            raise
-        engine.update_index()
-        storage.build(index, engine.model_id, engine.settings)
-        summary = queries.graph_summary(index)
+    shown = engine.crossref(None if path is None else notes.normalize_path(path), build=build)
     if path is None:
-        return summary
-    shown = queries.show(index, notes.normalize_path(path))
+        return shown
     if line is not None:
         shown["outgoing"] = [
             c for c in shown["outgoing"] if _chunk_start(c["chunk"]) <= line <= c["endLine"]
@@ -149,7 +125,7 @@ def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]
 
 
 def append(
-    engine: ScopeSearcher,
+    engine: SearchEngine,
     text: str,
     *,
     section: str | None = None,
@@ -161,18 +137,14 @@ def append(
     Raises:
         WriteError: A refused or failed write.
     """
-    if isinstance(engine, DatabaseSearch):  # a database-backed scope
-        done = engine.remember(text, section=section, file=file, now=now)
-    else:
-        ws = _local(engine).index.workspace
-        done = append_memory(ws, text, section=section, file=file, now=now)
+    done = engine.remember(text, section=section, file=file, now=now)
     out = done.as_dict()
     out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
     return out
 
 
 def forget(
-    engine: ScopeSearcher,
+    engine: SearchEngine,
     *,
     path: str | None = None,
     line: int | None = None,
@@ -185,29 +157,7 @@ def forget(
     Raises:
         WriteError: Bad arguments, a refused or missing note, several matches
             without ``allow_many``, or a failed write.
-        ScopeError: A folder-backed scope.
+        ScopeError: A database scope with vectors of another model.
     """
-    if isinstance(engine, DatabaseSearch):  # a database-backed scope
-        gone = engine.forget(
-            path=path, line=line, match=match, dry_run=dry_run, allow_many=allow_many
-        )
-    else:
-        local = _local(engine)
-        gone = forget_notes(
-            local.index.workspace,
-            path=path,
-            line=line,
-            match=match,
-            dry_run=dry_run,
-            allow_many=allow_many,
-            settings=local.settings,
-            index_path=local.index.path,
-        )
+    gone = engine.forget(path=path, line=line, match=match, dry_run=dry_run, allow_many=allow_many)
     return {"forgotten": [g.as_dict() for g in gone], "dry_run": dry_run}
-
-
-def _local(engine: ScopeSearcher) -> MemorySearch:
-    """The workspace engine ``engine`` is (a database scope's reads and writes go elsewhere)."""
-    if not isinstance(engine, MemorySearch):
-        raise TypeError(f"not a workspace's engine: {type(engine).__name__}")
-    return engine

@@ -380,14 +380,9 @@ def embed_first(engine: MemorySearch | ScopedSearch) -> None:
         CliError: The embedder failed (the text index is updated; rerun to resume).
     """
     from ..core.errors import EmbeddingError
-    from ..engine import MemorySearch
-    from ..engine.scoped import ScopedSearch
 
-    local = [m for _, m in engine.members] if isinstance(engine, ScopedSearch) else [engine]
     try:
-        for member in local:
-            if isinstance(member, MemorySearch):
-                member.update_index(progress=progress_bar)
+        engine.update_index(progress=progress_bar)
     except EmbeddingError as exc:
         raise CliError(f"embedding stopped: {exc} (rerun to resume)", exc.action) from None
 

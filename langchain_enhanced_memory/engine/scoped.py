@@ -27,10 +27,12 @@ from ..core.settings import MemorySettings
 from ..store.locations import resolve_workspace
 from .answer import ms_since
 from .config import EngineConfig
+from .run import SearchEngine
 from .search import MemorySearch
 
 if TYPE_CHECKING:
     from ..store.database import Database
+    from ..store.upkeep import ProgressFactory
 
 __all__ = [
     "DATABASE_ENV",
@@ -141,7 +143,7 @@ def narrowed(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
     return searcher.only(names)
 
 
-def one_scope(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
+def one_scope(searcher: SearchEngine | ScopedSearch, scope: object) -> SearchEngine:
     """The searcher of the one scope a read or a write names (``scope``; None: the only one).
 
     Raises:
@@ -149,7 +151,8 @@ def one_scope(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
             not search, or any scope when it searches a single workspace.
     """
     if not isinstance(searcher, ScopedSearch):
-        return narrowed(searcher, scope)  # refuses any scope
+        narrowed(searcher, scope)  # refuses any scope
+        return searcher
     if scope is None:
         if len(searcher.members) > 1:
             raise ScopeError(
@@ -194,7 +197,7 @@ class ScopedSearch:
 
     def __init__(
         self,
-        members: Sequence[tuple[ScopeRef, ScopeSearcher]],
+        members: Sequence[tuple[ScopeRef, SearchEngine]],
         *,
         pool: ThreadPoolExecutor | None = None,
         holds: Sequence[Closable] = (),
@@ -219,7 +222,20 @@ class ScopedSearch:
         """The first scope's settings (the snippet length of the answer's JSON)."""
         return self.members[0][1].settings
 
-    def member(self, name: object) -> ScopeSearcher:
+    @property
+    def workspace(self) -> Path | None:
+        """None: it reads scopes, not one workspace's index."""
+        return None
+
+    def workspace_engine(self, tool: str = "this tool") -> MemorySearch:
+        """Refused: ``tool`` reads one workspace's index (salience, cross-references, status).
+
+        Raises:
+            ScopeError: Always.
+        """
+        raise ScopeError(f"{tool} reads one workspace's index, not scopes")
+
+    def member(self, name: object) -> SearchEngine:
         """The searcher of scope ``name``.
 
         Raises:
@@ -248,6 +264,15 @@ class ScopedSearch:
         if [ref.name for ref, _ in chosen] == self.scopes:
             return self
         return ScopedSearch(chosen, pool=self._pool)
+
+    def update_index(self, *, progress: ProgressFactory | None = None) -> None:
+        """Sync and embed each folder's scope (a database scope is embedded by its writer).
+
+        Raises:
+            EmbeddingError: An embedder failed (what was embedded is kept).
+        """
+        for _, searcher in self.members:
+            searcher.update_index(progress=progress)
 
     def check_databases(self) -> bool:
         """Read the generations of its database scopes (one query each database).
@@ -419,7 +444,7 @@ def scoped_search(
             database_url, config.settings, read_url=read_url, pool_size=pool_size
         )
         holds.append(database)
-    members: list[tuple[ScopeRef, ScopeSearcher]] = []
+    members: list[tuple[ScopeRef, SearchEngine]] = []
     for (ref, _), folder in zip(specs, folders, strict=True):
         if folder is None:
             members.append((ref, DatabaseSearch.from_config(database, ref.name, config)))
