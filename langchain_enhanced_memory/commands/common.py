@@ -302,19 +302,17 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
     for flag, value in (("--workspace", args.workspace), ("--index", args.index_path)):
         if value:
             raise CliError(f"{flag} and --scope: name each folder as a scope (--scope NAME=FOLDER)")
-    from ..engine import MemorySearch
     from ..engine.scoped import parse_scope_arg, scoped_search
 
     config = config_from_args(args, workspace=".", **fields)
     specs = [parse_scope_arg(spec) for spec in args.scope]
-    engines = POOL.get if POOL is not None else MemorySearch.from_config
     return scoped_search(
         config,
         specs,
         database_url(args),
         read_url=database_url(args, "read_url"),
         pool_size=args.pool_size,
-        engines=engines,
+        pool=POOL,
     )
 
 

@@ -33,6 +33,7 @@ from .search import MemorySearch
 if TYPE_CHECKING:
     from ..store.database import Database
     from ..store.upkeep import ProgressFactory
+    from .pool import SearchPool
 
 __all__ = [
     "DATABASE_ENV",
@@ -386,7 +387,17 @@ def connect_database(
         SettingsError: A pool size that is not a whole number of at least 1.
         DatabaseError: The database cannot be reached.
     """
-    from ..store.database import POOL_SIZE, Database
+    from ..store.database import Database
+
+    read_url, pool_size = _database_options(read_url, pool_size, replica)
+    return Database.connect(url, settings, read_url, pool_size=pool_size)
+
+
+def _database_options(
+    read_url: str | None, pool_size: int | None, replica: bool = True
+) -> tuple[str | None, int]:
+    """The replica and the pool size a connection uses (see :func:`connect_database`)."""
+    from ..store.database import POOL_SIZE
 
     read_url = (read_url or os.environ.get(READ_URL_ENV) or None) if replica else None
     if pool_size is None:
@@ -397,7 +408,7 @@ def connect_database(
             raise SettingsError(f"must be a whole number, got {raw!r}", POOL_SIZE_ENV) from None
     if pool_size < 1:
         raise SettingsError(f"must be at least 1, got {pool_size}", "pool_size")
-    return Database.connect(url, settings, read_url, pool_size=pool_size)
+    return read_url, pool_size
 
 
 def scoped_search(
@@ -407,7 +418,7 @@ def scoped_search(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
-    engines: Callable[[EngineConfig], MemorySearch] = MemorySearch.from_config,
+    pool: SearchPool | None = None,
 ) -> ScopedSearch:
     """The search over ``specs``: a folder's scope searches its workspace, the others the database.
 
@@ -419,7 +430,8 @@ def scoped_search(
             ``$ENHANCED_MEMORY_DATABASE_URL``).
         read_url: A streaming replica their searches read from (:func:`connect_database`).
         pool_size: The most connections to each server (:func:`connect_database`).
-        engines: How a workspace's engine is made (the resident engine's pool).
+        pool: The resident engine's warm engines and databases, reused (None: new
+            ones, closed with the search).
 
     Raises:
         ScopeError: A scope without a folder and no database, or no scope.
@@ -436,19 +448,52 @@ def scoped_search(
             " ($ENHANCED_MEMORY_DATABASE_URL)",
         )
     folders = [resolve_workspace(folder) if folder else None for _, folder in specs]
-    holds = []
+    scope_engine = None
+    holds: list[Closable] = []
     if in_database and database_url:
-        from .database import DatabaseSearch
-
-        database = connect_database(
-            database_url, config.settings, read_url=read_url, pool_size=pool_size
-        )
-        holds.append(database)
+        scope_engine = _scope_engines(config, database_url, read_url, pool_size, pool, holds)
     members: list[tuple[ScopeRef, SearchEngine]] = []
     for (ref, _), folder in zip(specs, folders, strict=True):
         if folder is None:
-            members.append((ref, DatabaseSearch.from_config(database, ref.name, config)))
+            assert scope_engine is not None
+            members.append((ref, scope_engine(ref.name)))
         else:
             local = replace(config, workspace=folder, index_path=None)
-            members.append((ref, engines(local)))
-    return ScopedSearch(members, holds=holds)
+            members.append(
+                (ref, MemorySearch.from_config(local) if pool is None else pool.get(local))
+            )
+    return ScopedSearch(members, holds=holds, pool=None if pool is None else pool.threads)
+
+
+def _scope_engines(
+    config: EngineConfig,
+    url: str,
+    read_url: str | None,
+    pool_size: int | None,
+    pool: SearchPool | None,
+    holds: list[Closable],
+) -> Callable[[str], SearchEngine]:
+    """How a database scope's engine is made: over a new connection, or ``pool``'s warm one."""
+    from .database import DatabaseSearch
+
+    read_url, pool_size = _database_options(read_url, pool_size)
+
+    def connect() -> Database:
+        return connect_database(url, config.settings, read_url=read_url, pool_size=pool_size)
+
+    if pool is None:
+        database = connect()
+        holds.append(database)
+        return lambda name: DatabaseSearch.from_config(database, name, config)
+    # Never shown: it holds the password. libpq's environment is the caller's: a
+    # caller connecting as another role gets a pool of its own.
+    libpq = sorted((k, v) for k, v in os.environ.items() if k.startswith("PG"))
+    key = repr((url, read_url, pool_size, config.settings, libpq))
+    database = pool.database(key, connect)
+
+    def engine(name: str) -> SearchEngine:
+        return pool.scope(
+            key, name, config, lambda: DatabaseSearch.from_config(database, name, config)
+        )
+
+    return engine

@@ -101,8 +101,12 @@ def forwarded_env() -> dict[str, str]:
 
 
 def is_forwarded(name: str) -> bool:
-    """Whether the resident engine takes ``name`` from the caller's environment."""
-    return name.startswith("ENHANCED_MEMORY_") or name in _ENV_NAMES
+    """Whether the resident engine takes ``name`` from the caller's environment.
+
+    libpq's own (``PGPASSWORD``, ``PGUSER``, ...) too: a scope's search connects as the
+    caller would. They travel over the engine's private socket only.
+    """
+    return name.startswith(("ENHANCED_MEMORY_", "PG")) or name in _ENV_NAMES
 
 
 def workspace_of(argv: list[str]) -> str | None:
@@ -211,8 +215,6 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
     """
     if not argv or argv[0] not in ROUTED or opted_out(argv) or "-h" in argv or "--help" in argv:
         return None
-    if any(a.startswith(("--scope", "--database")) for a in argv):
-        return None  # scopes are searched here: an engine serves its own workspace only
     ws = workspace_of(argv)
     if ws is None:
         return None  # the command itself says what is wrong
