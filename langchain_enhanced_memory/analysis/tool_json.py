@@ -1,7 +1,8 @@
 """What each memory tool answers, as JSON: one builder for the LangChain tools and the MCP server.
 
 ``memory_search`` and ``memory_get`` are OpenClaw's shapes
-(:mod:`..openclaw.response`, the same the command line prints);
+(:mod:`..openclaw.response`, the same the command line prints; :func:`search_text`
+is the search's text a LangChain tool's model reads);
 ``memory_salience`` is ``salience --json``; ``memory_crossref`` is ``crossref
 show --json`` (or the graph overview without a path); ``memory_status`` the
 index's state; ``memory_append`` where the new bullet landed;
@@ -16,8 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import MAX_MESSAGE_CHARS, MissingNoteError, NoteError, one_line
+from ..core.errors import MAX_MESSAGE_CHARS, MissingNoteError, NoteError, one_line, shown
 from ..core.request import SearchRequest
+from ..core.text import escape_controls
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
 from ..store import notes
 from . import salience as salience_mod
@@ -29,7 +31,17 @@ if TYPE_CHECKING:
     from ..engine.run import SearchEngine
     from ..engine.scoped import ScopeSearcher
 
-__all__ = ["append", "get", "read", "related", "salience", "search", "status"]
+__all__ = [
+    "append",
+    "forget",
+    "get",
+    "read",
+    "related",
+    "salience",
+    "search",
+    "search_text",
+    "status",
+]
 
 
 def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
@@ -39,6 +51,37 @@ def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchRespons
     for hit, row in zip(response.hits, doc["results"], strict=True):
         row["related"] = hit.related
     return response, doc
+
+
+def search_text(response: SearchResponse, query: str, snippet_chars: int) -> str:
+    """``memory_search``'s text for an LLM: a cited block per hit, what was stale, or why none.
+
+    Cleaned as the terminal's text is: a note's escape sequences or bidirectional
+    overrides must not reach the model as they are.
+    """
+    blocks = []
+    for n, h in enumerate(response.hits, 1):
+        body = " ".join(h.text.split())
+        if len(body) > snippet_chars:
+            body = body[:snippet_chars] + "..."
+        cite = f"{h.path}:{h.start_line}-{h.end_line}"
+        if h.scope is not None:
+            cite = f"{h.scope}: {cite}"
+        block = f"[{n}] {cite} ({h.score:.2f}) {h.headers or h.header}\n{body}"
+        if h.related:
+            refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
+            block += f"\n    related: {refs}"
+        blocks.append(block)
+    stale = ""
+    if response.stale:
+        stale = (
+            f"(Database unreachable: scope {', '.join(response.stale)} answered from an"
+            " older copy; newer notes may be missing.)\n\n"
+        )
+    if not blocks:
+        why = f" ({response.filter_note})" if response.filter_note else ""
+        return escape_controls(f"{stale}No memory matches {shown(query)}{why}.")
+    return escape_controls(stale + "\n\n".join(blocks), keep="\n")
 
 
 def read(engine: SearchEngine, path: str, from_line: int = 1, lines: int | None = None) -> dict:
