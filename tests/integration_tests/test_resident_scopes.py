@@ -131,3 +131,5 @@ def test_a_scope_answers_stale_through_the_resident_engine(
     pg_private.start()
     back = _search(workspace, url, "--scope", "team", **ON)
     assert "stale" not in back and back["results"]
+    log = workspace / ".enhanced-memory" / "resident.log"  # the engine's own output
+    assert pg_private.password not in log.read_text(encoding="utf-8")
