@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.errors import DatabaseError
 from ..core.scopes import validate_scope
 from ..core.snapshot import Snapshot
-from ..store import logs, notes
-from ..store.append import AppendResult, append_memory
-from ..store.forget import Forgotten, forget
+from ..store import logs
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex
 from ..store.workspace import require_memory
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
+    from ..store.append import AppendResult
     from ..store.database import Database, Embedding
+    from ..store.forget import Forgotten
     from ..store.notes import MemoryLines
     from .embedder import QueryEmbedder
 
@@ -182,6 +182,8 @@ class WorkspaceStorage:
 
     def read(self, path: str, from_line: int, lines: int | None) -> MemoryLines:
         """Lines of a note file, counted in the access log."""
+        from ..store import notes  # a search does not read notes: not on its path
+
         got = notes.get_lines(self.workspace, path, from_line, lines, self.settings)
         logs.record_access(self.workspace, self.settings, [got.path])
         return got
@@ -196,6 +198,8 @@ class WorkspaceStorage:
         embedder: QueryEmbedder,
     ) -> AppendResult:
         """Append to the note file (the next search indexes it)."""
+        from ..store.append import append_memory  # a writer's: not on a search's path
+
         return append_memory(self.workspace, text, section=section, file=file, now=now)
 
     def delete(
@@ -209,6 +213,8 @@ class WorkspaceStorage:
         embedder: QueryEmbedder,
     ) -> list[Forgotten]:
         """Remove lines from the note files and purge their text from the index and logs."""
+        from ..store.forget import forget  # a writer's: not on a search's path
+
         return forget(
             self.workspace,
             path=path,
