@@ -132,29 +132,30 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
     """
     if database is None:  # a database's scopes can be asked about from any folder
         engine.require_memory()
-    index = engine.index
     choice = engine.choice
     corpora = {name: CorpusStatus() for name in CORPORA}
     generation, indexed_at, graph, problem = 0, None, False, None
-    if not index.path.is_file():
+    if not engine.index_path.is_file():
         problem = "no index yet: run `enhanced-memory index` (a search indexes too)"
     else:
-        index.db.refuse_foreign()
+        engine.refuse_foreign_index()
         try:
             generation, indexed_at, graph, problem, corpora = _read_index(engine)
         except sqlite3.OperationalError as exc:  # busy, or cannot be opened: not damage
-            raise IndexUnavailableError(f"index {index.path} is unavailable: {exc}") from None
+            raise IndexUnavailableError(
+                f"index {engine.index_path} is unavailable: {exc}"
+            ) from None
         except sqlite3.DatabaseError as exc:  # damaged: the next index run sets it aside
             problem = (
                 f"the index is unreadable ({exc}):"
                 " the next `enhanced-memory index` sets it aside and rebuilds it"
             )
     return MemoryStatus(
-        workspace=str(index.workspace),
-        index=str(index.path),
+        workspace=str(engine.workspace),
+        index=str(engine.index_path),
         indexed=problem is None,
         problem=problem,
-        disk_bytes=index.disk_bytes(),
+        disk_bytes=engine.disk_bytes(),
         generation=generation,
         indexed_at=indexed_at,
         corpora=corpora,
@@ -164,7 +165,7 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
         reason=choice.reason,
         profile=engine.settings.profile,
         graph=graph,
-        resident_pid=resident_pid(index.workspace),
+        resident_pid=resident_pid(engine.workspace),
         scopes=tuple(database.scopes()) if database is not None else (),
     )
 

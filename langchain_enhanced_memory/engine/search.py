@@ -212,6 +212,18 @@ class MemorySearch(SearchEngine):
         """The index's committed generation (0 when never synced)."""
         return self.index.generation()
 
+    def disk_bytes(self) -> int:
+        """Bytes the index takes on disk: its file, its WAL and its side files."""
+        return self.index.disk_bytes()
+
+    def refuse_foreign_index(self) -> None:
+        """Refuse an index file named that is not ours (``--index notes.yaml``), writing nothing.
+
+        Raises:
+            IndexUnavailableError: The file holds someone else's data.
+        """
+        self.index.db.refuse_foreign()
+
     def compact(self) -> tuple[int, int]:
         """Merge the index's segments and reclaim space: bytes on disk before and after."""
         return self.index.compact()
