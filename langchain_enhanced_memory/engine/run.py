@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["SearchEngine"]
 
 Neighbors = Callable[[Snapshot, np.ndarray], None]
+_Engine = TypeVar("_Engine", bound="SearchEngine")
 
 
 class SearchEngine:
@@ -101,7 +102,7 @@ class SearchEngine:
         """Release what its store holds."""
         self._storage.close()
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _Engine) -> _Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -137,12 +137,6 @@ class MemorySearch(SearchEngine):
         if self._job is not None:
             self._job.join()
 
-    def __enter__(self) -> MemorySearch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @classmethod
     def from_config(cls, config: EngineConfig) -> MemorySearch:
         """The engine a config describes."""
