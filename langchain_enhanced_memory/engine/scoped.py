@@ -11,13 +11,12 @@ with its scope. It returns hits of the scopes it was built with only.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..core.errors import ScopeError, SettingsError, shown
 from ..core.request import SearchRequest
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
     from .pool import SearchPool
 
 __all__ = [
-    "DATABASE_ENV",
-    "POOL_SIZE_ENV",
-    "READ_URL_ENV",
     "ScopeSearcher",
     "ScopeSpec",
     "ScopedSearch",
@@ -49,13 +45,6 @@ __all__ = [
     "scope_specs",
     "scoped_search",
 ]
-
-#: Where database scopes live when no ``database_url`` (``--database``) is given.
-DATABASE_ENV = "ENHANCED_MEMORY_DATABASE_URL"
-#: A streaming replica searches read from when no ``read_url`` (``--read-url``) is given.
-READ_URL_ENV = "ENHANCED_MEMORY_READ_URL"
-#: The most connections a process opens to each server when no ``pool_size`` is given.
-POOL_SIZE_ENV = "ENHANCED_MEMORY_POOL_SIZE"
 
 #: A scope as a caller names it: its reference, and its folder (None: a database scope).
 ScopeSpec = tuple[ScopeRef, Path | None]
@@ -369,46 +358,32 @@ def connect_database(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
+    cache: str | Path | None | Literal["default"] = "default",
     replica: bool = True,
 ) -> Database:
-    """The database of ``url``, connected (``read_url`` and ``pool_size``: from the environment).
+    """The database of ``url``, connected.
 
     Args:
         url: The primary (a ``postgresql://`` URL or a ``key=value`` string).
         settings: Chunking and embedding settings of what this process writes.
-        read_url: A streaming replica searches read from (default ``$ENHANCED_MEMORY_READ_URL``).
-        pool_size: The most connections to each server (default
-            ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
+        read_url: A streaming replica searches read from.
+        pool_size: The most connections to each server (None: 8).
+        cache: Where this host keeps copies of segments (``Database.connect``'s).
         replica: Connect the replica too; False for a writer (a publish, a drop, a
             rename), which needs only the primary and must work while the replica is
-            down: ``read_url`` and the environment's are then not used.
+            down: ``read_url`` is then not used.
 
     Raises:
-        SettingsError: A pool size that is not a whole number of at least 1.
+        SettingsError: A pool size below 1.
         DatabaseError: The database cannot be reached.
     """
-    from ..store.database import Database
+    from ..store.database import POOL_SIZE, Database
 
-    read_url, pool_size = _database_options(read_url, pool_size, replica)
-    return Database.connect(url, settings, read_url, pool_size=pool_size)
-
-
-def _database_options(
-    read_url: str | None, pool_size: int | None, replica: bool = True
-) -> tuple[str | None, int]:
-    """The replica and the pool size a connection uses (see :func:`connect_database`)."""
-    from ..store.database import POOL_SIZE
-
-    read_url = (read_url or os.environ.get(READ_URL_ENV) or None) if replica else None
-    if pool_size is None:
-        raw = os.environ.get(POOL_SIZE_ENV) or str(POOL_SIZE)
-        try:
-            pool_size = int(raw)
-        except ValueError:
-            raise SettingsError(f"must be a whole number, got {raw!r}", POOL_SIZE_ENV) from None
+    pool_size = POOL_SIZE if pool_size is None else pool_size
     if pool_size < 1:
         raise SettingsError(f"must be at least 1, got {pool_size}", "pool_size")
-    return read_url, pool_size
+    read_url = read_url if replica else None
+    return Database.connect(url, settings, read_url, cache=cache, pool_size=pool_size)
 
 
 def scoped_search(
@@ -418,6 +393,7 @@ def scoped_search(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
+    cache: str | Path | None | Literal["default"] = "default",
     pool: SearchPool | None = None,
 ) -> ScopedSearch:
     """The search over ``specs``: a folder's scope searches its workspace, the others the database.
@@ -426,10 +402,10 @@ def scoped_search(
         config: The embedder and recipe every scope searches with; each folder
             keeps its own index (``index_path`` is not used).
         specs: The scopes (:func:`parse_scope_arg`, :func:`scope_specs`).
-        database_url: Where the scopes without a folder live (default:
-            ``$ENHANCED_MEMORY_DATABASE_URL``).
+        database_url: Where the scopes without a folder live.
         read_url: A streaming replica their searches read from (:func:`connect_database`).
         pool_size: The most connections to each server (:func:`connect_database`).
+        cache: Where this host keeps copies of segments (:func:`connect_database`).
         pool: The resident engine's warm engines and databases, reused (None: new
             ones, closed with the search).
 
@@ -439,7 +415,6 @@ def scoped_search(
         DatabaseError: The database cannot be reached.
     """
     specs = _checked(list(specs))
-    database_url = database_url or os.environ.get(DATABASE_ENV) or None
     in_database = [ref for ref, folder in specs if folder is None]
     if in_database and not database_url:
         raise ScopeError(
@@ -451,7 +426,7 @@ def scoped_search(
     scope_engine = None
     holds: list[Closable] = []
     if in_database and database_url:
-        scope_engine = _scope_engines(config, database_url, read_url, pool_size, pool, holds)
+        scope_engine = _scope_engines(config, database_url, read_url, pool_size, cache, pool, holds)
     members: list[tuple[ScopeRef, SearchEngine]] = []
     for (ref, _), folder in zip(specs, folders, strict=True):
         if folder is None:
@@ -470,25 +445,23 @@ def _scope_engines(
     url: str,
     read_url: str | None,
     pool_size: int | None,
+    cache: str | Path | None | Literal["default"],
     pool: SearchPool | None,
     holds: list[Closable],
 ) -> Callable[[str], SearchEngine]:
     """How a database scope's engine is made: over a new connection, or ``pool``'s warm one."""
     from .database import DatabaseSearch
 
-    read_url, pool_size = _database_options(read_url, pool_size)
-
     def connect() -> Database:
-        return connect_database(url, config.settings, read_url=read_url, pool_size=pool_size)
+        return connect_database(
+            url, config.settings, read_url=read_url, pool_size=pool_size, cache=cache
+        )
 
     if pool is None:
         database = connect()
         holds.append(database)
         return lambda name: DatabaseSearch.from_config(database, name, config)
-    # Never shown: it holds the password. libpq's environment is the caller's: a
-    # caller connecting as another role gets a pool of its own.
-    libpq = sorted((k, v) for k, v in os.environ.items() if k.startswith("PG"))
-    key = repr((url, read_url, pool_size, config.settings, libpq))
+    key = repr((url, read_url, pool_size, cache, config.settings))  # never shown: the password
     database = pool.database(key, connect)
 
     def engine(name: str) -> SearchEngine:

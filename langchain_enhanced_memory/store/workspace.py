@@ -55,7 +55,6 @@ __all__ = [
     "BLOCK_BYTES",
     "MAX_FILE_BYTES",
     "MAX_TRANSCRIPT_BYTES",
-    "SESSION_DIRS_ENV",
     "FileKind",
     "MemoryFile",
     "Places",
@@ -84,9 +83,6 @@ BINARY_SNIFF_BYTES = 8192
 
 #: A transcript may be larger: it is read a block at a time and, as it grows, only its tail.
 MAX_TRANSCRIPT_BYTES = 1 << 30
-
-#: More transcript folders, separated by :data:`os.pathsep`.
-SESSION_DIRS_ENV = "ENHANCED_MEMORY_SESSION_DIRS"
 
 #: Bytes :func:`read_blocks` reads at a time (a block is then cut after its last newline).
 BLOCK_BYTES = 1 << 20
@@ -222,11 +218,10 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``prefix`` starts a transcript's path: the folder relative to the workspace
     (``sessions``), or for a folder outside it ``sessions/`` and its name (its
     parent's when it is named ``sessions``). Folders come from
-    ``settings.session_dirs``, ``$ENHANCED_MEMORY_SESSION_DIRS`` and, for an
-    OpenClaw workspace, its agent's folder.
+    ``settings.session_dirs`` (where the entry points add ``$ENHANCED_MEMORY_SESSION_DIRS``)
+    and, for an OpenClaw workspace, its agent's folder.
     """
     named = list(settings.session_dirs)
-    named += [d for d in os.environ.get(SESSION_DIRS_ENV, "").split(os.pathsep) if d.strip()]
     if settings.openclaw_sessions:
         named += _openclaw_sessions(root)
     out: dict[Path, str] = {}

@@ -133,3 +133,16 @@ def test_a_scope_answers_stale_through_the_resident_engine(
     assert "stale" not in back and back["results"]
     log = workspace / ".enhanced-memory" / "resident.log"  # the engine's own output
     assert pg_private.password not in log.read_text(encoding="utf-8")
+
+
+def test_a_caller_with_libpq_variables_searches_scopes_itself(
+    database_url: str, workspace: Path, resident: dict
+) -> None:
+    # libpq reads PGPASSWORD, PGUSER... from the process that connects: the caller's own
+    # then, never the resident engine's, which another shell may have started.
+    with Database.connect(database_url) as db:
+        db.append("team", "kestrel seen at the lake", now=DAY)
+    local = _search(workspace, database_url, "--scope", "team", **OFF)
+    libpq = {"PGCONNECT_TIMEOUT": "10"}
+    assert _search(workspace, database_url, "--scope", "team", **libpq, **ON) == local
+    assert _status(workspace)["requests"] == 0

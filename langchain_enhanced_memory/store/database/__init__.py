@@ -163,9 +163,8 @@ class Database:
             read_url: A replica searches read from (read-your-writes kept).
             cache: A folder where this host keeps copies of the segments it read
                 (:mod:`.cache`): a fresh process maps them instead of fetching.
-                By default ``$ENHANCED_MEMORY_DATABASE_CACHE``, else
-                ``$XDG_CACHE_HOME/enhanced-memory/segments`` (``0`` there: none);
-                None: no copies.
+                By default the user's cache folder's ``enhanced-memory/segments``
+                (the entry points pass ``$ENHANCED_MEMORY_DATABASE_CACHE``); None: no copies.
             pool_size: The most connections this process opens to each server.
 
         When the database cannot be reached but this host has connected to it
