@@ -94,6 +94,7 @@ class Environment:
         daemon: Whether the resident engine may be used (``$ENHANCED_MEMORY_DAEMON``).
         process_settings: What :func:`load` installs for the whole process.
         forwarded: The variables a one-shot call sends the resident engine.
+        libpq: Whether any of libpq's ``PG*`` variables is set.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
@@ -130,6 +131,9 @@ class Environment:
             original_model=(get("EMBED_MODEL") or "").strip(),
         )
         self.forwarded = {k: v for k, v in env.items() if k in FORWARDED}
+        #: Whether libpq's own variables (``PGPASSWORD``, ``PGUSER``...) are set: a search
+        #: of database scopes then runs in the caller's process, whose libpq reads them.
+        self.libpq = any(k.startswith("PG") for k in env)
 
     @property
     def pool_size(self) -> int | None:

@@ -1,29 +1,24 @@
 """LangChain tools over one memory workspace: search, get, salience, crossref, status, append.
 
-Each tool is a ``BaseTool`` whose ``args_schema`` comes from :mod:`.analysis.tool_args`,
-the schema the MCP server shows too: the same names (``memory_crossref`` for the
-related notes) and OpenClaw's argument names (``maxResults``, ``minScore``,
-``from``), so a prompt written for one face works on the other. All return
-``content_and_artifact``: a compact text an LLM can read and cite
-(``memory/2026-02-08.md:7-12``), plus the full JSON as the ``ToolMessage``
-artifact for code. Refused or failed calls (a path outside the memory, no graph
-yet, an argument the schema refuses or does not know) come back as one line per
-problem, ``Error: <argument>: <problem>`` in the words ``serve`` and the MCP
-server use, never an exception, quoting at most a short prefix of what was given.
-A call that could not be done (a database down, or a role that may not write)
-answers ``Error: <what failed>; <what to do>`` and its failure JSON (``error``,
-``action``); a search over a scope it has read before (or this host has copies
-of) answers from that copy instead, marked ``stale``.
+Each tool's ``args_schema`` comes from :mod:`.analysis.tool_args`, the schema the MCP
+server shows too (the same names, OpenClaw's argument names: ``maxResults``,
+``minScore``, ``from``), so a prompt written for one face works on the other. All
+return ``content_and_artifact``: a compact text an LLM can read and cite
+(``memory/2026-02-08.md:7-12``), plus the full JSON (:mod:`.analysis.tool_json`,
+the MCP server's builder too) as the ``ToolMessage`` artifact. A refused call (a
+path outside the memory, no graph yet, an argument the schema refuses) answers one
+line per problem, ``Error: <argument>: <problem>``, never an exception; one that
+could not be done (a database down, a role that may not write) answers
+``Error: <what failed>; <what to do>`` and its failure JSON (``error``, ``action``);
+a search over a scope read before (or copied to this host) answers from that copy,
+marked ``stale``.
 
-:func:`create_memory_tools` builds the five read tools sharing one search engine
-and index, plus ``memory_append`` when ``allow_write=True`` (memory is read-only
-unless asked). The JSON each tool returns comes from :mod:`.analysis.tool_json`,
-the builder the MCP server uses too.
+:func:`create_memory_tools` builds the read tools sharing one engine, plus
+``memory_append`` and ``memory_forget`` when ``allow_write=True``.
 
-Threads: every tool is safe to call from many threads at once (an agent's
-parallel tool calls): a tool builds its engine once, the engine is thread-safe
-(:class:`~.engine.MemorySearch`), and ``memory_append`` holds a file lock on the
-notes while it writes.
+Threads: every tool is safe to call from many threads at once (an agent's parallel
+tool calls): a tool builds its engine once, the engine is thread-safe, and
+``memory_append`` holds a file lock on the notes while it writes.
 """
 
 # No ``from __future__ import annotations``: LangChain resolves ``_run``'s type
@@ -64,7 +59,6 @@ from .core.errors import (
     ScopeError,
     WriteError,
     one_line,
-    shown,
 )
 from .core.request import SearchRequest, argument_errors, check_corpus
 from .core.settings import MemorySettings
@@ -113,7 +107,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
 
     @model_validator(mode="after")
     def _scope_argument(self) -> "_MemoryTool":
-        scoped = self.scopes is not None or isinstance(self.engine, ScopedSearch)
+        scoped = self.scopes is not None or bool(self.engine and self.engine.scopes)
         if scoped and self.scoped_schema is not None:
             self.args_schema = self.scoped_schema
         return self
@@ -142,10 +136,7 @@ class _MemoryTool(BaseTool, MemoryOptions):
         Raises:
             ScopeError: The tool searches scopes.
         """
-        engine = self.get_engine()
-        if isinstance(engine, ScopedSearch):
-            raise ScopeError(f"{self.name} reads one workspace's index, not scopes")
-        return engine
+        return self.get_engine().workspace_engine(self.name)
 
     @staticmethod
     def _error(message: str) -> tuple[str, dict[str, Any]]:
@@ -153,11 +144,15 @@ class _MemoryTool(BaseTool, MemoryOptions):
         return f"Error: {escape_controls(line)}", {"error": line}
 
     @staticmethod
-    def _failed(exc: EnhancedMemoryError, artifact: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _failed(
+        exc: EnhancedMemoryError, artifact: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """A call that could not be done (the database down or refusing): what failed, what to do.
 
-        ``artifact`` is the tool's failure JSON, holding ``error`` and ``action``.
+        ``artifact`` is the tool's failure JSON, holding ``error`` and ``action`` (default: those).
         """
+        if artifact is None:
+            artifact = {"error": one_line(str(exc)), "action": exc.action}
         then = f"; {exc.action}" if exc.action else ""
         return escape_controls(f"Error: {artifact['error']}{then}"), artifact
 
@@ -209,31 +204,7 @@ class MemorySearchTool(_MemoryTool):
             return self._error(str(exc))
         except EnhancedMemoryError as exc:  # the database down with nothing held to answer from
             return self._failed(exc, failure_json(one_line(str(exc)), exc.action))
-        blocks = []
-        for n, h in enumerate(response.hits, 1):
-            body = " ".join(h.text.split())
-            if len(body) > self.snippet_chars:
-                body = body[: self.snippet_chars] + "..."
-            cite = f"{h.path}:{h.start_line}-{h.end_line}"
-            if h.scope is not None:
-                cite = f"{h.scope}: {cite}"
-            block = f"[{n}] {cite} ({h.score:.2f}) {h.headers or h.header}\n{body}"
-            if h.related:
-                refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
-                block += f"\n    related: {refs}"
-            blocks.append(block)
-        stale = ""
-        if response.stale:
-            stale = (
-                f"(Database unreachable: scope {', '.join(response.stale)} answered from an"
-                " older copy; newer notes may be missing.)\n\n"
-            )
-        if not blocks:
-            why = f" ({response.filter_note})" if response.filter_note else ""
-            return escape_controls(f"{stale}No memory matches {shown(query)}{why}."), artifact
-        # What the model reads is cleaned as the terminal's text is: a note's escape
-        # sequences or bidirectional overrides must not reach it as they are.
-        return escape_controls(stale + "\n\n".join(blocks), keep="\n"), artifact
+        return tool_json.search_text(response, query, self.snippet_chars), artifact
 
 
 # --------------------------------------------------------------------- get
@@ -334,7 +305,7 @@ class MemoryCrossrefTool(_MemoryTool):
         except (CrossrefError, NoteError, ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
         except EnhancedMemoryError as exc:  # building the graph: the embedder or the index failed
-            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
+            return self._failed(exc)
         if path is None:
             return views.format_summary(shown), shown
         return views.format_show(shown), shown
@@ -359,7 +330,7 @@ class MemoryStatusTool(_MemoryTool):
         except (ScopeError, NoMemoryError) as exc:
             return self._error(str(exc))
         except EnhancedMemoryError as exc:  # the index refused (not ours) or unreadable
-            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
+            return self._failed(exc)
         # Cleaned as every tool's text: paths and reasons reach the model escaped.
         return escape_controls(status.format_text(got), keep="\n"), got.as_dict()
 
@@ -393,7 +364,7 @@ class MemoryAppendTool(_MemoryTool):
         except (WriteError, ScopeError) as exc:
             return self._error(str(exc))
         except EnhancedMemoryError as exc:  # the database down, or a role that may not write
-            return self._failed(exc, {"error": one_line(str(exc)), "action": exc.action})
+            return self._failed(exc)
         where = f" under '{done['section']}'" if done["section"] else ""
         into = f"{scope}: " if scope else ""
         return escape_controls(f"Remembered in {into}{done['path']}:{done['line']}{where}."), done
@@ -506,7 +477,7 @@ def create_memory_tools(
     ).build_search()
     common: dict[str, Any] = {"engine": engine, "settings": settings}
     tools: list[BaseTool] = [MemorySearchTool(now=now, **common), MemoryGetTool(**common)]
-    if isinstance(engine, MemorySearch):
+    if engine.workspace is not None:  # the tools of one workspace's index
         tools += [MemorySalienceTool(now=now, **common), MemoryCrossrefTool(**common)]
         tools.append(MemoryStatusTool(**common))
     if allow_write:

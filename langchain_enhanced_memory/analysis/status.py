@@ -132,29 +132,30 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
     """
     if database is None:  # a database's scopes can be asked about from any folder
         engine.require_memory()
-    index = engine.index
     choice = engine.choice
     corpora = {name: CorpusStatus() for name in CORPORA}
     generation, indexed_at, graph, problem = 0, None, False, None
-    if not index.path.is_file():
+    if not engine.index_path.is_file():
         problem = "no index yet: run `enhanced-memory index` (a search indexes too)"
     else:
-        index.db.refuse_foreign()
+        engine.refuse_foreign_index()
         try:
             generation, indexed_at, graph, problem, corpora = _read_index(engine)
         except sqlite3.OperationalError as exc:  # busy, or cannot be opened: not damage
-            raise IndexUnavailableError(f"index {index.path} is unavailable: {exc}") from None
+            raise IndexUnavailableError(
+                f"index {engine.index_path} is unavailable: {exc}"
+            ) from None
         except sqlite3.DatabaseError as exc:  # damaged: the next index run sets it aside
             problem = (
                 f"the index is unreadable ({exc}):"
                 " the next `enhanced-memory index` sets it aside and rebuilds it"
             )
     return MemoryStatus(
-        workspace=str(index.workspace),
-        index=str(index.path),
+        workspace=str(engine.workspace),
+        index=str(engine.index_path),
         indexed=problem is None,
         problem=problem,
-        disk_bytes=index.disk_bytes(),
+        disk_bytes=engine.disk_bytes(),
         generation=generation,
         indexed_at=indexed_at,
         corpora=corpora,
@@ -164,7 +165,7 @@ def status(engine: MemorySearch, database: Database | None = None) -> MemoryStat
         reason=choice.reason,
         profile=engine.settings.profile,
         graph=graph,
-        resident_pid=resident_pid(index.workspace),
+        resident_pid=resident_pid(engine.workspace),
         scopes=tuple(database.scopes()) if database is not None else (),
     )
 
@@ -179,7 +180,7 @@ def _read_index(
     Raises:
         sqlite3.DatabaseError: The file is damaged.
     """
-    uri = f"file:{quote(str(engine.index.path))}?mode=ro"
+    uri = f"file:{quote(str(engine.index_path))}?mode=ro"
     with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
@@ -210,7 +211,7 @@ def _corpora(engine: MemorySearch, conn: sqlite3.Connection) -> dict[str, Corpus
         for p, s, m, c in conn.execute("SELECT path, size, mtime_ns, ctime_ns FROM files")
     }
     rechunk = get_meta(conn, "chunker") != chunker_signature(settings)
-    found = scan(engine.index.workspace, settings)
+    found = scan(engine.workspace, settings)
     counts: dict[str, dict[str, int]] = {n: {"files": 0, "chunks": 0, "stale": 0} for n in CORPORA}
     for path in known:
         counts[_corpus(path)]["files"] += 1
@@ -222,7 +223,7 @@ def _corpora(engine: MemorySearch, conn: sqlite3.Connection) -> dict[str, Corpus
     embedded: dict[str, float | None] = dict.fromkeys(CORPORA)
     model_id = engine.model_id
     if model_id is not None:
-        snap = engine.index.snapshot(model_id)
+        snap = engine.snapshot(model_id)
         has = snap.has_vector if snap.has_vector is not None else np.zeros(len(snap), dtype=bool)
         session = np.fromiter((k == "session" for k in snap.kinds), bool, len(snap))
         for name, rows in (("memory", ~session), ("sessions", session)):

@@ -1,7 +1,8 @@
 """What each memory tool answers, as JSON: one builder for the LangChain tools and the MCP server.
 
 ``memory_search`` and ``memory_get`` are OpenClaw's shapes
-(:mod:`..openclaw.response`, the same the command line prints);
+(:mod:`..openclaw.response`, the same the command line prints; :func:`search_text`
+is the search's text a LangChain tool's model reads);
 ``memory_salience`` is ``salience --json``; ``memory_crossref`` is ``crossref
 show --json`` (or the graph overview without a path); ``memory_status`` the
 index's state; ``memory_append`` where the new bullet landed;
@@ -16,29 +17,31 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import (
-    MAX_MESSAGE_CHARS,
-    CrossrefError,
-    MissingNoteError,
-    NoteError,
-    one_line,
-)
+from ..core.errors import MAX_MESSAGE_CHARS, MissingNoteError, NoteError, one_line, shown
 from ..core.request import SearchRequest
-from ..engine import MemorySearch
-from ..engine.database import DatabaseSearch
-from ..graph import queries, storage
+from ..core.text import escape_controls
 from ..openclaw.response import citation, get_failure_json, get_json, response_json
-from ..store import logs, notes
-from ..store.append import append_memory
-from ..store.forget import forget as forget_notes
+from ..store import notes
 from . import salience as salience_mod
 from . import status as status_mod
 
 if TYPE_CHECKING:
     from ..core.results import SearchResponse
+    from ..engine import MemorySearch
+    from ..engine.run import SearchEngine
     from ..engine.scoped import ScopeSearcher
 
-__all__ = ["append", "get", "read", "related", "salience", "search", "status"]
+__all__ = [
+    "append",
+    "forget",
+    "get",
+    "read",
+    "related",
+    "salience",
+    "search",
+    "search_text",
+    "status",
+]
 
 
 def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
@@ -50,7 +53,38 @@ def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchRespons
     return response, doc
 
 
-def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def search_text(response: SearchResponse, query: str, snippet_chars: int) -> str:
+    """``memory_search``'s text for an LLM: a cited block per hit, what was stale, or why none.
+
+    Cleaned as the terminal's text is: a note's escape sequences or bidirectional
+    overrides must not reach the model as they are.
+    """
+    blocks = []
+    for n, h in enumerate(response.hits, 1):
+        body = " ".join(h.text.split())
+        if len(body) > snippet_chars:
+            body = body[:snippet_chars] + "..."
+        cite = f"{h.path}:{h.start_line}-{h.end_line}"
+        if h.scope is not None:
+            cite = f"{h.scope}: {cite}"
+        block = f"[{n}] {cite} ({h.score:.2f}) {h.headers or h.header}\n{body}"
+        if h.related:
+            refs = ", ".join(f"{r['path']}:{r['startLine']}-{r['endLine']}" for r in h.related)
+            block += f"\n    related: {refs}"
+        blocks.append(block)
+    stale = ""
+    if response.stale:
+        stale = (
+            f"(Database unreachable: scope {', '.join(response.stale)} answered from an"
+            " older copy; newer notes may be missing.)\n\n"
+        )
+    if not blocks:
+        why = f" ({response.filter_note})" if response.filter_note else ""
+        return escape_controls(f"{stale}No memory matches {shown(query)}{why}.")
+    return escape_controls(stale + "\n\n".join(blocks), keep="\n")
+
+
+def read(engine: SearchEngine, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer for lines that could be read.
 
     ``engine``: a workspace's engine, or one scope's (:func:`~..engine.scoped.one_scope`).
@@ -59,16 +93,10 @@ def read(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None
         MissingNoteError: No such memory file.
         NoteError: A refused path or range, or an unreadable file.
     """
-    if isinstance(engine, DatabaseSearch):
-        return get_json(engine.database.read(engine.scope, path, from_line, lines))
-    engine = _local(engine)
-    ws = engine.index.workspace
-    got = notes.get_lines(ws, path, from_line, lines, engine.settings)
-    logs.record_access(ws, engine.settings, [got.path])
-    return get_json(got)
+    return get_json(engine.read(path, from_line, lines))
 
 
-def get(engine: ScopeSearcher, path: str, from_line: int = 1, lines: int | None = None) -> dict:
+def get(engine: SearchEngine, path: str, from_line: int = 1, lines: int | None = None) -> dict:
     """OpenClaw's ``memory_get`` answer (a missing file: empty text; a refusal: ``disabled``).
 
     The path and the message are the caller's own up to a few hundred characters.
@@ -92,7 +120,7 @@ def salience(engine: MemorySearch, top: int = 3, now: datetime | None = None) ->
         NoMemoryError: The workspace holds no memory.
     """
     engine.require_memory()
-    return salience_mod.compute(engine.index.workspace, engine.settings, now=now, top=top)
+    return salience_mod.compute(engine.workspace, engine.settings, now=now, top=top)
 
 
 def related(
@@ -117,18 +145,9 @@ def related(
         EnhancedMemoryError: Building the graph failed (the embedder, or the index's disk).
     """
     engine.require_memory()
-    index = engine.index
-    try:
-        summary = queries.graph_summary(index)
-    except CrossrefError:
-        if not build:
-            raise
-        engine.update_index()
-        storage.build(index, engine.model_id, engine.settings)
-        summary = queries.graph_summary(index)
+    shown = engine.crossref(None if path is None else notes.normalize_path(path), build=build)
     if path is None:
-        return summary
-    shown = queries.show(index, notes.normalize_path(path))
+        return shown
     if line is not None:
         shown["outgoing"] = [
             c for c in shown["outgoing"] if _chunk_start(c["chunk"]) <= line <= c["endLine"]
@@ -149,7 +168,7 @@ def status(engine: MemorySearch, *, allow_write: bool = False) -> dict[str, Any]
 
 
 def append(
-    engine: ScopeSearcher,
+    engine: SearchEngine,
     text: str,
     *,
     section: str | None = None,
@@ -161,18 +180,14 @@ def append(
     Raises:
         WriteError: A refused or failed write.
     """
-    if isinstance(engine, DatabaseSearch):  # a database-backed scope
-        done = engine.remember(text, section=section, file=file, now=now)
-    else:
-        ws = _local(engine).index.workspace
-        done = append_memory(ws, text, section=section, file=file, now=now)
+    done = engine.remember(text, section=section, file=file, now=now)
     out = done.as_dict()
     out["citation"] = citation(done.path, done.line, done.line + done.text.count("\n"))
     return out
 
 
 def forget(
-    engine: ScopeSearcher,
+    engine: SearchEngine,
     *,
     path: str | None = None,
     line: int | None = None,
@@ -185,29 +200,7 @@ def forget(
     Raises:
         WriteError: Bad arguments, a refused or missing note, several matches
             without ``allow_many``, or a failed write.
-        ScopeError: A folder-backed scope.
+        ScopeError: A database scope with vectors of another model.
     """
-    if isinstance(engine, DatabaseSearch):  # a database-backed scope
-        gone = engine.forget(
-            path=path, line=line, match=match, dry_run=dry_run, allow_many=allow_many
-        )
-    else:
-        local = _local(engine)
-        gone = forget_notes(
-            local.index.workspace,
-            path=path,
-            line=line,
-            match=match,
-            dry_run=dry_run,
-            allow_many=allow_many,
-            settings=local.settings,
-            index_path=local.index.path,
-        )
+    gone = engine.forget(path=path, line=line, match=match, dry_run=dry_run, allow_many=allow_many)
     return {"forgotten": [g.as_dict() for g in gone], "dry_run": dry_run}
-
-
-def _local(engine: ScopeSearcher) -> MemorySearch:
-    """The workspace engine ``engine`` is (a database scope's reads and writes go elsewhere)."""
-    if not isinstance(engine, MemorySearch):
-        raise TypeError(f"not a workspace's engine: {type(engine).__name__}")
-    return engine

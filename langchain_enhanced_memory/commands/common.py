@@ -302,12 +302,10 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
     for flag, value in (("--workspace", args.workspace), ("--index", args.index_path)):
         if value:
             raise CliError(f"{flag} and --scope: name each folder as a scope (--scope NAME=FOLDER)")
-    from ..engine import MemorySearch
     from ..engine.scoped import parse_scope_arg, scoped_search
 
     config = config_from_args(args, workspace=".", **fields)
     specs = [parse_scope_arg(spec) for spec in args.scope]
-    engines = POOL.get if POOL is not None else MemorySearch.from_config
     return scoped_search(
         config,
         specs,
@@ -315,7 +313,7 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
         read_url=database_url(args, "read_url") or args.env.read_url,
         pool_size=args.env.pool_size if args.pool_size is None else args.pool_size,
         cache=args.env.database_cache,
-        engines=engines,
+        pool=POOL,
     )
 
 
@@ -382,14 +380,9 @@ def embed_first(engine: MemorySearch | ScopedSearch) -> None:
         CliError: The embedder failed (the text index is updated; rerun to resume).
     """
     from ..core.errors import EmbeddingError
-    from ..engine import MemorySearch
-    from ..engine.scoped import ScopedSearch
 
-    local = [m for _, m in engine.members] if isinstance(engine, ScopedSearch) else [engine]
     try:
-        for member in local:
-            if isinstance(member, MemorySearch):
-                member.update_index(progress=progress_bar)
+        engine.update_index(progress=progress_bar)
     except EmbeddingError as exc:
         raise CliError(f"embedding stopped: {exc} (rerun to resume)", exc.action) from None
 

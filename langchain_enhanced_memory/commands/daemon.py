@@ -83,6 +83,8 @@ def _show(status: dict[str, Any], as_json: bool) -> int:
                 " (running)" if emb["running"] else ""
             )
         print(line)
+    for s in status.get("scopes", []):
+        print(f"  scope {s['scope']} of {s['database']}: generation {s['generation']}")
     return 0
 
 
@@ -98,7 +100,7 @@ def serve_here(workspace: Path, idle_timeout_s: float | None) -> int:
         _run_captured,
         idle_timeout_s=idle_timeout_s,
         busy=pool.busy,
-        status=lambda: {"engines": pool.status()},
+        status=lambda: {"engines": pool.status(), "scopes": pool.served_scopes()},
         gone=pool.moved,
     )
     try:

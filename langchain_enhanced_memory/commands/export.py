@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.vectors_json == "-" and args.crossrefs_json == "-":
         raise CliError("only one export can go to stdout")
     engine = engine_from_args(args)
-    ws = engine.index.workspace
+    ws = engine.workspace
     written: dict[str, Any] = {}
 
     def put(key: str, obj: Any, dest: str, default: str) -> None:

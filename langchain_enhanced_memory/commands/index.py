@@ -80,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
             f"embedding stopped: {exc} (text index updated; embedded chunks kept, rerun to resume)",
             exc.action,
         ) from None
-    compacted = engine.index.compact() if args.compact else None
-    stats = engine.index.stats()
+    compacted = engine.compact() if args.compact else None
+    stats = engine.stats()
     choice = engine.choice
     out = {
-        "workspace": str(engine.index.workspace),
-        "index": str(engine.index.path),
+        "workspace": str(engine.workspace),
+        "index": str(engine.index_path),
         "files": stats["files"],
         "chunks": stats["chunks"],
         "changed": len(report.changed),
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"indexed {out['files']} files, {out['chunks']} chunks"
         f" ({out['changed']} changed, {out['deleted']} deleted, {embedded} embedded)"
-        f" -> {escape_controls(str(engine.index.path))}"
+        f" -> {escape_controls(str(engine.index_path))}"
     )
     if compacted:
         mb = 1 << 20
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 def _owner(engine: MemorySearch) -> str:
     from ..store.database import local_owner
 
-    return local_owner(engine.index.workspace)
+    return local_owner(engine.workspace)
 
 
 def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -> int:
@@ -158,9 +158,9 @@ def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     where = f" and publishing to scope {scope}" if scope else ""
-    shown = escape_controls(str(engine.index.workspace))
+    shown = escape_controls(str(engine.workspace))
     print(f"watching {shown}{where}; Ctrl-C stops", file=sys.stderr, flush=True)
-    done = engine.index.generation()
+    done = engine.generation()
     publishing = open_database(args, engine.settings, replica=False) if scope else None
     with publishing if publishing is not None else contextlib.nullcontext() as db:
         wait = _TICK_S
@@ -168,7 +168,7 @@ def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -
             wait = _TICK_S
             try:
                 engine.freshness.refresh()  # syncs what the watcher saw change
-                generation = engine.index.generation()
+                generation = engine.generation()
                 if generation == done:
                     continue
                 embedded = engine.embed_missing()

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from ..core.errors import EmbeddingError, NoMemoryError
-from ..engine import MemorySearch
 from ..servers.http import allowed_hosts
 from ..store import heap
 from .common import (
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived, like serve: follow file events, embed off the answering path.
     engine = searcher_from_args(args, watch=True, background_embedding=True)
-    if isinstance(engine, MemorySearch):
+    if engine.workspace is not None:
         try:
             engine.update_index()
         except NoMemoryError:
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             # memory_search answers a tool error until then.
         except EmbeddingError as exc:  # searches answer keyword-only until the embedder is back
             print(f"enhanced-memory: warning: {exc}", file=sys.stderr)
-        serves = str(engine.index.workspace)
+        serves = str(engine.workspace)
     else:
         serves = "scopes " + ", ".join(engine.scopes)
     server = build_server(

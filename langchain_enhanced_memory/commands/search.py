@@ -16,7 +16,6 @@ from typing import Any
 from ..core.errors import EnhancedMemoryError, RequestError
 from ..core.request import SearchRequest
 from ..core.text import escape_controls
-from ..engine import MemorySearch
 from ..engine.scoped import narrowed
 from ..openclaw.response import failure_json, response_json
 from ..servers import client
@@ -97,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(engine, response, args.min_score)
     sys.stdout.flush()  # the answer first; starting the resident engine comes after
-    if isinstance(engine, MemorySearch):  # one workspace's engine: scopes answer here
+    if engine.workspace is not None:  # one workspace's engine: scopes answer here
         _start_resident_if_it_pays(args, engine, response)
     return 0
 
@@ -138,7 +137,7 @@ def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: 
         return
     if engine.choice.provider != "local" and response.embedded is None:
         return
-    ws = engine.index.workspace
+    ws = engine.workspace
     try:
         child = client.start_resident(ws, client.AUTO_IDLE_S)
     except (OSError, EnhancedMemoryError) as exc:  # the answer is out; say why, once

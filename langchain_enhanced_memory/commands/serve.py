@@ -9,7 +9,6 @@ from typing import Any
 
 from ..config import with_sessions, workspace_folder
 from ..core.settings import MemorySettings
-from ..engine import MemorySearch
 from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store import heap
@@ -73,10 +72,11 @@ def run(args: argparse.Namespace) -> int:
     heap.opt_in()  # this process is the server's own: it may tune its allocator
     # Long-lived: edits arrive as file-system events, vectors are embedded on a thread.
     engine = searcher_from_args(args, watch=True, background_embedding=True)
-    if isinstance(engine, MemorySearch):
-        engine.require_memory()  # serve writes no note: a folder without any is the wrong one
-        engine.index.sync()
-        serves = str(engine.index.workspace)
+    if engine.workspace is not None:
+        local = engine.workspace_engine()
+        local.require_memory()  # serve writes no note: a folder without any is the wrong one
+        local.sync()
+        serves = str(local.workspace)
     else:
         serves = "scopes " + ", ".join(engine.scopes)
     try:
@@ -86,9 +86,7 @@ def run(args: argparse.Namespace) -> int:
     host, port = str(server.server_address[0]), int(server.server_address[1])
     url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     if args.json:
-        where = (
-            {"workspace": serves} if isinstance(engine, MemorySearch) else {"scopes": engine.scopes}
-        )
+        where = {"workspace": serves} if engine.workspace is not None else {"scopes": engine.scopes}
         dump({"url": url, "port": port, **where})
     print(f"enhanced-memory: serving {serves} on {url}", file=sys.stderr)
     sys.stdout.flush()

@@ -1,7 +1,9 @@
 """The engine: :class:`EngineConfig` describes one, :class:`MemorySearch` is one.
 
-``config`` (what makes an engine), ``search`` (index upkeep and searches),
-``pool`` (:class:`SearchPool`: the engines the resident engine keeps warm).
+``config`` (what makes an engine), ``storage`` (the :class:`~.storage.Storage`
+protocol: a workspace's index, a database scope), ``run`` (the one engine over it),
+``search`` (a workspace's: index upkeep), ``database`` (a scope's), ``scoped``
+(several as one), ``pool`` (:class:`SearchPool`: what the resident engine keeps warm).
 Importing this package loads no LangChain and no embedder, so a keyword-only
 query in a fresh process starts fast.
 """

@@ -1,22 +1,34 @@
-"""The resident engine's :class:`MemorySearch` objects, kept warm between requests."""
+"""The resident engine's engines, kept warm between requests: workspaces' and scopes'."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import EngineConfig
 from .search import MemorySearch
+
+if TYPE_CHECKING:
+    from ..store.database import Database
+    from .database import DatabaseSearch
 
 __all__ = ["SearchPool"]
 
 
 class SearchPool:
-    """Warm :class:`MemorySearch` objects, one per configuration, for the resident engine.
+    """Warm engines for the resident engine: one per workspace configuration, one per scope.
+
+    A database is connected once per URL (and replica, pool size and recipe): its
+    connection pool and the generations it read serve every later search of its
+    scopes, and answer them while it is down (stale). Its key holds the URL as
+    given, password included: it stays in this process, never printed or logged
+    (:meth:`status` shows the URL masked).
 
     Args:
-        overrides: Config fields every pooled engine gets (``watch=True``, ...).
+        overrides: Config fields every pooled workspace engine gets (``watch=True``, ...).
     """
 
     max_engines = 16
@@ -25,6 +37,27 @@ class SearchPool:
         self.overrides = overrides
         self.engines: dict[str, MemorySearch] = {}
         self.folders: dict[str, tuple[int, int]] = {}  # index folder -> (device, inode)
+        self.databases: dict[str, Database] = {}
+        self.scopes: dict[tuple[str, str, str], DatabaseSearch] = {}
+        # Shared by the searches over several scopes: no threads of their own per request.
+        self.threads = ThreadPoolExecutor(8, thread_name_prefix="scope")
+
+    def database(self, key: str, connect: Callable[[], Database]) -> Database:
+        """The database of ``key`` (its URL and options), connected on first use."""
+        database = self.databases.get(key)
+        if database is None:
+            database = self.databases[key] = connect()
+        return database
+
+    def scope(
+        self, key: str, name: str, config: EngineConfig, build: Callable[[], DatabaseSearch]
+    ) -> DatabaseSearch:
+        """The warm engine of scope ``name`` of database ``key`` with ``config`` (built once)."""
+        at = (key, name, repr(replace(config, embeddings=None)))
+        engine = self.scopes.get(at)
+        if engine is None:
+            engine = self.scopes[at] = build()
+        return engine
 
     def get(self, config: EngineConfig) -> MemorySearch:
         """The warm engine of ``config`` (built on first use)."""
@@ -56,7 +89,7 @@ class SearchPool:
         A folder is known from the first call that finds it; None when none moved.
         """
         for engine in self.engines.values():
-            folder = str(engine.index.path.parent)
+            folder = str(engine.index_path.parent)
             try:
                 st = os.stat(folder)
             except OSError:
@@ -67,6 +100,22 @@ class SearchPool:
                 return folder
         return None
 
+    def served_scopes(self) -> list[dict[str, Any]]:
+        """One line per scope served: its name, its database (masked), what it last read."""
+        out = []
+        for engine in self.scopes.values():
+            facts = engine.facts()
+            out.append(
+                {
+                    "scope": engine.scope,
+                    "database": engine.database.shown,
+                    "generation": facts.generation,
+                    "chunks": facts.chunks,
+                    "stale": facts.stale,
+                }
+            )
+        return out
+
     def status(self) -> list[dict[str, Any]]:
         """One line per engine: index, embedder (when resolved), freshness, embedding."""
         out = []
@@ -74,7 +123,7 @@ class SearchPool:
             job = e.embedding_job
             out.append(
                 {
-                    "index": str(e.index.path),
+                    "index": str(e.index_path),
                     "profile": e.settings.profile,
                     "provider": e.choice.provider,
                     "freshness": e.freshness.mode,
@@ -86,7 +135,12 @@ class SearchPool:
         return out
 
     def close(self) -> None:
-        """Close every engine."""
+        """Close every engine and database."""
         for engine in self.engines.values():
             engine.close()
         self.engines.clear()
+        self.threads.shutdown(wait=False)
+        self.scopes.clear()
+        for database in self.databases.values():
+            database.close()
+        self.databases.clear()

@@ -26,10 +26,13 @@ from ..core.settings import MemorySettings
 from ..store.locations import resolve_workspace
 from .answer import ms_since
 from .config import EngineConfig
+from .run import SearchEngine
 from .search import MemorySearch
 
 if TYPE_CHECKING:
     from ..store.database import Database
+    from ..store.upkeep import ProgressFactory
+    from .pool import SearchPool
 
 __all__ = [
     "ScopeSearcher",
@@ -130,7 +133,7 @@ def narrowed(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
     return searcher.only(names)
 
 
-def one_scope(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
+def one_scope(searcher: SearchEngine | ScopedSearch, scope: object) -> SearchEngine:
     """The searcher of the one scope a read or a write names (``scope``; None: the only one).
 
     Raises:
@@ -138,7 +141,8 @@ def one_scope(searcher: ScopeSearcher, scope: object) -> ScopeSearcher:
             not search, or any scope when it searches a single workspace.
     """
     if not isinstance(searcher, ScopedSearch):
-        return narrowed(searcher, scope)  # refuses any scope
+        narrowed(searcher, scope)  # refuses any scope
+        return searcher
     if scope is None:
         if len(searcher.members) > 1:
             raise ScopeError(
@@ -183,7 +187,7 @@ class ScopedSearch:
 
     def __init__(
         self,
-        members: Sequence[tuple[ScopeRef, ScopeSearcher]],
+        members: Sequence[tuple[ScopeRef, SearchEngine]],
         *,
         pool: ThreadPoolExecutor | None = None,
         holds: Sequence[Closable] = (),
@@ -208,7 +212,20 @@ class ScopedSearch:
         """The first scope's settings (the snippet length of the answer's JSON)."""
         return self.members[0][1].settings
 
-    def member(self, name: object) -> ScopeSearcher:
+    @property
+    def workspace(self) -> Path | None:
+        """None: it reads scopes, not one workspace's index."""
+        return None
+
+    def workspace_engine(self, tool: str = "this tool") -> MemorySearch:
+        """Refused: ``tool`` reads one workspace's index (salience, cross-references, status).
+
+        Raises:
+            ScopeError: Always.
+        """
+        raise ScopeError(f"{tool} reads one workspace's index, not scopes")
+
+    def member(self, name: object) -> SearchEngine:
         """The searcher of scope ``name``.
 
         Raises:
@@ -237,6 +254,15 @@ class ScopedSearch:
         if [ref.name for ref, _ in chosen] == self.scopes:
             return self
         return ScopedSearch(chosen, pool=self._pool)
+
+    def update_index(self, *, progress: ProgressFactory | None = None) -> None:
+        """Sync and embed each folder's scope (a database scope is embedded by its writer).
+
+        Raises:
+            EmbeddingError: An embedder failed (what was embedded is kept).
+        """
+        for _, searcher in self.members:
+            searcher.update_index(progress=progress)
 
     def check_databases(self) -> bool:
         """Read the generations of its database scopes (one query each database).
@@ -368,7 +394,7 @@ def scoped_search(
     read_url: str | None = None,
     pool_size: int | None = None,
     cache: str | Path | None | Literal["default"] = "default",
-    engines: Callable[[EngineConfig], MemorySearch] = MemorySearch.from_config,
+    pool: SearchPool | None = None,
 ) -> ScopedSearch:
     """The search over ``specs``: a folder's scope searches its workspace, the others the database.
 
@@ -380,7 +406,8 @@ def scoped_search(
         read_url: A streaming replica their searches read from (:func:`connect_database`).
         pool_size: The most connections to each server (:func:`connect_database`).
         cache: Where this host keeps copies of segments (:func:`connect_database`).
-        engines: How a workspace's engine is made (the resident engine's pool).
+        pool: The resident engine's warm engines and databases, reused (None: new
+            ones, closed with the search).
 
     Raises:
         ScopeError: A scope without a folder and no database, or no scope.
@@ -396,19 +423,50 @@ def scoped_search(
             " ($ENHANCED_MEMORY_DATABASE_URL)",
         )
     folders = [resolve_workspace(folder) if folder else None for _, folder in specs]
-    holds = []
+    scope_engine = None
+    holds: list[Closable] = []
     if in_database and database_url:
-        from .database import DatabaseSearch
-
-        database = connect_database(
-            database_url, config.settings, read_url=read_url, pool_size=pool_size, cache=cache
-        )
-        holds.append(database)
-    members: list[tuple[ScopeRef, ScopeSearcher]] = []
+        scope_engine = _scope_engines(config, database_url, read_url, pool_size, cache, pool, holds)
+    members: list[tuple[ScopeRef, SearchEngine]] = []
     for (ref, _), folder in zip(specs, folders, strict=True):
         if folder is None:
-            members.append((ref, DatabaseSearch.from_config(database, ref.name, config)))
+            assert scope_engine is not None
+            members.append((ref, scope_engine(ref.name)))
         else:
             local = replace(config, workspace=folder, index_path=None)
-            members.append((ref, engines(local)))
-    return ScopedSearch(members, holds=holds)
+            members.append(
+                (ref, MemorySearch.from_config(local) if pool is None else pool.get(local))
+            )
+    return ScopedSearch(members, holds=holds, pool=None if pool is None else pool.threads)
+
+
+def _scope_engines(
+    config: EngineConfig,
+    url: str,
+    read_url: str | None,
+    pool_size: int | None,
+    cache: str | Path | None | Literal["default"],
+    pool: SearchPool | None,
+    holds: list[Closable],
+) -> Callable[[str], SearchEngine]:
+    """How a database scope's engine is made: over a new connection, or ``pool``'s warm one."""
+    from .database import DatabaseSearch
+
+    def connect() -> Database:
+        return connect_database(
+            url, config.settings, read_url=read_url, pool_size=pool_size, cache=cache
+        )
+
+    if pool is None:
+        database = connect()
+        holds.append(database)
+        return lambda name: DatabaseSearch.from_config(database, name, config)
+    key = repr((url, read_url, pool_size, cache, config.settings))  # never shown: the password
+    database = pool.database(key, connect)
+
+    def engine(name: str) -> SearchEngine:
+        return pool.scope(
+            key, name, config, lambda: DatabaseSearch.from_config(database, name, config)
+        )
+
+    return engine

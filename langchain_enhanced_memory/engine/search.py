@@ -8,37 +8,32 @@ a fresh process starts fast.
 from __future__ import annotations
 
 import threading
-import time
-import weakref
 from dataclasses import fields
-from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.request import SearchRequest
-from ..core.results import SearchResponse
+from ..core.errors import CrossrefError
+from ..core.results import Hit
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot
 from ..store.freshness import Freshness
 from ..store.index import MemoryIndex, SyncReport
-from ..store.logs import record_search
-from ..store.workspace import require_memory
-from .answer import finish, ms_since, ranked_hits
 from .config import Embedder, EmbedderErrors, EngineConfig
 from .embedder import QueryEmbedder
+from .run import Neighbors, SearchEngine
+from .storage import WorkspaceStorage
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from ..embeddings.choice import EmbedderChoice
     from ..store.upkeep import EmbedJob, ProgressFactory
 
 __all__ = ["MemorySearch"]
 
 
-class MemorySearch:
+class MemorySearch(SearchEngine):
     """Searches one workspace: keeps its index fresh and ranks chunks.
 
     Args:
@@ -103,25 +98,33 @@ class MemorySearch:
             background_embedding=background_embedding,
         )
         self.settings = self.config.settings
-        self._holds_memory = False
         self.index = MemoryIndex(workspace, self.settings, index_path)
+        self._storage: WorkspaceStorage = WorkspaceStorage(
+            self.index, auto_index=auto_index, watch=watch, check_interval_s=check_interval_s
+        )
         self.embedder = QueryEmbedder(self.config, self.index.vector_dim)
         self.auto_index = auto_index
-        self._freshness: Freshness | None = None
         self._job: EmbedJob | None = None
-        # Serialises the state kept between calls (freshness, the embedding job).
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # serialises the start of the embedding job
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace folder."""
+        return self.index.workspace
+
+    @property
+    def index_path(self) -> Path:
+        """The index file."""
+        return self.index.path
+
+    def workspace_engine(self, tool: str = "this tool") -> MemorySearch:
+        """This engine: it reads one workspace's index."""
+        return self
 
     @property
     def freshness(self) -> Freshness:
         """How this engine learns of edits (the watcher starts on first use)."""
-        with self._lock:
-            if self._freshness is None:
-                c = self.config
-                fresh = Freshness(self.index, watch=c.watch, interval_s=c.check_interval_s)
-                weakref.finalize(self, fresh.close)
-                self._freshness = fresh
-            return self._freshness
+        return self._storage.freshness
 
     @property
     def embedding_job(self) -> EmbedJob | None:
@@ -130,40 +133,14 @@ class MemorySearch:
 
     def close(self) -> None:
         """Stop the watcher and wait for a background embedding run to end."""
-        if self._freshness is not None:
-            self._freshness.close()
+        self._storage.close()
         if self._job is not None:
             self._job.join()
-
-    def __enter__(self) -> MemorySearch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> MemorySearch:
         """The engine a config describes."""
         return cls(**{f.name: getattr(config, f.name) for f in fields(config)})
-
-    # --------------------------------------------------------------- embedder
-    @property
-    def choice(self) -> EmbedderChoice:
-        """The resolved :class:`~.embeddings.resolve.EmbedderChoice` (resolved once, lazily)."""
-        return self.embedder.choice
-
-    @property
-    def model_id(self) -> str | None:
-        """Key of this embedder's vectors in the embedding cache."""
-        return self.embedder.model_id
-
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
-        """Embed documents with retries and validation (raises ``EmbeddingError``)."""
-        return self.embedder.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query (raises ``EmbeddingError``)."""
-        return self.embedder.embed_query(text)
 
     def require_memory(self) -> None:
         """Refuse a folder that holds no memory, before anything is written in it.
@@ -174,9 +151,7 @@ class MemorySearch:
         Raises:
             NoMemoryError: It holds none (most often the wrong folder).
         """
-        if not self._holds_memory:
-            require_memory(self.index.workspace, self.settings)
-            self._holds_memory = True
+        self._storage.require()
 
     # ----------------------------------------------------------------- index
     def embed_missing(self, *, wait: bool = True, progress: ProgressFactory | None = None) -> int:
@@ -214,84 +189,75 @@ class MemorySearch:
         report = self.index.sync(wait=wait)
         return report, self.embed_missing(wait=wait, progress=progress)
 
-    # ---------------------------------------------------------------- search
-    def search(self, query: str, k: int = 5, now: datetime | date | None = None) -> SearchResponse:
-        """Rank the workspace's chunks for ``query``.
+    # ------------------------------------------------------------- the index
+    def sync(self, *, wait: bool = True) -> SyncReport:
+        """Bring the index's text state up to date (no embedding)."""
+        return self.index.sync(wait=wait)
 
-        Args:
-            query: What to look for.
-            k: How many hits to return.
-            now: When the query is asked (defaults to the current local time).
+    def snapshot(self, model_id: str | None = None) -> Snapshot:
+        """The index's current generation (with ``model_id``'s vectors)."""
+        return self.index.snapshot(model_id)
+
+    def stats(self) -> dict[str, int]:
+        """The index's counts: files, chunks, cached vectors, generation."""
+        return self.index.stats()
+
+    def generation(self) -> int:
+        """The index's committed generation (0 when never synced)."""
+        return self.index.generation()
+
+    def disk_bytes(self) -> int:
+        """Bytes the index takes on disk: its file, its WAL and its side files."""
+        return self.index.disk_bytes()
+
+    def refuse_foreign_index(self) -> None:
+        """Refuse an index file named that is not ours (``--index notes.yaml``), writing nothing.
 
         Raises:
-            RequestError: An empty query or a ``k`` below 1.
+            IndexUnavailableError: The file holds someone else's data.
         """
-        return self.run(SearchRequest.parse(query=query, k=k, now=now))
+        self.index.db.refuse_foreign()
 
-    def run(self, request: SearchRequest) -> SearchResponse:
-        """Answer one validated request.
+    def compact(self) -> tuple[int, int]:
+        """Merge the index's segments and reclaim space: bytes on disk before and after."""
+        return self.index.compact()
+
+    def crossref(self, path: str | None = None, *, build: bool = True) -> dict[str, Any]:
+        """Cross-references of ``path`` (a normalised note path), or the graph's overview.
 
         Raises:
-            RequestError: A filter's date words name no date (checked against ``now``).
-            EmbeddingError: The embedder is unavailable or failed, and the config's
-                ``on_embedder_error`` is ``fail``.
-            NoMemoryError: The folder holds no memory.
+            CrossrefError: No graph and ``build`` is False, or it cannot be built.
+            EnhancedMemoryError: Building the graph failed (the embedder, or the disk).
         """
-        self.require_memory()
-        started = time.perf_counter()
-        timings: dict[str, float] = {}
-        now = request.now or datetime.now()
-        choice = self.embedder.required()
-        fallback = choice.fallback
-        model_id = self.model_id
-        if self.auto_index:
-            with self._lock:  # one thread checks for edits; the others then see its sync
-                self.freshness.refresh()
-        timings["syncMs"] = ms_since(started)
-        qvec, embedded = None, None
-        if model_id is not None:
-            try:
-                embedded = self._vector_share(model_id)
-                if embedded is None:
-                    qvec = self.embed_query(request.query)
-            except Exception as exc:  # any embedder failure: keyword-only, or fail
-                self.embedder.failed(exc)
-                fallback, model_id = "keyword-only", None
-            if embedded is not None:  # vectors still coming: keyword-only, and say how far
-                fallback, model_id = "keyword-only", None
-        snap = self.index.snapshot(model_id)
-        if qvec is not None and snap.has_vector is not None and not snap.has_vector.all():
-            fallback, qvec = "keyword-only", None
-            snap = self.index.snapshot(None)
-        timings["embedMs"] = ms_since(started) - timings["syncMs"]
-        neighbors = None
-        if self.settings.graph_neighbors:
-            from ..graph.related import add_graph_neighbors
+        from ..graph import queries, storage
 
-            def neighbors(snap: Snapshot, scores: np.ndarray) -> None:
-                add_graph_neighbors(self.index, snap, scores, self.settings)
+        try:
+            summary = queries.graph_summary(self.index)
+        except CrossrefError:
+            if not build:
+                raise
+            self.update_index()
+            storage.build(self.index, self.model_id, self.settings)
+            summary = queries.graph_summary(self.index)
+        return summary if path is None else queries.show(self.index, path)
 
-        embed_q = self.embed_query if qvec is not None else None
-        answer = ranked_hits(snap, request, now, self.settings, qvec, embed_q, neighbors)
-        hits = answer.hits
+    def _neighbors(self, snap: Snapshot) -> Neighbors | None:
+        if not self.settings.graph_neighbors:
+            return None
+        from ..graph.related import add_graph_neighbors
+
+        def neighbors(snap: Snapshot, scores: np.ndarray) -> None:
+            add_graph_neighbors(self.index, snap, scores, self.settings)
+
+        return neighbors
+
+    def _enrich(self, snap: Snapshot, hits: list[Hit]) -> None:
         if self.settings.related_per_hit and hits:
             from ..graph.related import attach_related
 
             attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
-        response = SearchResponse(
-            hits=hits,
-            provider=choice.provider,
-            model=choice.model,
-            fallback=fallback,
-            temporal_dates=answer.ranking.temporal_dates,
-            prf_terms=answer.ranking.prf_terms,
-            embedded=None if embedded is None else round(embedded, 4),
-            mode=answer.mode,
-        )
-        record_search(self.index.workspace, self.settings, request.query, response, now)
-        return finish(response, request, answer, started, timings)
 
-    def _vector_share(self, model_id: str) -> float | None:
+    def _vectors_coming(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
 
         A few missing texts (``settings.embed_inline_max``) are embedded before

@@ -48,7 +48,7 @@ def vectors_json(engine: MemorySearch) -> list[dict[str, Any]]:
         raise ExportError(
             f"embedding stopped: {exc}", "start Ollama or use --embedder local"
         ) from None
-    snap = engine.index.snapshot(engine.model_id)
+    snap = engine.snapshot(engine.model_id)
     dense = snap.dense_vectors()
     if dense is None or snap.has_vector is None or not snap.has_vector.all():
         raise ExportError("some chunks have no vector yet", "run `enhanced-memory index` again")
@@ -71,7 +71,7 @@ def crossrefs_json(engine: MemorySearch) -> dict[str, Any]:
     Raises:
         CrossrefError: No graph has been built.
     """
-    engine.index.sync()
+    engine.sync()
     return export_crossrefs_json(engine.index)
 
 

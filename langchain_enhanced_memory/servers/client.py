@@ -199,8 +199,9 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
     if not argv or argv[0] not in ROUTED or "-h" in argv or "--help" in argv:
         return None
     env = load()
-    if opted_out(env, argv) or any(a.startswith(("--scope", "--database")) for a in argv):
-        return None  # scopes are searched here: an engine serves its own workspace only
+    scopes = any(a.startswith(("--scope", "--database")) for a in argv)
+    if opted_out(env, argv) or (scopes and env.libpq):
+        return None  # libpq reads the caller's PG* variables: this process connects as it would
     ws = workspace_of(argv, env)
     if ws is None:
         return None  # the command itself says what is wrong

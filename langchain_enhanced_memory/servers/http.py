@@ -258,7 +258,7 @@ class SearchServer(ThreadingHTTPServer):
 
         Over scopes: the scopes, and whether their database answers (503 when not).
         """
-        if isinstance(self.engine, ScopedSearch):
+        if self.engine.scopes:
             out: dict[str, Any] = {"status": "ok", "scopes": self.engine.scopes}
             try:
                 if self.engine.check_databases():
@@ -269,11 +269,12 @@ class SearchServer(ThreadingHTTPServer):
                 return 503, out | {"error": str(exc), "action": exc.action}
             return 200, out
         with self.lock:
-            stats = self.engine.index.stats()
-            choice = self.engine.choice
+            local = self.engine.workspace_engine("health")
+            stats = local.stats()
+            choice = local.choice
         return 200, {
             "status": "ok",
-            "workspace": str(self.engine.index.workspace),
+            "workspace": str(local.workspace),
             "files": stats["files"],
             "chunks": stats["chunks"],
             "provider": choice.provider,

@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 import anyio
 from mcp.server.fastmcp import FastMCP
@@ -87,6 +87,8 @@ if TYPE_CHECKING:
 __all__ = ["SERVER_NAME", "build_server"]
 
 SERVER_NAME = "enhanced-memory"
+#: What the server answers over: one workspace's engine, or scopes.
+Searcher = Union["MemorySearch", ScopedSearch]
 _READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
 _WRITE = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
@@ -268,7 +270,7 @@ def _lines(tool: str, problems: Sequence[object]) -> str:
 
 
 def build_server(
-    engine: MemorySearch | ScopedSearch,
+    engine: Searcher,
     *,
     allow_write: bool = False,
     now: datetime | None = None,
@@ -307,7 +309,7 @@ def build_server(
     # FastMCP takes no version, and its server would report the MCP SDK's as its own.
     server._mcp_server.version = __version__
 
-    scoped = isinstance(engine, ScopedSearch)
+    scoped = bool(engine.scopes)
 
     def memory_search(args: MemorySearchInput) -> dict[str, Any]:
         """Search the agent's memory (hybrid keywords + vectors, date-aware).
@@ -327,47 +329,52 @@ def build_server(
         target = one_scope(engine, getattr(args, "scope", None))
         return tool_json.read(target, args.path, args.from_line, args.lines)
 
-    server.add(
-        memory_search,
-        "memory_search",
-        MemorySearchScopedInput if scoped else MemorySearchInput,
-        _READ,
-    )
+    search_model = MemorySearchScopedInput if scoped else MemorySearchInput
+    server.add(memory_search, "memory_search", search_model, _READ)
     server.add(memory_get, "memory_get", MemoryGetScopedInput if scoped else MemoryGetInput, _READ)
-
     if allow_write:
+        _add_writers(server, engine, now)
+    if engine.workspace is not None:  # the tools of one workspace's index
+        _add_index_tools(server, engine.workspace_engine(), now, allow_write)
+    return server
 
-        def memory_append(args: MemoryAppendInput) -> dict[str, Any]:
-            """Remember: append a bullet to today's daily note or a memory file (atomic)."""
-            target = one_scope(engine, getattr(args, "scope", None))
-            return tool_json.append(
-                target, args.text, section=args.section, file=args.file, now=now
-            )
 
-        model = MemoryAppendScopedInput if scoped else MemoryAppendInput
-        server.add(memory_append, "memory_append", model, _WRITE)
+def _add_writers(server: _Server, engine: Searcher, now: datetime | None) -> None:
+    """Offer ``memory_append`` and ``memory_forget`` (each with ``scope`` over scopes)."""
+    scoped = bool(engine.scopes)
 
-        def memory_forget(args: MemoryForgetInput) -> dict[str, Any]:
-            """Forget: remove a remembered bullet (path, line) or every line holding a text.
+    def memory_append(args: MemoryAppendInput) -> dict[str, Any]:
+        """Remember: append a bullet to today's daily note or a memory file (atomic)."""
+        target = one_scope(engine, getattr(args, "scope", None))
+        return tool_json.append(target, args.text, section=args.section, file=args.file, now=now)
 
-            From the notes and the index; dryRun lists what would go; several
-            matches need all=true. Answers {forgotten: [{path, line, text}], dry_run}.
-            """
-            target = one_scope(engine, getattr(args, "scope", None))
-            return tool_json.forget(
-                target,
-                path=args.path,
-                line=args.line,
-                match=args.match,
-                dry_run=args.dry_run,
-                allow_many=args.all_matches,
-            )
+    model = MemoryAppendScopedInput if scoped else MemoryAppendInput
+    server.add(memory_append, "memory_append", model, _WRITE)
 
-        forget_model = MemoryForgetScopedInput if scoped else MemoryForgetInput
-        server.add(memory_forget, "memory_forget", forget_model, _ERASE)
+    def memory_forget(args: MemoryForgetInput) -> dict[str, Any]:
+        """Forget: remove a remembered bullet (path, line) or every line holding a text.
 
-    if isinstance(engine, ScopedSearch):  # the tools below read one workspace's index
-        return server
+        From the notes and the index; dryRun lists what would go; several
+        matches need all=true. Answers {forgotten: [{path, line, text}], dry_run}.
+        """
+        target = one_scope(engine, getattr(args, "scope", None))
+        return tool_json.forget(
+            target,
+            path=args.path,
+            line=args.line,
+            match=args.match,
+            dry_run=args.dry_run,
+            allow_many=args.all_matches,
+        )
+
+    forget_model = MemoryForgetScopedInput if scoped else MemoryForgetInput
+    server.add(memory_forget, "memory_forget", forget_model, _ERASE)
+
+
+def _add_index_tools(
+    server: _Server, engine: MemorySearch, now: datetime | None, allow_write: bool
+) -> None:
+    """Offer the tools that read one workspace's index: salience, crossref, status."""
 
     def memory_salience(args: MemorySalienceInput) -> dict[str, Any]:
         """Which memory files need attention: stale topics, unreviewed daily notes, gaps."""
@@ -384,4 +391,3 @@ def build_server(
     server.add(memory_salience, "memory_salience", MemorySalienceInput, _READ)
     server.add(memory_crossref, "memory_crossref", MemoryCrossrefInput, _READ)
     server.add(memory_status, "memory_status", MemoryStatusInput, _READ)
-    return server

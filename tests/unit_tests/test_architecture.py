@@ -131,3 +131,38 @@ def test_core_does_no_io() -> None:
         names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
                   if isinstance(n, ast.ImportFrom) and not n.level}  # fmt: skip
         assert not names & io, f"{path.name} imports {sorted(names & io)}"
+
+
+_ENGINE_TYPES = {"MemorySearch", "DatabaseSearch", "ScopedSearch", "MemoryIndex", "Database"}
+
+
+def _reach_throughs(path: Path) -> list[str]:
+    """Where ``path`` switches on an engine or store type, or reads through an engine's index."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            kinds = node.args[1]
+            names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+            hit = {getattr(n, "id", None) or getattr(n, "attr", None) for n in names}
+            if hit & _ENGINE_TYPES:
+                found.append(f"{path.name}:{node.lineno} isinstance {sorted(hit & _ENGINE_TYPES)}")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "index"
+        ):
+            found.append(f"{path.name}:{node.lineno} .index.{node.attr}")
+    return found
+
+
+def test_the_faces_ask_the_engine_not_its_store() -> None:
+    # Outside engine/ and store/, code calls the engine's methods (search, read, remember,
+    # forget, facts, ...): no switch on which engine or store it is, no reach into the index.
+    inner = (PACKAGE / "engine", PACKAGE / "store")
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not any(path.is_relative_to(d) for d in inner)
+        for hit in _reach_throughs(path)
+    ]
+    assert found == []

@@ -47,10 +47,18 @@ EXPECTED_ALL = [
 #: Package types a public signature names that are not for users to build or catch: the
 #: engines' own machinery, which the servers and commands reach through them.
 NOT_EXPORTED = {
+    "AppendResult": "MemorySearch.remember: where the bullet landed (the tools' JSON)",
+    "Forgotten": "MemorySearch.forget: the lines removed (the tools' JSON)",
+    "MemoryLines": "MemorySearch.read: a note's lines (the tools' JSON)",
+    "MissingNoteError": "MemorySearch.read: an EnhancedMemoryError (memory_get answers it)",
+    "NoteError": "MemorySearch.read: an EnhancedMemoryError (memory_get answers it)",
+    "StorageFacts": "MemorySearch.facts: the resident engine's status line",
+    "CrossrefError": "MemorySearch.crossref: the crossref tools answer it as their error",
     "EmbedJob": "MemorySearch.embedding_job: the background embedding thread",
     "EmbedderChoice": "MemorySearch.choice: the embedder resolved once",
     "Freshness": "MemorySearch.freshness: the watcher of the notes",
     "ScopedSearch": "EnhancedMemoryRetriever.engine with scopes=: built by the faces",
+    "Snapshot": "MemorySearch.snapshot: the arrays status and the exports read",
     "SyncReport": "MemorySearch.update_index: what the index command prints",
 }
 
@@ -77,14 +85,22 @@ def _type_checking_names(module: Any) -> dict[str, Any]:
 
 
 def _members() -> Iterator[tuple[str, Callable[..., Any] | type]]:
-    """Each exported function and class, and each exported class's own public members."""
+    """Each exported function and class, and each exported class's public members.
+
+    Its own and those it inherits from the package's classes (``MemorySearch.search``
+    is :class:`~langchain_enhanced_memory.engine.run.SearchEngine`'s).
+    """
     for name in __all__:
         obj = getattr(langchain_enhanced_memory, name)
         if not callable(obj):
             continue
         yield name, obj
         if inspect.isclass(obj):
-            for attr, value in vars(obj).items():
+            members: dict[str, Any] = {}
+            for klass in reversed(obj.__mro__):
+                if klass.__module__.startswith(_PACKAGE):
+                    members.update(vars(klass))
+            for attr, value in members.items():
                 if attr.startswith("_") or attr.startswith("model_"):
                     continue
                 if isinstance(value, (classmethod, staticmethod)):
