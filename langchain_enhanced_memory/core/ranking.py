@@ -16,7 +16,7 @@ from datetime import date, datetime
 
 import numpy as np
 
-from . import scoring
+from . import fusion, scoring
 from .recipe import Lexical, recipe
 from .results import Ranking
 from .settings import FusionWeights, MemorySettings
@@ -123,7 +123,7 @@ def _weights(q: _Query, qv: np.ndarray | None, coverage: np.ndarray) -> FusionWe
     """The fusion's weights: without a vector share keyword-only, adaptive when few terms match."""
     settings = q.settings
     if qv is None:
-        return scoring.without_vector(settings.weights)
+        return fusion.without_vector(settings.weights)
     kept_coverage = coverage if q.mask is None else coverage[q.mask]
     if float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold:
         return settings.adaptive_weights
@@ -143,7 +143,7 @@ class _Fuser:
         self.lexical_part = (
             None
             if q.settings.fusion == "rrf"
-            else scoring.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
+            else fusion.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
         )
 
     def fused(
@@ -159,7 +159,7 @@ class _Fuser:
             f = self.lexical_part
         else:
             part = self.lexical_part if rows is None else self.lexical_part[rows]
-            f = scoring.fuse_vector(self.weights.vector, vector, part, out)
+            f = fusion.fuse_vector(self.weights.vector, vector, part, out)
         if q.boosted is not None:  # f * mult + (mult - 1) * prior, at the rows it changes
             here = q.mult if rows is None else q.mult[rows]
             at = q.boosted if rows is None else np.flatnonzero(here != 1.0)
@@ -175,7 +175,7 @@ class _Fuser:
         q = self.q
         keep = np.ones(len(q.snap), bool) if q.mask is None else q.mask
         named = {**self.sig, "vector": vector}
-        return scoring.rrf(
+        return fusion.rrf(
             [
                 # Every chunk has a cosine; a lexical signal retrieves only its matches.
                 (named[name], keep if name == "vector" else (named[name] > 0) & keep)
@@ -203,13 +203,13 @@ def _fuse_again(
     ):
         # Only the candidates' cosines moved and the min-max held: every other
         # row's vector signal, and so its score, is what the first pass made.
-        sig["vector"][rows] = shown = scoring.minmax_normalize(values, bounds=bounds)
+        sig["vector"][rows] = shown = fusion.minmax_normalize(values, bounds=bounds)
         out[rows] = fuser.fused(shown, rows=rows)
         return out
     again = cos.copy()
     again[rows] = values
     if q.settings.vector_norm == "minmax":
-        again = scoring.minmax_normalize(again, q.mask, out=again)
+        again = fusion.minmax_normalize(again, q.mask, out=again)
     sig["vector"] = again
     # The first pass's scores are spent once its candidates are chosen.
     return fuser.fused(again, out if q.mask is None else None)
@@ -283,8 +283,8 @@ def _vector_signal(
         cos = _cosines(snap, qvec, settings, threads)
         if qvec is None or settings.vector_norm != "minmax":
             return cos, cos, None  # zeros without a query vector
-        bounds = scoring.minmax_bounds(cos, mask)
-        return cos, scoring.minmax_normalize(cos, mask, bounds=bounds), bounds
+        bounds = fusion.minmax_bounds(cos, mask)
+        return cos, fusion.minmax_normalize(cos, mask, bounds=bounds), bounds
 
     if beside is not None and alongside:
         try:
@@ -331,7 +331,7 @@ def _second_look(
     if lines is None:
         return (rows, cos[rows]) if approximated else None
     values, owners = lines
-    return rows, scoring.blend_group_max(
+    return rows, fusion.blend_group_max(
         values, np.searchsorted(rows, owners), cos[rows], settings.line_vector_share
     )
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from . import scoring
+from . import fusion, scoring
 from .chunking import Chunk, ChunkStream, Resume, SectionStream, chunk_lines
 from .dates import DateQuery, parse_dates
 from .segments import ReadOnce
@@ -117,7 +117,7 @@ class SectionDates:
 
     def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
         """The boost of each chunk's daily note."""
-        return scoring.date_multiplier(
+        return fusion.date_multiplier(
             snap.day,
             [d.toordinal() for d in dq.days],
             [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
@@ -139,7 +139,7 @@ class NoDates:
 
     def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
         """No boost."""
-        return scoring.no_boost(len(snap))
+        return fusion.no_boost(len(snap))
 
 
 COMMON_MIN_ROWS = 100_000  # below this a common term's scatter is well under a millisecond
@@ -174,7 +174,7 @@ class BM25Lexical:
             )
             keyword += np.multiply(phrase, s.phrase_weight, out=phrase)
         return {
-            "keyword": scoring.max_normalize(keyword, mask, out=keyword),
+            "keyword": fusion.max_normalize(keyword, mask, out=keyword),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
             "_coverage": scoring.match_fraction(text, terms, common),
