@@ -215,8 +215,8 @@ class FtsStore:
         from langchain_enhanced_memory.core.chunking import line_texts
         from langchain_enhanced_memory.core.recipe import recipe
         from langchain_enhanced_memory.core.text import path_text, tokenize
+        from langchain_enhanced_memory.store.reading import read_lines
         from langchain_enhanced_memory.store.sync import embed_text, keyword_text
-        from langchain_enhanced_memory.store.workspace import read_lines
 
         s = self.settings
         chunker = recipe(s).chunker
@@ -291,7 +291,7 @@ class FtsStore:
 
     def build(self) -> dict[str, Any]:
         """Index the workspace from nothing; check every term comes back whole from FTS5."""
-        from langchain_enhanced_memory.store.workspace import discover
+        from langchain_enhanced_memory.store.discovery import discover
 
         t0 = time.perf_counter()
         files = discover(self.workspace, self.settings)
@@ -322,7 +322,7 @@ class FtsStore:
 
     def update(self) -> dict[str, Any]:
         """Bring the index up to date with the files; every change rewrites the matrices whole."""
-        from langchain_enhanced_memory.store.workspace import memory_files, scan
+        from langchain_enhanced_memory.store.discovery import memory_files, scan
 
         t0 = time.perf_counter()
         now = scan(self.workspace, self.settings)

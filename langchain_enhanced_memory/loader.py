@@ -12,7 +12,8 @@ from langchain_core.documents import Document
 
 from .core.recipe import recipe
 from .core.settings import MemorySettings
-from .store.workspace import UnreadableFileError, discover, read_lines
+from .store.discovery import discover
+from .store.reading import UnreadableFileError, read_lines
 
 __all__ = ["MemoryDirectoryLoader", "chunk_id"]
 

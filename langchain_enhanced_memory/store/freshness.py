@@ -6,7 +6,7 @@ ReadDirectoryChangesW) and re-syncs only after something changed. A one-shot
 process, or an engine whose watcher cannot start (inotify limits, a network
 file system, a platform where watchdog would only poll, a read-only
 workspace), runs the cheap check instead: one ``scandir`` pass with a stat per
-file (:func:`.workspace.scan`), before every search or at most once per
+file (:func:`.discovery.scan`), before every search or at most once per
 ``interval_s``; a watcher that fails says so once, in the log. So does a
 workspace whose ``memory/`` or top-level note links lead outside it (a synced
 folder, a vault): a watch of another folder delivers its events on a thread

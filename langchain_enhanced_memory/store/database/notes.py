@@ -26,9 +26,9 @@ from ..append import AppendResult, Planned, placed, target
 from ..forget import Forgotten, edited, line_spans, match_spans
 from ..index import MemoryIndex
 from ..notes import MemoryLines, normalize_path, sliced
+from ..reading import split_lines
 from ..sync import chunker_signature
 from ..upkeep import embed_missing
-from ..workspace import split_lines
 from .publish import Fetch, lock_scope, name_files, purge, store, tidy
 from .segments import Segment, from_snapshot
 

@@ -17,7 +17,7 @@ import numpy as np
 from ...core.errors import ScopeError
 from ...core.snapshot import Snapshot
 from ..index import MemoryIndex
-from ..workspace import UnreadableFileError, read_lines
+from ..reading import UnreadableFileError, read_lines
 from .segments import Segment, encode, from_snapshot, live_rows, merged
 
 if TYPE_CHECKING:
