@@ -260,10 +260,10 @@ def _vector_signal(
 ) -> Future[tuple[np.ndarray, np.ndarray, tuple[float, float] | None]]:
     """The cosines, the vector signal and its min-max bounds, on ``beside`` when the scan is large.
 
-    At 1M chunks the scan and the keyword signals take about the same time:
-    together, a hybrid query's p50 went from 29.4 to 25.3 ms (100 queries of
-    ``benchmarks/speed.py``, each run both ways, alternating). Below
-    :data:`THREADED_ROWS` the handover costs more than the scan.
+    At 1M chunks the scan and the keyword signals take about the same time, so
+    together they lower a hybrid query's p50 (docs/design.md, "The vector scan
+    beside the keyword signals"). Below :data:`THREADED_ROWS` the handover costs
+    more than the scan.
     """
     alongside = beside is not None and qvec is not None and len(snap) >= THREADED_ROWS
     threads = settings.scan_threads
@@ -275,8 +275,8 @@ def _vector_signal(
         and vectors.approximates(settings.approximate_rows)
     ):
         # The sign-bit scan is shorter than the keyword signals beside it: a second
-        # kernel thread only contends with them (1M, paired: p50 32.8 -> 29.1 ms,
-        # CPU 48 -> 39 ms a query). The exact scan is longer and keeps every core.
+        # kernel thread only contends with them (docs/design.md has the paired runs).
+        # The exact scan is longer and keeps every core.
         threads = 1
 
     def vector() -> tuple[np.ndarray, np.ndarray, tuple[float, float] | None]:

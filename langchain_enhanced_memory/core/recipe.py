@@ -196,10 +196,10 @@ class BM25Lexical:
 
         At a million chunks a term like "team" is in most of them: reading its
         column and scattering it into the BM25 sum and the coverage again each
-        query costs more than adding a kept array (the lexical signals of "what
-        did we decide about the team project?" took 70 ms that way, 14 ms with
-        its three common terms kept). Only large workspaces keep them, a few
-        terms (4 MB each at 1M chunks), the first ones a query asks for.
+        query costs more than adding a kept array, several times more for a query
+        with three common terms (docs/design.md, "The vector scan beside the keyword
+        signals"). Only large workspaces keep them, a few terms (4 MB each at 1M
+        chunks), the first ones a query asks for.
         """
         n = len(snap)
         if n < COMMON_MIN_ROWS:

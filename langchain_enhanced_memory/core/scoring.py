@@ -282,8 +282,8 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 def kth_largest(scores: np.ndarray, k: int) -> float:
     """The ``k``-th largest of ``scores`` (``1 <= k <= len``), without a selection over all.
 
-    A full ``argpartition`` takes 16 ms at a million scores, thirty times a
-    pass over them. Block maxima give a bound instead: at least ``k`` scores
+    A full ``argpartition`` over a million scores costs tens of passes over
+    them. Block maxima give a bound instead: at least ``k`` scores
     reach ``t``, the ``k``-th largest block maximum, so the answer is ``t`` when
     fewer than ``k`` exceed it, else the ``k``-th largest of those that do
     (they lie in fewer than ``k`` blocks, a few thousand scores in practice).
