@@ -87,7 +87,7 @@ def rank(
     return Ranking(scores, signals, dates, expansion, query_terms(text))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs each query microseconds
 class _Query:
     """What every pass over one query shares: the rows, the filter, the date boost."""
 
