@@ -133,12 +133,12 @@ def _weights(q: _Query, qv: np.ndarray | None, coverage: np.ndarray) -> FusionWe
 class _Fuser:
     """One pass's fusion of its signals into a score, the date boost and the filter applied."""
 
-    __slots__ = ("lexical_part", "q", "sig", "vectors", "weights")
+    __slots__ = ("hybrid", "lexical_part", "q", "sig", "weights")
 
     def __init__(
-        self, q: _Query, sig: dict[str, np.ndarray], weights: FusionWeights, vectors: bool
+        self, q: _Query, sig: dict[str, np.ndarray], weights: FusionWeights, hybrid: bool
     ) -> None:
-        self.q, self.sig, self.weights, self.vectors = q, sig, weights, vectors
+        self.q, self.sig, self.weights, self.hybrid = q, sig, weights, hybrid
         # The lexical part of a linear fusion is the same in both passes: summed once.
         self.lexical_part = (
             None
@@ -153,9 +153,8 @@ class _Fuser:
         q = self.q
         if self.lexical_part is None:
             f = self._rrf(vector)
-        elif (
-            not self.vectors
-        ):  # keyword-only: no vector share, and one pass (nothing reads it after)
+        elif not self.hybrid:
+            # Keyword-only: no vector share, and one pass (nothing reads it after).
             f = self.lexical_part
         else:
             part = self.lexical_part if rows is None else self.lexical_part[rows]
@@ -180,7 +179,7 @@ class _Fuser:
                 # Every chunk has a cosine; a lexical signal retrieves only its matches.
                 (named[name], keep if name == "vector" else (named[name] > 0) & keep)
                 for name, w in asdict(self.weights).items()
-                if w > 0 and (name != "vector" or self.vectors)
+                if w > 0 and (name != "vector" or self.hybrid)
             ],
             q.settings.rrf_k,
         )
