@@ -23,6 +23,7 @@ from pathlib import Path
 
 from langchain_enhanced_memory.analysis.evaluation import load_queries, summarize
 from langchain_enhanced_memory.commands.common import parse_now
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.graph import storage as crossref
@@ -40,6 +41,7 @@ def run(root: Path, by_ws: dict, settings: MemorySettings, k: int) -> dict[str, 
 
 
 def main() -> None:
+    load()  # an entry point: $XDG_CACHE_HOME places the read-only workspaces' indexes
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", required=True)
     p.add_argument("--queries", required=True)

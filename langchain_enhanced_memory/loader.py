@@ -10,6 +10,7 @@ from pathlib import Path
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
+from .config import load, with_sessions
 from .core.recipe import recipe
 from .core.settings import MemorySettings
 from .store.discovery import discover
@@ -69,9 +70,10 @@ class MemoryDirectoryLoader(BaseLoader):
             workspace: The workspace root.
             settings: Discovery and chunking settings (``chunking="original"``
                 cuts like the original skill); defaults to ``MemorySettings()``.
+                ``$ENHANCED_MEMORY_SESSION_DIRS`` adds transcript folders to them.
         """
         self.workspace = Path(workspace).expanduser()
-        self.settings = settings or MemorySettings()
+        self.settings = with_sessions(settings or MemorySettings(), load().session_dirs)
 
     def lazy_load(self) -> Iterator[Document]:
         """Yield one Document per chunk, files in path order, chunks in line order.

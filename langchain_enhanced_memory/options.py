@@ -8,12 +8,14 @@ builds the :class:`~.engine.MemorySearch` of one workspace or the
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, InstanceOf
 
+from .config import load, with_sessions
 from .core.errors import IndexUnavailableError, ScopeError
 from .core.settings import MemorySettings
 from .engine import EngineConfig, MemorySearch
@@ -33,7 +35,8 @@ class MemoryOptions(BaseModel):
     """Scopes searched as one: ``{"NAME[:WEIGHT]": folder, or None for a database scope}``,
     or database scopes' names (``["alice", "team:0.5"]``). Each hit then says its ``scope``."""
     database_url: str | None = None
-    """PostgreSQL holding the database scopes (default: ``$ENHANCED_MEMORY_DATABASE_URL``)."""
+    """PostgreSQL holding the database scopes (default: ``$ENHANCED_MEMORY_DATABASE_URL``;
+    this host's copies of their segments: ``$ENHANCED_MEMORY_DATABASE_CACHE``)."""
     read_url: str | None = None
     """A streaming replica of ``database_url`` that searches read from (default:
     ``$ENHANCED_MEMORY_READ_URL``); writes, and reads of this process's own writes, go to
@@ -111,19 +114,16 @@ class MemoryOptions(BaseModel):
             ScopeError: Both, ``index_path`` with scopes, or a bad scope.
             DatabaseError: The database cannot be reached.
         """
+        # The engine's fields are EngineConfig's (one list); this face's values are arguments,
+        # the environment adds what no argument names (transcript folders, the database).
+        env = load()
+        given = {f.name: getattr(self, f.name) for f in fields(EngineConfig)}
         config = EngineConfig(
-            workspace=Path(self.workspace or "."),
-            settings=self.settings,
-            embedder=self.embedder,
-            model=self.model,
-            ollama_url=self.ollama_url,
-            embeddings=self.embeddings,
-            on_embedder_error=self.on_embedder_error,
-            index_path=Path(self.index_path) if self.index_path else None,
-            auto_index=self.auto_index,
-            watch=self.watch,
-            check_interval_s=self.check_interval_s,
-            background_embedding=self.background_embedding,
+            **{
+                **given,
+                "workspace": Path(self.workspace or "."),
+                "settings": with_sessions(self.settings, env.session_dirs),
+            }
         )
         if self.scopes is None:
             if self.workspace is None:
@@ -133,7 +133,8 @@ class MemoryOptions(BaseModel):
         return scoped_search(
             config,
             scope_specs(self.scopes),
-            self.database_url,
-            read_url=self.read_url,
-            pool_size=self.pool_size,
+            self.database_url or env.database_url,
+            read_url=self.read_url or env.read_url,
+            pool_size=env.pool_size if self.pool_size is None else self.pool_size,
+            cache=env.database_cache,
         )

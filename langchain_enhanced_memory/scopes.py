@@ -18,12 +18,12 @@ concurrent write to it either commits first or fails in one line after it.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from .config import load
 from .core.errors import ScopeError
-from .engine.scoped import DATABASE_ENV, connect_database
+from .engine.scoped import connect_database
 from .store.database.scopes import ScopeInfo
 
 if TYPE_CHECKING:
@@ -40,13 +40,20 @@ def _database(
     *,
     replica: bool = True,
 ) -> Iterator[Database]:
-    url = database_url or os.environ.get(DATABASE_ENV) or None
+    env = load()
+    url = database_url or env.database_url
     if url is None:
         raise ScopeError(
             "scopes live in a database and none is given",
-            f"pass database_url= or set ${DATABASE_ENV}",
+            "pass database_url= or set $ENHANCED_MEMORY_DATABASE_URL",
         )
-    with connect_database(url, read_url=read_url, pool_size=pool_size, replica=replica) as db:
+    with connect_database(
+        url,
+        read_url=read_url or env.read_url,
+        pool_size=env.pool_size if pool_size is None else pool_size,
+        cache=env.database_cache,
+        replica=replica,
+    ) as db:
         yield db
 
 

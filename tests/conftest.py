@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory.config import load
 from tests.cli_run import NO_DAEMON
 from tests.fake_ollama import FakeOllama
 from tests.postgres import PgServer
@@ -48,6 +49,24 @@ def _host_state_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> It
     ``XDG_STATE_HOME`` reaches the command-line children too (:func:`tests.cli_run.cli_env`).
     """
     yield from _env_in_a_temp_folder("XDG_STATE_HOME", "state", tmp_path_factory)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Read-only workspaces' indexes and segment copies go to the run's temp folder."""
+    yield from _env_in_a_temp_folder("XDG_CACHE_HOME", "cache", tmp_path_factory)
+
+
+@pytest.fixture(autouse=True)
+def _environment_read() -> Iterator[None]:
+    """Each test starts, and leaves, with the process settings of its environment.
+
+    Only the entry points read the environment (:func:`~langchain_enhanced_memory.config.load`);
+    a test that calls the store directly after changing a variable calls ``load()`` itself.
+    """
+    load()
+    yield
+    load()
 
 
 @pytest.fixture

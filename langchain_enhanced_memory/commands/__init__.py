@@ -14,7 +14,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 __all__ = ["COMMANDS", "PROG", "build_parser", "execute", "print_error"]
@@ -77,8 +77,14 @@ def build_parser(
     return parser, runner
 
 
-def execute(argv: Sequence[str]) -> int:
-    """Run one command line in this process; returns the exit status."""
+def execute(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
+    """Run one command line in this process; returns the exit status.
+
+    Args:
+        argv: The command line, without the program's name.
+        environ: The environment it runs with (default ``os.environ``; the resident
+            engine gives its caller's).
+    """
     argv = list(argv)
     command = _command_of(argv)
     parser, runner = build_parser(command)
@@ -92,7 +98,11 @@ def execute(argv: Sequence[str]) -> int:
         parser.print_help()
         return 2
     want_json = bool(getattr(args, "json", False))
+    from ..config import load
     from ..core.errors import EnhancedMemoryError
+
+    # Read once per command (the resident engine runs each with its caller's environment).
+    args.env = env = load(environ)
 
     try:
         return runner(args)
@@ -106,7 +116,7 @@ def execute(argv: Sequence[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # the last line of defence: never a traceback for users
-        if os.environ.get("ENHANCED_MEMORY_DEBUG"):
+        if env.process_settings.debug:
             raise
         return _fail(f"{type(exc).__name__}: {exc}".splitlines()[0], "", want_json, status=1)
 

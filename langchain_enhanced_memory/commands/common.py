@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -228,15 +227,15 @@ def database_scope(args: argparse.Namespace) -> str | None:
         ScopeError: An invalid name.
     """
     from ..core.scopes import validate_scope
-    from ..engine.scoped import DATABASE_ENV
 
     if args.scope is None:
         if args.database:
             raise CliError("--database needs --scope NAME (the scope to work on)")
         return None
-    if not (args.database or os.environ.get(DATABASE_ENV)):
+    if not (args.database or args.env.database_url):
         raise CliError(
-            f"--scope {validate_scope(args.scope)} needs --database URL (or ${DATABASE_ENV})"
+            f"--scope {validate_scope(args.scope)} needs --database URL"
+            " (or $ENHANCED_MEMORY_DATABASE_URL)"
         )
     return validate_scope(args.scope)
 
@@ -253,16 +252,17 @@ def open_database(
         CliError: Neither gives a URL.
         DatabaseError: Unreachable or refused (one line, the password never in it).
     """
-    from ..engine.scoped import DATABASE_ENV, connect_database
+    from ..engine.scoped import connect_database
 
-    url = database_url(args) or os.environ.get(DATABASE_ENV)
+    url = database_url(args) or args.env.database_url
     if not url:
-        raise CliError(f"give --database URL (or ${DATABASE_ENV})")
+        raise CliError("give --database URL (or $ENHANCED_MEMORY_DATABASE_URL)")
     return connect_database(
         url,
         settings,
-        read_url=database_url(args, "read_url") if replica else None,
-        pool_size=args.pool_size,
+        read_url=database_url(args, "read_url") or args.env.read_url,
+        pool_size=args.env.pool_size if args.pool_size is None else args.pool_size,
+        cache=args.env.database_cache,
         replica=replica,
     )
 
@@ -311,19 +311,21 @@ def searcher_from_args(args: argparse.Namespace, **fields: Any) -> MemorySearch 
     return scoped_search(
         config,
         specs,
-        database_url(args),
-        read_url=database_url(args, "read_url"),
-        pool_size=args.pool_size,
+        database_url(args) or args.env.database_url,
+        read_url=database_url(args, "read_url") or args.env.read_url,
+        pool_size=args.env.pool_size if args.pool_size is None else args.pool_size,
+        cache=args.env.database_cache,
         engines=engines,
     )
 
 
 def config_from_args(args: argparse.Namespace, **fields: Any) -> EngineConfig:
     """The engine config the common flags describe (flag, then environment, then default)."""
-    from ..engine import EngineConfig
+    from ..config import engine_config
 
-    fields.setdefault("workspace", args.workspace)
-    return EngineConfig.from_env(
+    return engine_config(
+        env=args.env,
+        workspace_arg=fields.pop("workspace", args.workspace),
         session_dirs=session_dirs(args),
         profile=args.profile,
         embedder=args.embedder,

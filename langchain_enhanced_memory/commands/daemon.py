@@ -18,11 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..config import caller_environ, load, with_sessions, workspace_folder
 from ..core.settings import MemorySettings
 from ..servers import client
 from ..servers.resident import ResidentServer
 from ..store import heap
-from ..store.locations import resolve_workspace
 from ..store.workspace import require_memory
 from . import common
 from .common import CliError, dump
@@ -42,11 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start, stop, describe or run the resident engine."""
-    workspace = resolve_workspace(args.workspace)
+    workspace = workspace_folder(args.workspace, args.env)
     if args.idle_timeout is not None and args.idle_timeout <= 0:
         raise CliError(f"--idle-timeout must be above 0, got {args.idle_timeout}")
     if args.action in ("run", "start"):  # before a resident engine writes anything there
-        require_memory(workspace, MemorySettings())
+        require_memory(workspace, with_sessions(MemorySettings(), args.env.session_dirs))
     if args.action == "run":
         return serve_here(workspace, args.idle_timeout)
     if args.action == "start":
@@ -119,24 +119,18 @@ def _run_captured(argv: list[str], cwd: str, env: dict[str, str]) -> tuple[int, 
     """Run one command line here as the caller would have: its folder, its environment."""
     from . import execute
 
-    saved_env = {k: v for k, v in os.environ.items() if client.is_forwarded(k)}
     saved_cwd = os.getcwd()
     out, err = io.StringIO(), io.StringIO()
     try:
-        for k in saved_env:
-            del os.environ[k]
-        os.environ.update({k: str(v) for k, v in env.items() if client.is_forwarded(k)})
         os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                rc = execute(argv)
+                rc = execute(argv, caller_environ(env))
             except SystemExit as exc:  # argparse's --help
                 rc = exc.code if isinstance(exc.code, int) else 0
     except OSError as exc:  # the caller's folder is gone
         return 2, "", f"enhanced-memory: error: {exc}\n"
     finally:
-        for k in [k for k in os.environ if client.is_forwarded(k)]:
-            del os.environ[k]
-        os.environ.update(saved_env)
+        load()  # this process's own settings again, for its threads between requests
         os.chdir(saved_cwd)
     return rc, out.getvalue(), err.getvalue()

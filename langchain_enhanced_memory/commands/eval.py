@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..analysis.evaluation import evaluate, format_table, load_queries, parse_overrides
+from ..config import engine_config
 from ..core.errors import SettingsError
 from ..core.settings import MemorySettings
 from ..core.text import escape_controls
-from ..engine import EngineConfig, MemorySearch
+from ..engine import MemorySearch
 from .common import (
     CliError,
     add_common_arguments,
@@ -65,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
         settings = MemorySettings(profile=profile, log_queries=False, **overrides)
     except SettingsError as exc:
         raise CliError(f"bad --set: {exc}") from None
-    base = EngineConfig.from_env(
-        workspace=root,
+    base = engine_config(
+        env=args.env,
+        workspace_arg=root,
         profile=profile,
         embedder=args.embedder,
         model=args.model,

@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..config import workspace_folder
 from ..core.errors import EnhancedMemoryError
 from ..core.text import escape_controls
-from ..engine import resolve_workspace
 from ..engine.database import DatabaseSearch
 from ..store.forget import Forgotten, forget
 from . import PROG
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if scope is None:
             config = config_from_args(args)
             gone = forget(
-                resolve_workspace(args.workspace),
+                workspace_folder(args.workspace, args.env),
                 path=path,
                 line=args.line,
                 match=args.match,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import with_sessions, workspace_folder
 from ..core.errors import MissingNoteError, NoteError
 from ..core.settings import MemorySettings
 from ..core.text import escape_controls
-from ..engine import resolve_workspace
 from ..openclaw.response import get_failure_json, get_json
 from ..store.logs import record_access
 from ..store.notes import MAX_GET_LINES, get_lines
@@ -50,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     if scope is not None and args.workspace:
         raise CliError("--workspace and --scope: the scope's notes are read from the database")
     workspace = None
-    settings = MemorySettings(session_dirs=(*MemorySettings().session_dirs, *session_dirs(args)))
+    settings = with_sessions(MemorySettings(), (*session_dirs(args), *args.env.session_dirs))
     try:
         if scope is None:
-            workspace = resolve_workspace(args.workspace)
+            workspace = workspace_folder(args.workspace, args.env)
             got = get_lines(workspace, args.path, args.from_line, args.lines, settings)
         else:
             with open_database(args, settings) as db:

@@ -11,8 +11,8 @@ import argparse
 import sys
 from datetime import datetime
 
+from ..config import workspace_folder
 from ..core.errors import EnhancedMemoryError
-from ..engine import resolve_workspace
 from ..engine.database import DatabaseSearch
 from ..store.append import AppendResult, append_memory, daily_path, today
 from . import PROG
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         scope = database_scope(args)
         if scope is None:
             done = append_memory(
-                resolve_workspace(args.workspace),
+                workspace_folder(args.workspace, args.env),
                 args.text,
                 section=args.section,
                 file=args.file,

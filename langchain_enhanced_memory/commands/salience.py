@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.salience import compute, format_text
+from ..config import with_sessions, workspace_folder
 from ..core.settings import MemorySettings
-from ..engine import resolve_workspace
 from ..store.workspace import require_memory
 from .common import CliError, add_common_arguments, dump, parse_now
 
@@ -22,8 +22,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the prompts (or the original's JSON with ``--json``)."""
     if args.top < 1:
         raise CliError(f"--top must be at least 1, got {args.top}")
-    workspace = resolve_workspace(args.workspace)
-    settings = MemorySettings()
+    workspace = workspace_folder(args.workspace, args.env)
+    settings = with_sessions(MemorySettings(), args.env.session_dirs)
     require_memory(workspace, settings)
     result = compute(workspace, settings, now=parse_now(args.now), top=args.top)
     if args.json:

@@ -134,7 +134,7 @@ def _start_resident_if_it_pays(args: argparse.Namespace, engine: Any, response: 
     vectors are embedded in the background. Not inside the resident engine
     itself, nor with ``--no-daemon`` or ``ENHANCED_MEMORY_DAEMON=0``.
     """
-    if common.POOL is not None or args.no_daemon or client.opted_out():
+    if common.POOL is not None or args.no_daemon or client.opted_out(args.env):
         return
     if engine.choice.provider != "local" and response.embedded is None:
         return

@@ -7,12 +7,12 @@ import signal
 import sys
 from typing import Any
 
+from ..config import with_sessions, workspace_folder
 from ..core.settings import MemorySettings
 from ..engine import MemorySearch
 from ..servers import client
 from ..servers.http import SearchServer, allowed_hosts, is_loopback
 from ..store import heap
-from ..store.locations import resolve_workspace
 from ..store.workspace import require_memory
 from .common import (
     CliError,
@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
     if args.daemon:
         if args.scope or args.database:
             raise CliError("--daemon serves one workspace: --scope and --database run in serve")
-        workspace = resolve_workspace(args.workspace)
-        require_memory(workspace, MemorySettings())  # before the resident engine writes there
+        workspace = workspace_folder(args.workspace, args.env)
+        # Before the resident engine writes there.
+        require_memory(workspace, with_sessions(MemorySettings(), args.env.session_dirs))
         status = client.start_and_wait(workspace)
         if args.json:
             dump(status)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..engine import resolve_workspace
+from ..config import workspace_folder
 from ..openclaw.skill import SKILL_NAME, install
 from .common import add_common_arguments, dump
 
@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``enhanced-memory skill install``."""
-    target, written = install(resolve_workspace(args.workspace), force=args.force)
+    target, written = install(workspace_folder(args.workspace, args.env), force=args.force)
     if args.json:
         dump({"skill": str(target), "files": written})
     else:

@@ -1,22 +1,20 @@
 """The one description of an engine: workspace, recipe, embedder, index file.
 
 The retriever, the tools, the command line and the servers all build an
-:class:`EngineConfig` and get a :class:`~.search.MemorySearch` from it.
-:meth:`EngineConfig.from_env` applies the command line's order: a flag, then
-the environment, then the default.
+:class:`EngineConfig` and get a :class:`~.search.MemorySearch` from it. It holds
+values only: the environment is read at the entry points
+(:func:`..config.engine_config` applies the default, then the environment, then
+the arguments).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-from ..core.errors import RequestError, SettingsError
-from ..core.settings import PROFILE_NAMES, MemorySettings
-from ..store.locations import resolve_workspace
+from ..core.errors import SettingsError
+from ..core.settings import MemorySettings
 
 __all__ = ["EMBEDDERS", "EMBEDDER_ERRORS", "Embedder", "EmbedderErrors", "EngineConfig"]
 
@@ -89,55 +87,3 @@ class EngineConfig:
         object.__setattr__(self, "workspace", Path(self.workspace))
         if self.index_path is not None:
             object.__setattr__(self, "index_path", Path(self.index_path))
-
-    @classmethod
-    def from_env(
-        cls,
-        *,
-        workspace: str | Path | None = None,
-        profile: str | None = None,
-        embedder: str | None = None,
-        model: str | None = None,
-        ollama_url: str | None = None,
-        index_path: str | Path | None = None,
-        on_embedder_error: str | None = None,
-        session_dirs: Sequence[str] = (),
-        **fields: Any,
-    ) -> EngineConfig:
-        """A config from explicit values, then the environment, then the defaults.
-
-        ``$OPENCLAW_WORKSPACE_DIR``/``$MEMORY_DIR``, ``$ENHANCED_MEMORY_PROFILE``,
-        ``$ENHANCED_MEMORY_EMBEDDER``, ``$EMBED_MODEL``, ``$OLLAMA_URL``,
-        ``$ENHANCED_MEMORY_INDEX`` and ``$ENHANCED_MEMORY_ON_EMBEDDER_ERROR`` fill what
-        is not given; ``session_dirs`` are searched beside the settings' transcript folders.
-
-        Raises:
-            RequestError: An unknown profile, embedder or ``on_embedder_error``.
-            EnhancedMemoryError: The workspace does not exist.
-        """
-        env = os.environ
-        profile = profile or env.get("ENHANCED_MEMORY_PROFILE") or "default"
-        if profile not in PROFILE_NAMES:
-            raise RequestError(f"unknown profile {profile!r}", "profile")
-        embedder = embedder or env.get("ENHANCED_MEMORY_EMBEDDER") or "auto"
-        if embedder not in EMBEDDERS:
-            raise RequestError(
-                f"unknown embedder {embedder!r} (auto, ollama, local or none)", "embedder"
-            )
-        on_error = on_embedder_error or env.get("ENHANCED_MEMORY_ON_EMBEDDER_ERROR") or "keyword"
-        if on_error not in EMBEDDER_ERRORS:
-            raise RequestError(f"must be keyword or fail, got {on_error!r}", "on_embedder_error")
-        settings = fields.pop("settings", None) or MemorySettings(profile=profile)
-        if session_dirs:  # more transcript folders than the settings name
-            settings = replace(settings, session_dirs=(*settings.session_dirs, *session_dirs))
-        index_path = index_path or env.get("ENHANCED_MEMORY_INDEX") or None
-        return cls(
-            workspace=resolve_workspace(workspace),
-            settings=settings,
-            embedder=cast(Embedder, embedder),
-            model=model or env.get("EMBED_MODEL") or None,
-            ollama_url=ollama_url or env.get("OLLAMA_URL") or None,
-            on_embedder_error=cast(EmbedderErrors, on_error),
-            index_path=Path(index_path) if index_path else None,
-            **fields,
-        )

@@ -11,13 +11,12 @@ with its scope. It returns hits of the scopes it was built with only.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..core.errors import ScopeError, SettingsError, shown
 from ..core.request import SearchRequest
@@ -33,9 +32,6 @@ if TYPE_CHECKING:
     from ..store.database import Database
 
 __all__ = [
-    "DATABASE_ENV",
-    "POOL_SIZE_ENV",
-    "READ_URL_ENV",
     "ScopeSearcher",
     "ScopeSpec",
     "ScopedSearch",
@@ -46,13 +42,6 @@ __all__ = [
     "scope_specs",
     "scoped_search",
 ]
-
-#: Where database scopes live when no ``database_url`` (``--database``) is given.
-DATABASE_ENV = "ENHANCED_MEMORY_DATABASE_URL"
-#: A streaming replica searches read from when no ``read_url`` (``--read-url``) is given.
-READ_URL_ENV = "ENHANCED_MEMORY_READ_URL"
-#: The most connections a process opens to each server when no ``pool_size`` is given.
-POOL_SIZE_ENV = "ENHANCED_MEMORY_POOL_SIZE"
 
 #: A scope as a caller names it: its reference, and its folder (None: a database scope).
 ScopeSpec = tuple[ScopeRef, Path | None]
@@ -343,36 +332,32 @@ def connect_database(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
+    cache: str | Path | None | Literal["default"] = "default",
     replica: bool = True,
 ) -> Database:
-    """The database of ``url``, connected (``read_url`` and ``pool_size``: from the environment).
+    """The database of ``url``, connected.
 
     Args:
         url: The primary (a ``postgresql://`` URL or a ``key=value`` string).
         settings: Chunking and embedding settings of what this process writes.
-        read_url: A streaming replica searches read from (default ``$ENHANCED_MEMORY_READ_URL``).
-        pool_size: The most connections to each server (default
-            ``$ENHANCED_MEMORY_POOL_SIZE``, else 8).
+        read_url: A streaming replica searches read from.
+        pool_size: The most connections to each server (None: 8).
+        cache: Where this host keeps copies of segments (``Database.connect``'s).
         replica: Connect the replica too; False for a writer (a publish, a drop, a
             rename), which needs only the primary and must work while the replica is
-            down: ``read_url`` and the environment's are then not used.
+            down: ``read_url`` is then not used.
 
     Raises:
-        SettingsError: A pool size that is not a whole number of at least 1.
+        SettingsError: A pool size below 1.
         DatabaseError: The database cannot be reached.
     """
     from ..store.database import POOL_SIZE, Database
 
-    read_url = (read_url or os.environ.get(READ_URL_ENV) or None) if replica else None
-    if pool_size is None:
-        raw = os.environ.get(POOL_SIZE_ENV) or str(POOL_SIZE)
-        try:
-            pool_size = int(raw)
-        except ValueError:
-            raise SettingsError(f"must be a whole number, got {raw!r}", POOL_SIZE_ENV) from None
+    pool_size = POOL_SIZE if pool_size is None else pool_size
     if pool_size < 1:
         raise SettingsError(f"must be at least 1, got {pool_size}", "pool_size")
-    return Database.connect(url, settings, read_url, pool_size=pool_size)
+    read_url = read_url if replica else None
+    return Database.connect(url, settings, read_url, cache=cache, pool_size=pool_size)
 
 
 def scoped_search(
@@ -382,6 +367,7 @@ def scoped_search(
     *,
     read_url: str | None = None,
     pool_size: int | None = None,
+    cache: str | Path | None | Literal["default"] = "default",
     engines: Callable[[EngineConfig], MemorySearch] = MemorySearch.from_config,
 ) -> ScopedSearch:
     """The search over ``specs``: a folder's scope searches its workspace, the others the database.
@@ -390,10 +376,10 @@ def scoped_search(
         config: The embedder and recipe every scope searches with; each folder
             keeps its own index (``index_path`` is not used).
         specs: The scopes (:func:`parse_scope_arg`, :func:`scope_specs`).
-        database_url: Where the scopes without a folder live (default:
-            ``$ENHANCED_MEMORY_DATABASE_URL``).
+        database_url: Where the scopes without a folder live.
         read_url: A streaming replica their searches read from (:func:`connect_database`).
         pool_size: The most connections to each server (:func:`connect_database`).
+        cache: Where this host keeps copies of segments (:func:`connect_database`).
         engines: How a workspace's engine is made (the resident engine's pool).
 
     Raises:
@@ -402,7 +388,6 @@ def scoped_search(
         DatabaseError: The database cannot be reached.
     """
     specs = _checked(list(specs))
-    database_url = database_url or os.environ.get(DATABASE_ENV) or None
     in_database = [ref for ref, folder in specs if folder is None]
     if in_database and not database_url:
         raise ScopeError(
@@ -416,7 +401,7 @@ def scoped_search(
         from .database import DatabaseSearch
 
         database = connect_database(
-            database_url, config.settings, read_url=read_url, pool_size=pool_size
+            database_url, config.settings, read_url=read_url, pool_size=pool_size, cache=cache
         )
         holds.append(database)
     members: list[tuple[ScopeRef, ScopeSearcher]] = []

@@ -25,6 +25,7 @@ import stat
 import sys
 import time
 
+from ..config import FORWARDED, Environment, load
 from ..core.errors import EnhancedMemoryError
 from ..store.locations import (
     ResidentFiles,
@@ -48,12 +49,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_IDLE_S",
-    "DAEMON_ENV",
     "PROTOCOL",
     "ROUTED",
     "ask",
     "call_resident",
-    "forwarded_env",
     "identity",
     "is_forwarded",
     "opted_out",
@@ -68,14 +67,9 @@ __all__ = [
 
 #: Commands the resident engine runs for a one-shot process.
 ROUTED = frozenset({"search", "eval"})
-DAEMON_ENV = "ENHANCED_MEMORY_DAEMON"
-TIMEOUT_ENV = "ENHANCED_MEMORY_DAEMON_TIMEOUT"
 PROTOCOL = 1
 #: Idle timeout (seconds) of an engine started automatically; explicit starts have none.
 AUTO_IDLE_S = 900.0
-_OFF = {"0", "false", "no", "off"}
-# Environment the engine reads, besides ENHANCED_MEMORY_*: sent with each request.
-_ENV_NAMES = ("OPENCLAW_WORKSPACE_DIR", "MEMORY_DIR", "EMBED_MODEL", "OLLAMA_URL", "XDG_CACHE_HOME")
 _MAX_REPLY = 64 * 1024 * 1024
 _START_WAIT_S = 60.0
 
@@ -88,24 +82,17 @@ def identity() -> dict[str, str]:
     return {"version": __version__, "location": package}
 
 
-def opted_out(argv: list[str] | None = None) -> bool:
+def opted_out(env: Environment, argv: list[str] | None = None) -> bool:
     """Whether ``--no-daemon`` or ``ENHANCED_MEMORY_DAEMON=0`` says not to use one."""
-    if argv is not None and "--no-daemon" in argv:
-        return True
-    return os.environ.get(DAEMON_ENV, "").strip().lower() in _OFF
-
-
-def forwarded_env() -> dict[str, str]:
-    """The environment a command reads, as the resident engine must see it."""
-    return {k: v for k, v in os.environ.items() if is_forwarded(k)}
+    return (argv is not None and "--no-daemon" in argv) or not env.daemon
 
 
 def is_forwarded(name: str) -> bool:
     """Whether the resident engine takes ``name`` from the caller's environment."""
-    return name.startswith("ENHANCED_MEMORY_") or name in _ENV_NAMES
+    return name in FORWARDED
 
 
-def workspace_of(argv: list[str]) -> str | None:
+def workspace_of(argv: list[str], env: Environment) -> str | None:
     """The workspace a command line names (as the command would find it), or None."""
     arg: str | None = None
     for n, a in enumerate(argv):
@@ -114,7 +101,7 @@ def workspace_of(argv: list[str]) -> str | None:
         elif a.startswith("--workspace="):
             arg = a.split("=", 1)[1]
     try:
-        return workspace_dir(arg)
+        return workspace_dir(arg or env.workspace)
     except EnhancedMemoryError:
         return None
 
@@ -209,11 +196,12 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
         (another version, another workspace) or does not answer in time; the
         caller then runs the command itself.
     """
-    if not argv or argv[0] not in ROUTED or opted_out(argv) or "-h" in argv or "--help" in argv:
+    if not argv or argv[0] not in ROUTED or "-h" in argv or "--help" in argv:
         return None
-    if any(a.startswith(("--scope", "--database")) for a in argv):
+    env = load()
+    if opted_out(env, argv) or any(a.startswith(("--scope", "--database")) for a in argv):
         return None  # scopes are searched here: an engine serves its own workspace only
-    ws = workspace_of(argv)
+    ws = workspace_of(argv, env)
     if ws is None:
         return None  # the command itself says what is wrong
     try:
@@ -222,13 +210,13 @@ def call_resident(argv: list[str]) -> tuple[int, str, str] | None:
             "op": "run",
             "argv": argv,
             "cwd": os.getcwd(),
-            "env": forwarded_env(),
+            "env": env.forwarded,
             "workspace": resolved,  # the engine's folder is not ours
             **identity(),
         }
         path = os.path.join(folder, f"{stem}.sock")
-        timeout = float(os.environ.get(TIMEOUT_ENV) or 600)
-        return parse_run_reply(_exchange(path, (_encode(message) + "\n").encode(), timeout))
+        payload = (_encode(message) + "\n").encode()
+        return parse_run_reply(_exchange(path, payload, env.daemon_timeout_s))
     except (OSError, ValueError, TypeError, EnhancedMemoryError):
         return None
 

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import DiskFullError, IndexUnavailableError
+from . import process
 from .locations import INDEX_DIRNAME, make_private, open_private, tighten, writable
 
 __all__ = [
@@ -114,7 +115,7 @@ def index_folder(workspace: Path) -> Path:
 
 def cache_root() -> Path:
     """This user's cache folder of the package (``$XDG_CACHE_HOME/enhanced-memory``)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "enhanced-memory"
+    return Path(process.current().cache_home) / "enhanced-memory"
 
 
 def _named_folders(path: Path) -> list[Path]:

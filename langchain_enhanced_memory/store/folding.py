@@ -8,12 +8,13 @@ no segment covers, from the named files and the model's spool (by text
 hash). :func:`fold` writes them as a delta segment and, in the commit that
 names it, drops the spool and deletes the cache rows no generation uses
 (garbage collection after a run, never during); then the files no row names
-go. When there are too many segments, or the deltas and masked rows pass a
-share of the base, everything is gathered into one new segment instead (the
-postings' policy, :mod:`.postings`). Writes run under the writer lock, in the
-embedding run (its last step) and ``index --compact``; a search only reads
-(:func:`coverage`, :func:`assemble`), and reads past a named file that is lost
-until the next embedding run forgets it (:func:`forget_lost`).
+go. When there are too many segments, or the masked rows pass a share of
+all rows, the small or mostly masked ones are gathered into one new segment
+instead (the segments' one policy, :func:`.segment.merge_pick`). Writes run
+under the writer lock, in the embedding run (its last step) and ``index
+--compact``; a search only reads (:func:`coverage`, :func:`assemble`), and
+reads past a named file that is lost until the next embedding run forgets it
+(:func:`forget_lost`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import numpy as np
 from ..core.segments import locate
 from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
-from . import embed_cache, postings
+from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
 from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
+from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
 from .vector_segments import Layout, VectorSegment, hash_keys, key_prefix, side_folder, sweep, write
@@ -147,21 +149,25 @@ def _open_named(
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
     """What a fold keeps and gathers: used files kept, rows gathered, whether that is all rows.
 
-    The postings' policy (:mod:`.postings`): everything once the deltas and the
-    masked rows pass a share of the base, the deltas once there are too many.
+    The segments' one policy (:func:`.segment.merge_pick`), the gathered rows a
+    segment of their own; the files keep ascending rows, so from the first picked
+    file on, every file is gathered again.
     """
     n = cov.live_ids.size
     if full or not cov.used:
         return [], np.arange(n), True
-    base = max(cov.used[0][1].size, 1)
-    deltas = sum(rows.size for _, rows in cov.used[1:]) + cov.uncovered.size
-    masked = sum(int((rows < 0).sum()) for _, rows in cov.used)
-    if deltas + masked > postings.MERGE_SHARE * base:
+    used = [rows for _, rows in cov.used]
+    stored = [rows.size for rows in used]
+    live = [int((rows >= 0).sum()) for rows in used]
+    if cov.uncovered.size:
+        stored, live = [*stored, cov.uncovered.size], [*live, cov.uncovered.size]
+    pick = merge_pick(stored, live)
+    start = pick[0] if pick else len(used)
+    if start == 0:
         return [], np.arange(n), True
-    if len(cov.used) < postings.MAX_SEGMENTS:
-        return [i for i, _ in cov.used], cov.uncovered, False
-    tail = [rows[rows >= 0] for _, rows in cov.used[1:]]
-    return [cov.used[0][0]], np.sort(np.concatenate([cov.uncovered, *tail])), False
+    tail = [rows[rows >= 0] for rows in used[start:]]
+    kept = [i for i, _ in cov.used[:start]]
+    return kept, np.sort(np.concatenate([cov.uncovered, *tail])), False
 
 
 @dataclass

@@ -12,7 +12,8 @@ since a search holds them at its peak anyway.
 
 It is a setting of the whole process, so a library never makes it on its own:
 only a process that asked (:func:`opt_in`: ``serve``, ``mcp`` and the resident
-engine do, for their own process; or ``ENHANCED_MEMORY_MALLOC_TUNE=1``), and
+engine do, for their own process; or ``ENHANCED_MEMORY_MALLOC_TUNE=1``, which the
+entry point hands down as :attr:`.process.ProcessSettings.malloc_tune`), and
 then once it holds a large index (:data:`LARGE_ROWS`).
 ``ENHANCED_MEMORY_MALLOC_TUNE=0`` leaves the allocator alone even there. Other
 C libraries (musl, macOS) are left as they are.
@@ -20,12 +21,12 @@ C libraries (musl, macOS) are left as they are.
 
 from __future__ import annotations
 
-import os
 import sys
 
-__all__ = ["ENV", "LARGE_ROWS", "keep_freed_memory", "opt_in", "wanted"]
+from . import process
 
-ENV = "ENHANCED_MEMORY_MALLOC_TUNE"  # 1: tune in any process; 0: never, not even a server's
+__all__ = ["LARGE_ROWS", "keep_freed_memory", "opt_in", "wanted"]
+
 
 LARGE_ROWS = 100_000  # a snapshot this large makes arrays of 400 KB and more per query
 _M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
@@ -44,9 +45,9 @@ def opt_in() -> None:
 
 
 def wanted() -> bool:
-    """Whether this process asked for the tuning (:func:`opt_in` or :data:`ENV`)."""
-    setting = os.environ.get(ENV)
-    return setting == "1" or (_opted_in and setting != "0")
+    """Whether this process asked for the tuning (:func:`opt_in`, or the process setting)."""
+    setting = process.current().malloc_tune
+    return setting is True or (_opted_in and setting is not False)
 
 
 def keep_freed_memory() -> bool:

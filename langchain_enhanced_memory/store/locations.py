@@ -26,6 +26,7 @@ import os
 import stat
 
 from ..core.errors import EnhancedMemoryError
+from . import process
 
 TYPE_CHECKING = False  # not typing's: this runs before a one-shot call imports anything
 if TYPE_CHECKING:
@@ -53,25 +54,16 @@ _MAX_SOCKET_PATH = 100
 
 
 def workspace_dir(arg: str | None = None) -> str:
-    """The workspace: ``arg``, then ``$OPENCLAW_WORKSPACE_DIR``, then ``$MEMORY_DIR``, then ``.``.
+    """The workspace folder ``arg`` names (``~`` expanded), else the current folder.
 
-    As a string (pathlib costs a one-shot call milliseconds of imports);
-    :func:`resolve_workspace` is the same as a ``Path``.
+    The entry point gives the environment's folder when no flag or argument names
+    one (:func:`..config.workspace`). As a string (pathlib costs a one-shot call
+    milliseconds of imports); :func:`resolve_workspace` is the same as a ``Path``.
 
     Raises:
         EnhancedMemoryError: The folder does not exist.
     """
-    if arg:
-        ws = arg
-    elif os.environ.get("OPENCLAW_WORKSPACE_DIR"):
-        ws = os.environ["OPENCLAW_WORKSPACE_DIR"]
-    elif os.environ.get("MEMORY_DIR"):
-        # The original's MEMORY_DIR names the memory/ folder itself.
-        mem = os.path.expanduser(os.environ["MEMORY_DIR"]).rstrip(os.sep) or os.sep
-        ws = (os.path.dirname(mem) or ".") if os.path.basename(mem) == "memory" else mem
-    else:
-        ws = os.getcwd()
-    ws = os.path.expanduser(ws)
+    ws = os.path.expanduser(arg) if arg else os.getcwd()
     if "\x00" in ws:
         raise EnhancedMemoryError("workspace path contains a NUL byte")
     if not os.path.isdir(ws):
@@ -147,7 +139,7 @@ def tighten(folder: str | os.PathLike[str]) -> None:
 
 
 def host_id() -> str:
-    """This host's random id (made once, kept in ``$XDG_STATE_HOME/enhanced-memory/host-id``).
+    """This host's random id (made once, kept in the state folder's ``enhanced-memory/host-id``).
 
     What tells the publishers of scopes apart: unlike a hostname and a path, two
     machines (containers with a fixed hostname, one folder bind-mounted in both)
@@ -156,10 +148,7 @@ def host_id() -> str:
     Raises:
         EnhancedMemoryError: The state folder cannot be read or written.
     """
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    folder = os.path.join(state, "enhanced-memory")
+    folder = os.path.join(process.current().state_home, "enhanced-memory")
     path = os.path.join(folder, "host-id")
     try:
         try:
@@ -192,7 +181,7 @@ def private_dir() -> str:
     Raises:
         EnhancedMemoryError: The folder exists but another user owns it or others can enter it.
     """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    runtime = process.current().runtime_dir
     base = (
         os.path.join(runtime, "enhanced-memory")
         if runtime

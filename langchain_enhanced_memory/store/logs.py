@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.text import clean_text
+from . import process
 from .db import index_folder
 from .locations import make_private, open_private, writable
 
@@ -68,7 +69,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ACCESS_LOG",
     "FLUSH_DELAY_S",
-    "LOG_ENV",
     "QUERY_LOG",
     "flush",
     "forget_queries",
@@ -82,7 +82,6 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-LOG_ENV = "ENHANCED_MEMORY_LOG"
 QUERY_LOG = "query_log.json"
 ACCESS_LOG = "access_log.json"
 _LOCK_NAME = "logs.lock"
@@ -91,22 +90,18 @@ _OLD_FOLDER = "memory"
 _OLD_LOCK = ".enhanced-memory-logs.lock"
 #: How long the searches must pause before the queued entries are written.
 FLUSH_DELAY_S = 0.5
-_OFF = {"0", "false", "no", "off"}
-_ON = {"1", "true", "yes", "on"}
 
 
 def logging_enabled(workspace: str | Path, settings: MemorySettings | None = None) -> bool:
     """Whether searches of ``workspace`` are logged.
 
-    Env ``ENHANCED_MEMORY_LOG`` wins (``0`` off, ``1`` on); else the setting,
-    and only for a workspace whose ``memory/`` folder (or root, before it
-    exists) is writable.
+    The process's setting wins (``ENHANCED_MEMORY_LOG``: ``0`` off, ``1`` on); else
+    the setting, and only for a workspace whose ``memory/`` folder (or root, before
+    it exists) is writable.
     """
-    env = os.environ.get(LOG_ENV, "").strip().lower()
-    if env in _OFF:
-        return False
-    if env in _ON:
-        return True
+    forced = process.current().log
+    if forced is not None:
+        return forced
     if settings is not None and not settings.log_queries:
         return False
     ws = Path(workspace)

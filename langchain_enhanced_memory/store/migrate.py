@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.original import OriginalChunker
+from . import process
 from .sync import mean_line_hashes
 
 if TYPE_CHECKING:
@@ -88,10 +89,9 @@ class MigrationReport:
     skipped_reason: str | None = None
 
 
-def source_model(env: dict[str, str] | os._Environ[str] | None = None) -> str:
+def source_model() -> str:
     """The model the original skill embedded with: ``$EMBED_MODEL`` or ``nomic-embed-text``."""
-    env = os.environ if env is None else env
-    return (env.get("EMBED_MODEL") or "").strip() or DEFAULT_SOURCE_MODEL
+    return process.current().original_model or DEFAULT_SOURCE_MODEL
 
 
 def _bare(name: str) -> str:

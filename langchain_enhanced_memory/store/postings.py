@@ -1,43 +1,51 @@
 """The posting lists on disk: segment files a generation names, mapped read-only by searchers.
 
-A segment file holds the four posting lists of some chunks and those chunks'
-rows (their ids, then each list's arrays and the rows' columns,
-:mod:`.chunkrows`, 8-byte aligned after a JSON layout), written under a
-temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
+A segment file is a :mod:`.segment` with its chunks' ids: the four posting
+lists of some chunks and those chunks' rows (:mod:`.chunkrows`), written under
+a temporary name, flushed and renamed into the side folder (:mod:`.vector_segments`).
 The ``catalog`` row ``postings`` names the generation's segments, oldest first,
 and commits with the sync that wrote them: a kill before the commit leaves the
 previous generation's segments named, and the new file an orphan that the
 next run's :func:`sweep` removes (only after a commit, under the writer lock).
 A one-file change writes a delta segment of that file's new chunks; the chunks
 it replaced stay in their segment, masked out because they left ``chunks``
-(:mod:`..core.segments`). Segments are merged when there are too many or the
-deltas and replaced rows pass a share of the base, and by ``index --compact``.
+(:mod:`..core.segments`). Segments are merged as the segments' one policy says
+(:func:`.segment.merge_pick`: from the first segment it picks on, to keep ids
+ascending), and all of them by ``index --compact``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import mmap
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..core.scoring import FENCE, PostingLists, Postings, term_key
-from ..core.segments import SegmentedPostings, compacted, place_rows
-from ..core.text import PHRASE_SEP, path_text, tokenize
+from ..core.segments import SegmentedPostings, place_rows
 from .chunkrows import ChunkRows, SegmentRows, place
 from .db import chunk_ids, generation_of
 from .locations import make_private, open_private
+from .segment import (
+    FIELDS,
+    Layout,
+    Segment,
+    decode,
+    layout_of,
+    merge_pick,
+    merged,
+    postings_of,
+    write,
+)
 from .vector_segments import Fd, FileRows, fsync_dir, sweep
 
 __all__ = [
-    "FIELDS",
     "SegmentsMoved",
     "build_postings",
     "compact_postings",
@@ -45,27 +53,17 @@ __all__ = [
     "load_postings",
     "named_segments",
     "open_segments",
-    "postings_of",
     "sweep_segments",
     "write_postings",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-FIELDS = ("text", "phrase", "header", "path")
-_PARTS = ("keys", "indptr", "docs", "tf", "doc_len")
-_MAGIC = b"EMS1"
 _SUFFIX = ".seg"
-# A merge rewrites segments: all deltas once there are this many segments, and
-# everything once deltas plus replaced rows pass this share of the base.
-MAX_SEGMENTS = 8
-MERGE_SHARE = 0.125
 # Posting lists up to this size are mapped: a query reads a few columns faster
 # from a map than with four preads a term (a 10k-chunk workspace's lists are far
 # below it), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
-# Terms whose text and phrase lists are built at once; more are built in parts and merged.
-BUILD_TERMS = 1 << 19
 # Chunk rows read from SQLite and encoded at once when a segment is built.
 ENCODE_ROWS = 8192
 
@@ -76,17 +74,26 @@ class SegmentsMoved(Exception):
 
 @dataclass
 class _Segment:
-    """A segment file: its chunk ids (ascending), its four posting lists and its rows.
+    """A segment file (:mod:`.segment`, with its chunk ids, ascending) and its name.
 
     A writer maps the file (it merges whole arrays); a searcher reads each
     list's columns on demand (:class:`FilePostings`) from a large one.
     """
 
     name: str
+    seg: Segment
     ids: np.ndarray
-    posts: dict[str, Postings]
-    rows: SegmentRows
     reads: dict[str, FilePostings] | None = None
+
+    @property
+    def posts(self) -> dict[str, Postings]:
+        """Its four posting lists."""
+        return self.seg.posts
+
+    @property
+    def rows(self) -> SegmentRows:
+        """Its chunk rows."""
+        return self.seg.rows
 
     @classmethod
     def open(cls, folder: Path, name: str, searcher: bool = False) -> _Segment | None:
@@ -94,31 +101,19 @@ class _Segment:
         try:
             with open(folder / name, "rb") as fh:
                 buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            if buf[:4] != _MAGIC:
+            layout = layout_of(buf)
+            seg = decode(buf, layout)
+            if seg.ids is None:
                 return None
-            size = int.from_bytes(buf[4:8], "little")
-            base = 8 + size
-            layout = {
-                key: (np.dtype(dt), n, base + at) for key, dt, n, at in json.loads(buf[8:base])
-            }
-            arrays = {
-                key: np.frombuffer(buf, dtype=dt, count=n, offset=at)
-                for key, (dt, n, at) in layout.items()
-            }
-            posts = {f: _postings(arrays, f) for f in FIELDS}
             reads = None
             # Small lists stay a map (the rows are mapped whatever the size).
-            listed = sum(a.nbytes for k, a in arrays.items() if k.split(".")[0] in FIELDS)
-            large = listed >= READ_ABOVE
-            if searcher and large:
+            listed = sum(p.nbytes for post in seg.posts.values() for p in _arrays(post))
+            if searcher and listed >= READ_ABOVE:
                 fd = Fd.open(folder / name)
-                reads = {f: FilePostings(fd, layout, f, posts[f]) for f in FIELDS}
-            ids = np.array(arrays["ids"]) if searcher else arrays["ids"]
-            rows = SegmentRows.from_arrays(arrays, ids.size)
-            if rows is None:
-                return None
-            return cls(name=name, ids=ids, posts=posts, rows=rows, reads=reads)
-        except (OSError, ValueError, KeyError, TypeError):
+                reads = {f: FilePostings(fd, layout, f, seg.posts[f]) for f in FIELDS}
+            ids = np.array(seg.ids) if searcher else seg.ids
+            return cls(name=name, seg=seg, ids=ids, reads=reads)
+        except (OSError, ValueError):
             return None
 
     def searched(self) -> dict[str, PostingLists]:
@@ -126,13 +121,9 @@ class _Segment:
         return dict(self.reads) if self.reads else dict(self.posts)
 
 
-def _postings(arrays: dict[str, np.ndarray], name: str) -> Postings:
-    """One field's posting lists, with their fence (a file without the right one is damaged)."""
-    post = Postings(**{p: arrays[f"{name}.{p}"] for p in _PARTS})
-    fence = arrays[f"{name}.fence"]
-    if fence.size != -(-post.keys.size // FENCE):
-        raise ValueError(f"the {name} fence does not fit its keys")
-    return dataclasses.replace(post, fence=fence)
+def _arrays(post: Postings) -> list[np.ndarray]:
+    arrays = [post.keys, post.indptr, post.docs, post.tf, post.doc_len]
+    return arrays if post.fence is None else [*arrays, post.fence]
 
 
 class FilePostings:
@@ -146,13 +137,15 @@ class FilePostings:
     and the document lengths are small and copied into memory.
     """
 
-    def __init__(self, fd: Fd, layout: dict, name: str, mapped: Postings) -> None:
+    def __init__(self, fd: Fd, layout: Layout, name: str, mapped: Postings) -> None:
         def rows(part: str) -> FileRows:
-            dtype, count, offset = layout[f"{name}.{part}"]
-            return FileRows(fd, offset, count, dtype, ())
+            dtype, shape, offset = layout[f"post.{name}.{part}"]
+            return FileRows(fd, offset, shape[0], dtype, ())
 
         self._keys, self._indptr = rows("keys"), rows("indptr")
         self._docs, self._tf = rows("docs"), rows("tf")
+        if mapped.fence is None:
+            raise ValueError(f"the {name} lists have no fence")
         self._fence = np.array(mapped.fence)
         self.doc_len = np.array(mapped.doc_len)
 
@@ -173,36 +166,21 @@ class FilePostings:
         return self._docs.span(start, end), self._tf.span(start, end)
 
 
-def _write_segment(
-    folder: Path, generation: int, ids: np.ndarray, posts: dict, rows: SegmentRows
-) -> _Segment:
+def _write_segment(folder: Path, generation: int, seg: Segment) -> _Segment:
     """Write a segment file (temporary name, flushed, renamed) and map it."""
-    arrays = {"ids": np.asarray(ids, dtype=np.int64)}
-    arrays |= {f"{f}.{p}": getattr(posts[f], p) for f in FIELDS for p in _PARTS}
-    arrays |= {f"{f}.fence": posts[f].keys[::FENCE] for f in FIELDS}
-    arrays |= rows.arrays()
-    layout, offset = [], 0
-    for key, a in arrays.items():
-        layout.append([key, a.dtype.str, a.size, offset])
-        offset += a.nbytes + -a.nbytes % 8
-    head = json.dumps(layout).encode()
-    head += b" " * (-(len(head) + 8) % 8)
     name = f"post-g{generation}-{os.urandom(4).hex()}{_SUFFIX}"
     make_private(folder)
     tmp = folder / f".tmp-{name}"
     with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_TRUNC), "wb") as fh:
-        fh.write(_MAGIC + len(head).to_bytes(4, "little") + head)
-        for a in arrays.values():  # each array as it is: no copy of the segment in memory
-            fh.write(np.ascontiguousarray(a).data.cast("B"))
-            fh.write(b"\0" * (-a.nbytes % 8))
+        write(fh, seg)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / name)
     fsync_dir(folder)
-    seg = _Segment.open(folder, name)
-    if seg is None:
+    opened = _Segment.open(folder, name)
+    if opened is None:
         raise OSError(f"segment file {name} did not read back")
-    return seg
+    return opened
 
 
 def named_segments(conn: sqlite3.Connection) -> tuple[list[str], int] | None:
@@ -232,97 +210,16 @@ def build_postings(conn: sqlite3.Connection, where: str, args: tuple) -> dict[st
     return postings_of(conn.execute(query, args))
 
 
-def _built(conn: sqlite3.Connection, where: str, args: tuple) -> tuple[dict, SegmentRows]:
-    """The posting lists and the rows of the chunks ``where`` selects: a segment's content."""
+def _built(conn: sqlite3.Connection, where: str, args: tuple, ids: np.ndarray) -> Segment:
+    """The segment of the chunks ``where`` selects (``ids``): their posting lists and rows."""
     # The lists first: their build's peak comes before the rows are held.
     posts = build_postings(conn, where, args)
     query = f"SELECT path, start_line, end_line, header, headers, text FROM chunks {where}"
     cursor = conn.execute(query + " ORDER BY id", args)
     # In parts: the rows as Python strings are many times their encoded size.
     parts = [SegmentRows.build(rows) for rows in iter(lambda: cursor.fetchmany(ENCODE_ROWS), [])]
-    return posts, SegmentRows.concat(parts) if parts else SegmentRows.build([])
-
-
-def postings_of(rows: Iterable[tuple[str, str, str]]) -> dict[str, Postings]:
-    """The four posting lists of chunks from their stored terms, header chains and paths.
-
-    The text and phrase lists are built a part of about :data:`BUILD_TERMS`
-    terms at a time and merged (parts of equal size first, so each entry is
-    merged a logarithmic number of times): a long note's terms as strings and
-    the sorts of their ids would take many times the size of the lists.
-    """
-    headers: list[str] = []
-    paths: list[str] = []
-    parts: list[tuple[int, Postings, Postings]] = []  # (level, text, phrase), levels descending
-    batch: list[list[str]] = []
-    size = 0
-    for terms, header, path in rows:
-        headers.append(header)
-        paths.append(path)
-        batch.append(terms.split())
-        size += len(batch[-1])
-        if size >= BUILD_TERMS:
-            _add_part(parts, batch)
-            batch, size = [], 0
-    if batch or not parts:
-        _add_part(parts, batch)
-    _, text, phrase = parts.pop()
-    while parts:
-        _, older_text, older_phrase = parts.pop()
-        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
-    # Header chains and paths repeat across chunks: tokenize each distinct one once.
-    header_terms = {h: tokenize(h) for h in set(headers)}
-    path_terms = {p: tokenize(path_text(p)) for p in set(paths)}
-    return {
-        "text": text,
-        "phrase": phrase,
-        "header": Postings.build(header_terms[h] for h in headers),
-        "path": Postings.build(path_terms[p] for p in paths),
-    }
-
-
-def _add_part(parts: list[tuple[int, Postings, Postings]], batch: list[list[str]]) -> None:
-    """Build the text and phrase lists of ``batch`` and merge equal levels (a binary counter)."""
-    # The phrase pairs come from the text's term ids: each terms string split once.
-    text, phrase = Postings.build_with_pairs(batch, PHRASE_SEP)
-    level = 0
-    while parts and parts[-1][0] == level:
-        _, older_text, older_phrase = parts.pop()
-        text, phrase = _then(older_text, text), _then(older_phrase, phrase)
-        level += 1
-    parts.append((level, text, phrase))
-
-
-def _then(first: Postings, then: Postings) -> Postings:
-    """The lists of ``first``'s documents, then ``then``'s (as one build of both).
-
-    :meth:`.Postings.merged` with every document kept, in a few arrays the size
-    of the postings instead of a dozen: a long transcript's last merges are the
-    cold build's peak memory.
-    """
-    keys = np.union1d(first.keys, then.keys)
-    at = [np.searchsorted(keys, p.keys) for p in (first, then)]
-    counts = [np.diff(p.indptr) for p in (first, then)]
-    before = np.zeros(keys.size, dtype=np.int64)  # first's entries of each term
-    before[at[0]] = counts[0]
-    per_term = before.copy()
-    per_term[at[1]] += counts[1]
-    indptr = np.zeros(keys.size + 1, dtype=np.int64)
-    np.cumsum(per_term, out=indptr[1:])
-    docs = np.empty(int(indptr[-1]), dtype=np.int32)
-    tf = np.empty(int(indptr[-1]), dtype=np.float32)
-    # Each column moves whole: its entry j goes to its term's start (after first's) plus j.
-    for p, where, n, offset, shift in (
-        (first, at[0], counts[0], 0, 0),
-        (then, at[1], counts[1], first.n_docs, before[at[1]]),
-    ):
-        dest = np.repeat(indptr[where] + shift - p.indptr[:-1], n)
-        dest += np.arange(dest.size)
-        docs[dest] = p.docs + offset if offset else p.docs
-        tf[dest] = p.tf
-        del dest
-    doc_len = np.concatenate([first.doc_len, then.doc_len]).astype(np.float32)
-    return Postings(keys=keys, indptr=indptr, docs=docs, tf=tf, doc_len=doc_len)
+    rows = SegmentRows.concat(parts) if parts else SegmentRows.build([])
+    return Segment(rows, posts, ids=np.asarray(ids, dtype=np.int64))
 
 
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:
@@ -391,12 +288,12 @@ def write_postings(
         if place_rows([s.ids for s in segments], live[live < first_new_id]) is None:
             segments = None
     if segments is None:
-        segments = [_write_segment(folder, generation, live, *_built(conn, "", ()))]
+        segments = [_write_segment(folder, generation, _built(conn, "", (), live))]
     else:
         new = live[live >= first_new_id]
         if new.size:
-            added = _built(conn, "WHERE id >= ?", (first_new_id,))
-            segments.append(_write_segment(folder, generation, new, *added))
+            added = _built(conn, "WHERE id >= ?", (first_new_id,), new)
+            segments.append(_write_segment(folder, generation, added))
         segments = _merged(folder, generation, segments, live)
     last_id = max([int(live[-1]) if live.size else 0] + [named[1] if named else 0])
     state = {"segments": [s.name for s in segments], "last_id": last_id}
@@ -412,24 +309,17 @@ def _merged(
     """``segments`` with a suffix merged into one when the policy (or ``full``) says so."""
     rows = place_rows([s.ids for s in segments], live)
     assert rows is not None  # the caller checked the old segments and added the new chunks
-    base = max(rows[0].size, 1)
-    deltas = sum(r.size for r in rows[1:])
-    dropped = sum(int((r < 0).sum()) for r in rows)
-    if full or (deltas + dropped) > MERGE_SHARE * base:
-        start = 0
-    elif len(segments) > MAX_SEGMENTS:
-        start = 1
-    else:
+    stored = [r.size for r in rows]
+    pick = (
+        list(range(len(rows))) if full else merge_pick(stored, [int((r >= 0).sum()) for r in rows])
+    )
+    if not pick:
         return segments
+    start = pick[0]  # the files keep ascending chunk ids: from the first picked on, all merge
     if len(segments) - start == 1 and (rows[start] >= 0).all():
         return segments
-    tail, where = segments[start:], rows[start:]
-    posts = {f: compacted([s.posts[f] for s in tail], where) for f in FIELDS}
-    ids = np.concatenate([s.ids[r >= 0] for s, r in zip(tail, where, strict=True)])
-    kept = SegmentRows.concat(
-        [s.rows.take(np.flatnonzero(r >= 0)) for s, r in zip(tail, where, strict=True)]
-    )
-    return [*segments[:start], _write_segment(folder, generation, ids, posts, kept)]
+    one = merged([s.seg for s in segments[start:]], [r >= 0 for r in rows[start:]])
+    return [*segments[:start], _write_segment(folder, generation, one)]
 
 
 def compact_postings(conn: sqlite3.Connection, folder: Path) -> None:

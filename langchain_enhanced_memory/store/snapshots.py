@@ -27,13 +27,14 @@ from typing import TypeVar
 import numpy as np
 
 from ..core.settings import MemorySettings
-from ..core.snapshot import Snapshot, file_facts, row_columns
+from ..core.snapshot import Snapshot, file_facts
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
 from .embed_cache import current_layouts
 from .folding import Coverage, GenerationVectors, assemble, coverage, drop_lost, fold, mapped
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
+from .segment import snapshot_of
 from .spool import SpoolState, spool_state
 from .vector_segments import Layout, side_folder
 
@@ -222,24 +223,7 @@ def _load_text(
             posts = load_postings(conn, folder, ids, moved)[0]
     # A segment's table also names files only replaced rows had (none of these rows).
     table = [files.get(name, (name, "", None, -1)) for name in rows.names]
-    paths, kinds, dates, day = row_columns(table, np.asarray(rows.path, dtype=np.intp), rows.header)
-    return Snapshot(
-        generation=generation,
-        ids=ids,
-        paths=paths,
-        start=rows.start,
-        end=rows.end,
-        header=rows.header,
-        headers=rows.headers,
-        texts=rows.texts,
-        kinds=kinds,
-        dates=dates,
-        day=day,
-        text_post=posts["text"],
-        phrase_post=posts["phrase"],
-        header_post=posts["header"],
-        path_post=posts["path"],
-    )
+    return snapshot_of(generation, ids, rows, table, posts)
 
 
 def _select_rows(conn: sqlite3.Connection, files: dict[str, tuple]) -> tuple[np.ndarray, ChunkRows]:

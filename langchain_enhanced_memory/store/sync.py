@@ -35,9 +35,10 @@ from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import disk_full, generation_of, get_meta, rollback
 from .discovery import memory_files, scan, stamp
-from .postings import FIELDS, named_segments, sweep_segments, write_postings
+from .postings import named_segments, sweep_segments, write_postings
 from .reading import BLOCK_BYTES, MAX_TRANSCRIPT_BYTES, Digest, UnreadableFileError, read_blocks
 from .rowspill import RowSpill
+from .segment import FIELDS, POSTINGS_FORMAT
 from .workspace import MemoryFile, warn_once
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "vector_hash",
 ]
 
-POSTINGS_FORMAT = 2  # 2: hashed term keys instead of a vocabulary list
 TRANSCRIPT_FORMAT = 1  # how a transcript's turns become chunks
 
 

@@ -38,7 +38,6 @@ from ..core.transcripts import TRANSCRIPT_SUFFIX
 
 __all__ = [
     "MEMORY_LINK",
-    "SESSION_DIRS_ENV",
     "FileKind",
     "MemoryFile",
     "Places",
@@ -54,8 +53,6 @@ __all__ = [
 
 logger = logging.getLogger("langchain_enhanced_memory")
 
-#: More transcript folders, separated by :data:`os.pathsep`.
-SESSION_DIRS_ENV = "ENHANCED_MEMORY_SESSION_DIRS"
 
 FileKind = Literal["core", "daily", "topic", "session"]
 
@@ -168,11 +165,10 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``prefix`` starts a transcript's path: the folder relative to the workspace
     (``sessions``), or for a folder outside it ``sessions/`` and its name (its
     parent's when it is named ``sessions``). Folders come from
-    ``settings.session_dirs``, ``$ENHANCED_MEMORY_SESSION_DIRS`` and, for an
-    OpenClaw workspace, its agent's folder.
+    ``settings.session_dirs`` (where the entry points add ``$ENHANCED_MEMORY_SESSION_DIRS``)
+    and, for an OpenClaw workspace, its agent's folder.
     """
     named = list(settings.session_dirs)
-    named += [d for d in os.environ.get(SESSION_DIRS_ENV, "").split(os.pathsep) if d.strip()]
     if settings.openclaw_sessions:
         named += _openclaw_sessions(root)
     out: dict[Path, str] = {}

@@ -25,6 +25,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from psycopg import sql
 
 from langchain_enhanced_memory import EnhancedMemoryRetriever
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.errors import DatabaseError
 from langchain_enhanced_memory.engine.database import DatabaseSearch
 from langchain_enhanced_memory.store.database import Database
@@ -245,6 +246,7 @@ def test_the_pool_warnings_come_back_when_debugging(
         assert not passes("enhanced-memory", "enhanced-memory-worker-0")
         assert passes("orders", "orders-worker-0")  # the application's own pool
         monkeypatch.setenv("ENHANCED_MEMORY_DEBUG", "1")
+        load()  # as an entry point does
         assert passes("enhanced-memory", "enhanced-memory-worker-0")
 
 

@@ -438,7 +438,7 @@ def test_a_cold_load_reads_segments_a_merge_removed_since_its_transaction_began(
             ids = [r[0] for r in conn.execute("SELECT id FROM em_segments ORDER BY id")]
             with psycopg.connect(database_url, autocommit=True) as other:  # a merge commits
                 other.execute("DELETE FROM em_segments WHERE id = %s", (ids[0],))
-            got = db._fetcher(conn, "team", pool)(ids)  # read at once on other connections ...
+            got = db._held.fetcher(conn, "team", pool)(ids)  # read at once on other connections ...
         assert sorted(got) == ids  # ... and the one they no longer see, in this transaction
 
 

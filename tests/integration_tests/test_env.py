@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_run import CLI, cli_env
+from tests.cli_run import CLI, cli_env, run_cli
 from tests.fake_ollama import FakeOllama, unused_port
 from tests.workspaces import write_workspace
 
@@ -120,9 +122,103 @@ def test_a_childs_host_id_is_kept_in_the_runs_temp_folder(
     # A publish makes this host's id; a test run must not write it into ~/.local/state.
     state = Path(os.environ["XDG_STATE_HOME"])
     assert state.is_relative_to(tmp_path_factory.getbasetemp())
-    code = "from langchain_enhanced_memory.store.locations import host_id; print(host_id())"
+    code = (  # as an entry point does: the store reads no environment
+        "from langchain_enhanced_memory.config import load; load()\n"
+        "from langchain_enhanced_memory.store.locations import host_id; print(host_id())"
+    )
     child = subprocess.run(
         [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, check=True
     )
     kept = state / "enhanced-memory" / "host-id"
     assert kept.read_text(encoding="ascii").strip() == child.stdout.strip()
+
+
+def status(workspace: Path, *args: str, **env: str) -> dict:
+    r = subprocess.run(
+        [*CLI, "status", "--workspace", str(workspace), "--json", *args],
+        capture_output=True, text=True, env=cli_env(ENHANCED_MEMORY_EMBEDDER="none", **env),
+        timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_profile_env_and_flag(workspace: Path) -> None:
+    assert status(workspace)["profile"] == "default"
+    assert status(workspace, ENHANCED_MEMORY_PROFILE="bm25")["profile"] == "bm25"
+    doc = status(workspace, "--profile", "original", ENHANCED_MEMORY_PROFILE="bm25")
+    assert doc["profile"] == "original"
+
+
+def test_session_dirs_env_adds_transcript_folders_to_the_flags(
+    workspace: Path, tmp_path: Path
+) -> None:
+    turn = {"role": "user", "content": "the zeppelin hangar", "timestamp": "2026-02-09T10:00Z"}
+    for name in ("agent", "other"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.jsonl").write_text(json.dumps(turn) + "\n")
+    base = ("zeppelin", "--workspace", str(workspace), "--embedder", "none")
+    assert search(*base)["results"] == []
+    doc = search(*base, ENHANCED_MEMORY_SESSION_DIRS=str(tmp_path / "agent"))
+    assert [r["path"] for r in doc["results"]] == ["sessions/agent/agent.jsonl"]
+    doc = search(*base, "--sessions", str(tmp_path / "other"),
+                 ENHANCED_MEMORY_SESSION_DIRS=str(tmp_path / "agent"))  # fmt: skip
+    assert sorted(r["path"] for r in doc["results"]) == [
+        "sessions/agent/agent.jsonl",
+        "sessions/other/other.jsonl",
+    ]
+
+
+def test_log_env_switches_the_query_log(workspace: Path) -> None:
+    log = workspace / ".enhanced-memory" / "query_log.json"
+    base = ("ramen", "--workspace", str(workspace), "--embedder", "none")
+    assert search(*base, ENHANCED_MEMORY_LOG="0")["_rc"] == 0
+    assert not log.exists()
+    assert search(*base)["_rc"] == 0
+    assert [e["query"] for e in json.loads(log.read_text())] == ["ramen"]
+
+
+def test_xdg_cache_home_holds_a_read_only_workspaces_index(workspace: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    for folder in (workspace / "memory", workspace):
+        folder.chmod(0o555)
+    try:
+        doc = search("ramen", "--workspace", str(workspace), "--embedder", "none",
+                     XDG_CACHE_HOME=str(cache))  # fmt: skip
+    finally:
+        for folder in (workspace, workspace / "memory"):
+            folder.chmod(0o755)
+    assert doc["_rc"] == 0 and doc["results"], doc["_stderr"]
+    assert not (workspace / ".enhanced-memory").exists()
+    assert list((cache / "enhanced-memory").glob("*/index.sqlite"))
+
+
+def test_runtime_dir_and_daemon_timeout_reach_the_resident_engine_and_its_callers(
+    workspace: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env = {"ENHANCED_MEMORY_DAEMON": "1", "XDG_RUNTIME_DIR": str(run)}
+    started = run_cli("daemon", "start", "--workspace", str(workspace), "--json", **env)
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    try:
+        # The engine's lock is in $XDG_RUNTIME_DIR/enhanced-memory/, and callers find it.
+        assert len(list((run / "enhanced-memory").glob("resident-*.lock"))) == 1
+        base = ("search", "ramen", "--workspace", str(workspace), "--embedder", "none", "--json")
+        assert run_cli(*base, **env).returncode == 0
+        assert _requests(workspace, env) == 1
+        # A timeout that is not a number: the caller answers itself, as when none runs.
+        answered = run_cli(*base, ENHANCED_MEMORY_DAEMON_TIMEOUT="soon", **env)
+        assert answered.returncode == 0 and json.loads(answered.stdout)["results"]
+        assert _requests(workspace, env) == 1
+    finally:
+        run_cli("daemon", "stop", "--workspace", str(workspace), **env)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _requests(workspace: Path, env: dict[str, str]) -> int:
+    r = run_cli("daemon", "status", "--workspace", str(workspace), "--json", **env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["requests"]

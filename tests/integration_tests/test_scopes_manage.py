@@ -147,11 +147,14 @@ def test_the_python_functions_and_a_long_lived_reader(
 ) -> None:
     """A reader that held a scope answers empty once it is dropped, then only the new one."""
     # A cache folder of this test's own: the run's shared one holds other databases' "team".
-    monkeypatch.setenv("ENHANCED_MEMORY_DATABASE_CACHE", str(tmp_path / "segments"))
-    with Database.connect(database_url) as db:
+    # The scope functions read it from the environment; the engine is handed it.
+    copies = tmp_path / "segments"
+    monkeypatch.setenv("ENHANCED_MEMORY_DATABASE_CACHE", str(copies))
+    with Database.connect(database_url, cache=copies) as db:
         db.append("team", "kestrel seen at the lake", now=DAY)
     config = EngineConfig(workspace=tmp_path, embedder="none")
-    with scoped_search(config, [parse_scope_arg("team")], database_url) as reader:
+    specs = [parse_scope_arg("team")]
+    with scoped_search(config, specs, database_url, cache=copies) as reader:
         first = reader.run(_request("kestrel"))
         assert len(first.hits) == 1
         held = _copies("team")  # this host's copies of its segments
@@ -163,7 +166,7 @@ def test_the_python_functions_and_a_long_lived_reader(
         assert dropped.chunks == info.chunks and list_scopes(database_url) == []
         assert reader.run(_request("kestrel")).hits == []
         assert not held & _copies("team")  # and its copies are gone
-        with Database.connect(database_url) as db:
+        with Database.connect(database_url, cache=copies) as db:
             db.append("team", "osprey nest by the river", now=DAY)
         assert reader.run(_request("kestrel")).hits == []
         remade = reader.run(_request("osprey")).hits

@@ -160,7 +160,7 @@ def check_postings(ws: Path) -> list[str]:
     a kill that lost one would not show in a search: it is checked here.
     """
     from langchain_enhanced_memory.core.segments import compacted, place_rows
-    from langchain_enhanced_memory.store import postings
+    from langchain_enhanced_memory.store import postings, segment
     from langchain_enhanced_memory.store.chunkrows import place
     from langchain_enhanced_memory.store.db import chunk_ids
 
@@ -198,7 +198,7 @@ def check_postings(ws: Path) -> list[str]:
         )
         if list(seen) != sql_rows:
             problems.append("the chunk rows of the segments differ from the chunks'")
-    for name in postings.FIELDS:
+    for name in segment.FIELDS:
         got = compacted([s.posts[name] for s in segments], rows)
         for part in ("keys", "indptr", "docs", "tf", "doc_len"):
             if not np.array_equal(getattr(got, part), getattr(want[name], part)):

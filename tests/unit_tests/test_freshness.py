@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.store import discovery, freshness
 from langchain_enhanced_memory.store.freshness import ChangeWatcher
@@ -215,8 +216,8 @@ def test_a_transcript_folder_made_later_is_watched_and_an_outside_one_scanned(
         assert [h.path for h in engine.search("heron").hits] == ["sessions/s1.jsonl"]
         assert engine.freshness.mode == "watch"  # inside the workspace: its events come
     outside = tmp_path_factory.mktemp("agent")
-    monkeypatch.setenv("ENHANCED_MEMORY_SESSION_DIRS", str(outside))
-    with MemorySearch(workspace, embedder="none", watch=True) as engine:
+    settings = MemorySettings(session_dirs=(*MemorySettings().session_dirs, str(outside)))
+    with MemorySearch(workspace, settings=settings, embedder="none", watch=True) as engine:
         assert engine.freshness.mode == "scan"
         (outside / "s2.jsonl").write_text(json.dumps({**turn, "content": "the egret"}) + "\n")
         assert [h.path for h in engine.search("egret").hits] == [

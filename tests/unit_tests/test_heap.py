@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.store import heap
 from langchain_enhanced_memory.store.index import MemoryIndex
+
+ENV = "ENHANCED_MEMORY_MALLOC_TUNE"
 
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
@@ -58,7 +61,8 @@ def test_a_large_snapshot_tunes_the_allocator_only_when_asked(
     asked: list[bool] = []
     monkeypatch.setattr(heap, "keep_freed_memory", lambda: asked.append(True) or True)
     monkeypatch.setattr(heap, "_opted_in", False)
-    monkeypatch.delenv(heap.ENV, raising=False)
+    monkeypatch.delenv(ENV, raising=False)
+    load()
     idx = MemoryIndex(workspace)
     idx.sync()
     idx.snapshot()
@@ -76,8 +80,9 @@ def test_a_large_snapshot_tunes_the_allocator_only_when_asked(
         asked.clear()
         monkeypatch.setattr(heap, "_opted_in", opt_in)
         if setting is None:
-            monkeypatch.delenv(heap.ENV, raising=False)
+            monkeypatch.delenv(ENV, raising=False)
         else:
-            monkeypatch.setenv(heap.ENV, setting)
+            monkeypatch.setenv(ENV, setting)
+        load()  # the entry point reads it; the store obeys what it was handed
         MemoryIndex(workspace).snapshot()  # a new process's first load
         assert asked == ([True] if tuned else []), (opt_in, setting)

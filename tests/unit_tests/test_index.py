@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.fusion import rrf
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.settings import MemorySettings
@@ -145,6 +146,7 @@ def test_read_only_workspace_uses_cache_dir(
         tmp_path / "ro", {"MEMORY.md": "# Notes\n\nSomething worth remembering here.\n"}
     )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    load()
     real_access = os.access
     monkeypatch.setattr(os, "access", lambda p, m: False if Path(p) == ws else real_access(p, m))
     path = default_index_path(ws)

@@ -10,16 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.store import logs
 
 NOW = datetime(2026, 2, 9, 9, 0)
+LOG_ENV = "ENHANCED_MEMORY_LOG"
 
 
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch):
-    monkeypatch.delenv(logs.LOG_ENV, raising=False)
+    monkeypatch.delenv(LOG_ENV, raising=False)
+    load()
 
 
 def _engine(ws: Path, **settings) -> MemorySearch:
@@ -76,7 +79,8 @@ def test_logged_files_are_not_indexed(workspace):
 
 @pytest.mark.parametrize("value", ["0", "false", "off"])
 def test_env_switches_logging_off(workspace, monkeypatch, value):
-    monkeypatch.setenv(logs.LOG_ENV, value)
+    monkeypatch.setenv(LOG_ENV, value)
+    load()  # what an entry point does: the store reads no environment
     _engine(workspace).search("postgres", now=NOW)
     assert not logs.log_path(workspace, logs.QUERY_LOG).exists()
     assert not logs.log_path(workspace, logs.ACCESS_LOG).exists()
@@ -94,14 +98,16 @@ def test_read_only_memory_is_not_logged_unless_forced(workspace, monkeypatch):
         assert not logs.logging_enabled(workspace, MemorySettings())
         _engine(workspace).search("postgres", now=NOW)
         assert not logs.log_path(workspace, logs.QUERY_LOG).exists()
-        monkeypatch.setenv(logs.LOG_ENV, "1")
+        monkeypatch.setenv(LOG_ENV, "1")
+        load()
         assert logs.logging_enabled(workspace, MemorySettings())
     finally:
         mem.chmod(0o755)
 
 
 def test_unwritable_log_never_fails_a_search(workspace, monkeypatch, caplog):
-    monkeypatch.setenv(logs.LOG_ENV, "1")
+    monkeypatch.setenv(LOG_ENV, "1")
+    load()
     logs.log_path(workspace, logs.QUERY_LOG).mkdir(parents=True)  # a folder, not the file
     response = _engine(workspace).search("postgres", now=NOW)
     assert response.hits

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from langchain_enhanced_memory.analysis import salience
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
 from langchain_enhanced_memory.store import logs
@@ -17,7 +18,8 @@ NOW = datetime(2026, 2, 20, 12, 0)
 
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch):
-    monkeypatch.delenv(logs.LOG_ENV, raising=False)
+    monkeypatch.delenv("ENHANCED_MEMORY_LOG", raising=False)
+    load()
 
 
 def _age(path: Path, days: float) -> None:

@@ -21,7 +21,7 @@ from langchain_enhanced_memory.core.segments import (
 )
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.text import tokenize
-from langchain_enhanced_memory.store import postings, sync
+from langchain_enhanced_memory.store import postings, segment, sync
 from langchain_enhanced_memory.store.chunkrows import SegmentRows
 from langchain_enhanced_memory.store.db import chunk_ids
 from langchain_enhanced_memory.store.index import MemoryIndex
@@ -131,8 +131,9 @@ def test_a_segmented_index_ranks_like_a_fresh_build_after_random_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Small thresholds, so a few edits go through delta merges and full merges.
-    monkeypatch.setattr(postings, "MAX_SEGMENTS", 3)
-    monkeypatch.setattr(postings, "MERGE_SHARE", 0.6)
+    monkeypatch.setattr(segment, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(segment, "MERGE_SHARE", 0.6)
+    monkeypatch.setattr(segment, "SEGMENT_CHUNKS", 8)  # a larger base stays out of some
     rng = random.Random(7)
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -260,7 +261,7 @@ def test_a_damaged_postings_row_or_a_lost_segment_still_searches_and_is_rebuilt(
 def test_compact_merges_the_segments_into_one(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postings, "MERGE_SHARE", 10.0)  # no merge before the compact
+    monkeypatch.setattr(segment, "MERGE_SHARE", 10.0)  # no merge before the compact
     idx = MemoryIndex(workspace)
     idx.sync()
     for day in range(3):
@@ -289,7 +290,8 @@ def test_a_fenced_lookup_finds_what_a_plain_one_does(tmp_path: Path) -> None:
     folder = tmp_path / "side"
     ids = np.arange(1, len(docs) + 1, dtype=np.int64)
     rows = SegmentRows.build([("MEMORY.md", i, i, "", "", " ".join(d)) for i, d in enumerate(docs)])
-    seg = postings._write_segment(folder, 1, ids, {f: plain for f in postings.FIELDS}, rows)
+    posts = {f: plain for f in segment.FIELDS}
+    seg = postings._write_segment(folder, 1, segment.Segment(rows, posts, ids=ids))
     fenced = seg.posts["text"]
     assert fenced.fence is not None and fenced.fence.size == -(-plain.keys.size // FENCE)
     searched = postings.open_segments(folder, [seg.name], searcher=True)
@@ -307,7 +309,7 @@ def test_a_reader_whose_segments_a_writer_removed_reads_again(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     MemoryIndex(workspace).sync()
-    monkeypatch.setattr(postings, "MERGE_SHARE", 0.0)  # every sync merges: old files go
+    monkeypatch.setattr(segment, "MAX_SEGMENTS", 1)  # every sync merges: old files go
     real_open, real_build = postings.open_segments, postings.build_postings
     calls = {"open": 0, "build": 0}
 

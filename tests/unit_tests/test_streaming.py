@@ -22,7 +22,7 @@ from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream
 from langchain_enhanced_memory.core.errors import DiskFullError
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.transcripts import TranscriptChunker
-from langchain_enhanced_memory.store import postings, reading
+from langchain_enhanced_memory.store import postings, reading, segment
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.reading import read_blocks, read_lines
 from langchain_enhanced_memory.store.rowspill import RowSpill
@@ -132,9 +132,9 @@ def test_postings_built_in_parts_equal_one_build(part_terms: int, monkeypatch) -
         (" ".join(rng.choices(words, k=rng.randint(0, 12))), f"H{i % 3}", f"memory/{i % 5}.md")
         for i in range(120)
     ]
-    whole = postings.postings_of(rows)
-    monkeypatch.setattr(postings, "BUILD_TERMS", part_terms)
-    parts = postings.postings_of(rows)
+    whole = segment.postings_of(rows)
+    monkeypatch.setattr(segment, "BUILD_TERMS", part_terms)
+    parts = segment.postings_of(rows)
     for field, post in whole.items():
         for name in ("keys", "indptr", "docs", "tf", "doc_len"):
             want, got = getattr(post, name), getattr(parts[field], name)
@@ -251,7 +251,7 @@ def test_a_segment_built_from_rows_read_in_parts_is_the_one_built_at_once(
     built = {}
     for name, part in (("whole", 1 << 20), ("parts", 3)):
         monkeypatch.setattr(postings, "ENCODE_ROWS", part)
-        monkeypatch.setattr(postings, "BUILD_TERMS", 1 << 21 if part > 3 else 5)
+        monkeypatch.setattr(segment, "BUILD_TERMS", 1 << 21 if part > 3 else 5)
         idx = MemoryIndex(write_workspace(tmp_path / name, files))
         idx.sync()
         (seg,) = (tmp_path / name / ".enhanced-memory" / "index.vectors").glob("post-*.seg")

@@ -7,6 +7,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langchain_tests.unit_tests import ToolsUnitTests
 
+from langchain_enhanced_memory.config import load
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.retriever import EnhancedMemoryRetriever
 from langchain_enhanced_memory.store import logs
@@ -108,7 +109,8 @@ def _call(tool, args):
 
 @pytest.fixture
 def tools(workspace, monkeypatch):
-    monkeypatch.delenv(logs.LOG_ENV, raising=False)
+    monkeypatch.delenv("ENHANCED_MEMORY_LOG", raising=False)
+    load()
     return {
         t.name: t
         for t in create_memory_tools(

@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from langchain_enhanced_memory.config import engine_config
 from langchain_enhanced_memory.core.request import SearchRequest
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.transcripts import TranscriptChunker, parse_turn
@@ -167,11 +168,16 @@ def test_more_transcript_folders_by_setting_and_environment(
     write_jsonl(ws / "logs" / "b.jsonl", [HEADER, *chat("2026-02-02", 2, "zeppelin")])
     assert search(ws, "zeppelin") == []
     monkeypatch.setenv("ENHANCED_MEMORY_SESSION_DIRS", str(elsewhere))
-    hits = engine(ws, session_dirs=["sessions", "logs"]).run(SearchRequest("zeppelin")).hits
+    config = engine_config(
+        workspace_arg=ws,
+        embedder="none",
+        settings=MemorySettings(session_dirs=["sessions", "logs"]),
+    )  # the entry point's: the settings' folders, then the environment's
+    hits = MemorySearch.from_config(config).run(SearchRequest("zeppelin")).hits
     # A folder outside the workspace is named under sessions/ (its parent's name here).
     outside = f"sessions/{elsewhere.parent.name}/a.jsonl"
     assert sorted(h.path for h in hits) == ["logs/b.jsonl", outside]
-    got = get_lines(ws, outside, settings=MemorySettings(session_dirs=["sessions", "logs"]))
+    got = get_lines(ws, outside, settings=config.settings)
     assert got.text == "user: turn 0 about zeppelin\nassistant: turn 1 about zeppelin"
 
 

@@ -26,7 +26,7 @@ from langchain_enhanced_memory.core.vectorset import (
     query_bits,
     sign_codes,
 )
-from langchain_enhanced_memory.store import folding, postings
+from langchain_enhanced_memory.store import folding, segment
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.upkeep import embed_missing
 from langchain_enhanced_memory.store.vector_segments import side_folder
@@ -166,8 +166,9 @@ def _keyed(snap, query: str, qvec: np.ndarray, settings: MemorySettings) -> dict
 def test_segmented_vectors_rank_like_a_fresh_build_after_random_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postings, "MAX_SEGMENTS", 3)
-    monkeypatch.setattr(postings, "MERGE_SHARE", 0.6)
+    monkeypatch.setattr(segment, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(segment, "MERGE_SHARE", 0.6)
+    monkeypatch.setattr(segment, "SEGMENT_CHUNKS", 8)  # a larger base stays out of some
     rng = random.Random(11)
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
@@ -238,7 +239,7 @@ def test_a_one_file_change_writes_a_small_delta_and_reads_only_its_chunks(
 def test_compact_merges_vector_segments_and_collects_the_masked_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postings, "MERGE_SHARE", 10.0)  # deltas pile up until the compact
+    monkeypatch.setattr(segment, "MERGE_SHARE", 10.0)  # deltas pile up until the compact
     rng = random.Random(5)
     ws, idx, emb = _embedded(tmp_path, rng, 6)
     for i in range(3):

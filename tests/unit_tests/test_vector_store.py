@@ -13,6 +13,7 @@ import pytest
 
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
+from langchain_enhanced_memory.store import segment
 from langchain_enhanced_memory.store.index import MemoryIndex
 from langchain_enhanced_memory.store.spool import spool_state
 from langchain_enhanced_memory.store.sync import sha
@@ -83,8 +84,9 @@ def test_quantize_round_trips_within_half_a_step() -> None:
 
 
 def test_a_change_writes_a_new_side_file_and_collects_what_no_generation_uses(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(segment, "MAX_SEGMENTS", 1)  # the change's fold merges (one policy)
     idx, emb = _indexed(tmp_path)
     folder = side_folder(idx.path)
     first = {p.name for p in folder.glob("*.vec")}

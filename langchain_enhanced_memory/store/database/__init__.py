@@ -3,7 +3,7 @@
 :class:`Database` is its one face. A scope is either **folder-backed** (a host
 publishes its workspace's index: :meth:`Database.publish`) or
 **database-backed** (notes appended here: :meth:`Database.append`). Either
-way its index is immutable segments (:mod:`.segments`) that searchers fetch
+way its index is immutable segments (:mod:`..segment`) that searchers fetch
 once, keep decoded, and assemble into the :class:`..core.snapshot.Snapshot`
 ranking reads: the same arrays, so the same ranking, as the local store.
 
@@ -24,17 +24,11 @@ psycopg is imported only when a database is connected (the ``postgres`` extra).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import socket
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import date, datetime
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ...core.errors import DatabaseError, ScopeError
 from ...core.scopes import validate_scope
@@ -46,25 +40,16 @@ from ..index import MemoryIndex
 from ..locations import host_id
 from ..notes import MemoryLines, check_range
 from .cache import (
-    Recorded,
     SegmentCache,
     default_cache_folder,
     known_identity,
-    remember_identity,
 )
-from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
+from .connect import POOL_SIZE, Pool, release, shown_url
+from .held import Held, generation_of, of_model
+from .link import Link, writing
 from .notes import Embedding, append_note, export_notes, forget_note, read_note
-from .publish import Fetch, PublishReport, check_publisher, publish_folder
-from .schema import identity, migrate
+from .publish import PublishReport, check_publisher, publish_folder
 from .scopes import ScopeInfo, describe_scopes, drop_scope, rename_scope, unknown
-from .segments import Segment, assemble, decode, live_rows
-
-if TYPE_CHECKING:
-    import psycopg
-
-#: Segments read at once on a cold load (on the pool's free connections only).
-FETCH_THREADS = 4
-FETCH_WAIT_S = 0.2  # for a free connection to read one on, else it is read in the caller's
 
 __all__ = ["POOL_SIZE", "Database", "Embedding", "PublishReport", "ScopeInfo", "local_owner"]
 
@@ -75,39 +60,6 @@ def local_owner(workspace: str | Path) -> str:
     The id (:func:`..locations.host_id`) tells apart two hosts of one hostname and path.
     """
     return f"{socket.gethostname()}:{Path(workspace).expanduser().resolve()} (host {host_id()})"
-
-
-@dataclass(frozen=True)
-class _Link:
-    """How to connect to a database: its URLs, the pools' size, where copies are kept."""
-
-    url: str
-    read_url: str | None
-    pool_size: int
-    cache: Path | None
-
-    def open(self, doing: str = "") -> tuple[Pool, Pool, SegmentCache | None]:
-        """The pools (schema brought up to date) and this host's copies of the database's segments.
-
-        Raises:
-            DatabaseError: Unreachable, refused, or a schema newer than this package's.
-        """
-        writer = shared_pool(self.url, self.pool_size, doing)
-        try:
-            with writer.connection(doing or "migrating the schema") as conn:
-                migrate(conn, shown_url(self.url))
-                # A role that may not read the database's identity searches without copies.
-                uid = None if self.cache is None else identity(conn)
-            reader = writer
-            if self.read_url and self.read_url != self.url:
-                reader = shared_pool(self.read_url, self.pool_size)
-        except BaseException:
-            release(writer)
-            raise
-        if self.cache is None or uid is None:
-            return writer, reader, None
-        remember_identity(self.cache, self.url, uid)  # for a process that cannot connect
-        return writer, reader, SegmentCache(self.cache, uid)
 
 
 class Database:
@@ -127,7 +79,7 @@ class Database:
         reader: Pool | None,
         settings: MemorySettings,
         cache: SegmentCache | None = None,
-        link: _Link | None = None,
+        link: Link | None = None,
     ) -> None:
         if writer is None or reader is None:
             assert link is not None, "a database without pools needs its link"
@@ -136,13 +88,10 @@ class Database:
             self._url, self._connected = writer.url, (writer, reader)
             self._pools = [writer] if reader is writer else [writer, reader]  # released by close
         self._link = link
-        self._cache = cache
+        self._held = Held(cache, shown_url(self._url))
         self.settings = settings
         self._lock = threading.Lock()
         self._connecting = threading.Lock()
-        self._segments: dict[int, Segment] = {}  # decoded, by id (immutable)
-        self._snapshots: dict[str, Snapshot] = {}  # scope -> its last assembled generation
-        self._uses: dict[str, list[int]] = {}  # scope -> the segments of that snapshot
         self._written: dict[str, int] = {}  # scope -> the generation this process committed
 
     @classmethod
@@ -163,9 +112,8 @@ class Database:
             read_url: A replica searches read from (read-your-writes kept).
             cache: A folder where this host keeps copies of the segments it read
                 (:mod:`.cache`): a fresh process maps them instead of fetching.
-                By default ``$ENHANCED_MEMORY_DATABASE_CACHE``, else
-                ``$XDG_CACHE_HOME/enhanced-memory/segments`` (``0`` there: none);
-                None: no copies.
+                By default the user's cache folder's ``enhanced-memory/segments``
+                (the entry points pass ``$ENHANCED_MEMORY_DATABASE_CACHE``); None: no copies.
             pool_size: The most connections this process opens to each server.
 
         When the database cannot be reached but this host has connected to it
@@ -179,7 +127,7 @@ class Database:
         if cache == "default":
             cache = default_cache_folder()
         root = None if cache is None else Path(cache).expanduser()
-        link = _Link(url, read_url, pool_size, root)
+        link = Link(url, read_url, pool_size, root)
         settings = settings or MemorySettings()
         try:
             writer, reader, copies = link.open()
@@ -204,13 +152,8 @@ class Database:
             if self._connected is None:
                 assert self._link is not None
                 writer, reader, copies = self._link.open(doing)
+                self._held.connected(copies)
                 with self._lock:
-                    if copies is None or self._cache is None or copies.folder != self._cache.folder:
-                        # Another database behind the same URL now: nothing held is of it.
-                        self._snapshots.clear()
-                        self._uses.clear()
-                        self._segments.clear()
-                    self._cache = copies
                     self._pools = [writer] if reader is writer else [writer, reader]
                     self._connected = (writer, reader)
             return self._connected
@@ -275,7 +218,14 @@ class Database:
         validate_scope(scope)
         with self._writer.connection(f"publishing scope {scope}") as conn:
             report = publish_folder(
-                conn, scope, index, model_id, owner, take_over, self._fetcher(conn, scope), compact
+                conn,
+                scope,
+                index,
+                model_id,
+                owner,
+                take_over,
+                self._held.fetcher(conn, scope),
+                compact,
             )
         self._wrote(scope, report.generation)
         if compact:
@@ -309,7 +259,8 @@ class Database:
 
         As :func:`..append.append_memory` places it (today's daily note, or ``file``;
         under ``section``), in one transaction with the note's new chunks (and
-        vectors, with ``embed``), so every host's next search finds it.
+        vectors, with ``embed``), so every host's next search finds it. The note
+        is indexed before the scope's row lock is taken (:mod:`.notes`).
 
         Raises:
             WriteError: Bad text, section or file (as ``append_memory``).
@@ -318,9 +269,9 @@ class Database:
         """
         validate_scope(scope)
         todo = plan(text, section=section, file=file, now=now)
-        with self._writer.connection(f"appending to scope {scope}") as conn:
+        with self._writer.connection(f"appending to scope {scope}", transaction=False) as conn:
             result, generation = append_note(
-                conn, scope, todo, self.settings, embed, self._fetcher(conn, scope)
+                conn, scope, todo, self.settings, embed, self._held.fetcher(conn, scope)
             )
         self._wrote(scope, generation)
         return result
@@ -338,11 +289,12 @@ class Database:
     ) -> list[Forgotten]:
         """Remove lines from the notes of database-backed ``scope`` (as the workspace's forget).
 
-        One transaction under the scope's row lock: the notes' new text, their new
-        segment (indexed with ``embed`` when the scope holds vectors), and every
-        segment that held their old rows deleted (rewritten without them when other
-        files still use it). This host's copies of those segments are removed
-        after the commit; another host's, when it next loads the scope.
+        Indexed first, then one transaction under the scope's row lock (:mod:`.notes`):
+        the notes' new text, their new segment (indexed with ``embed`` when the
+        scope holds vectors), and every segment that held their old rows deleted
+        (rewritten without them when other files still use it). This host's copies
+        of those segments are removed after the commit; another host's, when it
+        next loads the scope.
 
         Raises:
             WriteError: Bad arguments, a missing note, several matches without ``allow_many``.
@@ -352,14 +304,14 @@ class Database:
         """
         validate_scope(scope)
         key = check_match(match) if match is not None else None
-        with self._writer.connection(f"forgetting in scope {scope}") as conn:
+        with self._writer.connection(f"forgetting in scope {scope}", transaction=False) as conn:
             gone, generation = forget_note(
                 conn,
                 scope,
                 (path, line, key, dry_run, allow_many),
                 self.settings,
                 embed,
-                self._fetcher(conn, scope),
+                self._held.fetcher(conn, scope),
             )
         if generation is not None:
             self._wrote(scope, generation)
@@ -375,10 +327,7 @@ class Database:
                     "SELECT id FROM em_segments WHERE scope = %s", (scope,)
                 ).fetchall()
             }
-        with self._lock:
-            self._segments = {i: s for i, s in self._segments.items() if i in ids}
-        if self._cache is not None:
-            self._cache.keep(scope, ids)
+        self._held.keep(scope, ids)
 
     def _wrote(self, scope: str, generation: int) -> None:
         with self._lock:
@@ -459,7 +408,7 @@ class Database:
             DatabaseError: The database failed, or this role may not write (nothing dropped).
         """
         validate_scope(name)
-        with self._writing(f"dropping scope {name}") as conn:
+        with writing(self._writer, f"dropping scope {name}") as conn:
             info = drop_scope(conn, name)
         with self._lock:
             self._written.pop(name, None)
@@ -479,27 +428,12 @@ class Database:
         validate_scope(new)
         if old == new:
             raise ScopeError(f"scope {old} is named {new} already")
-        with self._writing(f"renaming scope {old}") as conn:
+        with writing(self._writer, f"renaming scope {old}") as conn:
             info = rename_scope(conn, old, new)
         with self._lock:
             self._written.pop(old, None)
         self._wrote(new, info.generation)
         return info
-
-    @contextlib.contextmanager
-    def _writing(self, doing: str) -> Iterator[psycopg.Connection]:
-        """A transaction on the primary; a role that may not write is told so in one line."""
-        import psycopg
-
-        with self._writer.connection(doing) as conn:
-            try:
-                yield conn
-            except psycopg.errors.InsufficientPrivilege as exc:
-                problem = str(exc).splitlines()[0] if str(exc) else "permission denied"
-                raise DatabaseError(
-                    f"database {self.shown}: {doing}: this role may not write ({problem})",
-                    "connect as a role that may write the em_ tables (--database)",
-                ) from None
 
     def snapshot(self, scope: str, model_id: str | None) -> Snapshot:
         """The scope's committed generation as a snapshot (vectors when of ``model_id``).
@@ -519,7 +453,7 @@ class Database:
         if snap is None:  # the replica has not replayed this process's own write yet
             snap = self._snapshot(self._writer, scope, 0)
         assert snap is not None
-        return _of_model(snap, model_id)
+        return of_model(snap, model_id)
 
     def held(self, scope: str, model_id: str | None, *, copies: bool = False) -> Snapshot | None:
         """The generation of ``scope`` last read (no query), None if none yet.
@@ -535,162 +469,18 @@ class Database:
                 missing). For a server that did not answer
                 (``DatabaseError.unreachable``), never for a refusal it made.
         """
-        with self._lock:
-            snap = self._snapshots.get(scope)
+        snap = self._held.last(scope)
         if snap is None and copies:
-            snap = self._recorded(scope)
-        return None if snap is None else _of_model(snap, model_id)
-
-    def _recorded(self, scope: str) -> Snapshot | None:
-        """The generation of ``scope`` this host last loaded, from its copies (None: not all)."""
-        cache = self._cache
-        loaded = None if cache is None else cache.recorded(scope)
-        if loaded is None:
-            return None
-        ids = sorted({seg for _, seg in loaded.files})
-        with self._lock:
-            segments = {i: self._segments[i] for i in ids if i in self._segments}
-        segments |= self._copies(scope, [i for i in ids if i not in segments])
-        if len(segments) < len(ids):
-            return None
-        return self._hold(scope, loaded, segments)
-
-    def _hold(self, scope: str, loaded: Recorded, segments: dict[int, Segment]) -> Snapshot:
-        """Assemble ``loaded`` of ``segments`` and hold it as the scope's last read generation."""
-        ids = sorted({seg for _, seg in loaded.files})
-        live: dict[int, set[str]] = {i: set() for i in ids}
-        for path, seg_id in loaded.files:
-            live[seg_id].add(path)
-        segs = [segments[i] for i in ids]
-        rows = [live_rows(s, live[i]) for s, i in zip(segs, ids, strict=True)]
-        snap = assemble(loaded.generation, segs, rows, loaded.model)
-        with self._lock:
-            self._snapshots[scope], self._uses[scope] = snap, ids
-            keep = {i for used in self._uses.values() for i in used}
-            self._segments.update(segments)  # those mapped from copies too
-            self._segments = {i: s for i, s in self._segments.items() if i in keep}
-        return snap
+            snap = self._held.recorded(scope)
+        return None if snap is None else of_model(snap, model_id)
 
     def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
         """The scope's generation read from ``pool``; None when it is older than ``floor``."""
         with pool.connection(f"reading scope {scope}", transaction=False) as conn:
-            generation, _ = self._generation(conn, scope)
+            generation, _ = generation_of(conn, scope)
             if generation < floor:
                 return None
-            with self._lock:
-                held = self._snapshots.get(scope)
+            held = self._held.last(scope)
             if held is not None and held.generation == generation:
                 return held  # the one query of a search whose scope did not move
-            with conn.transaction():  # the generation, its files and segments, as of one moment
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                generation, model = self._generation(conn, scope)
-                files = conn.execute(
-                    "SELECT path, segment FROM em_files WHERE scope = %s AND segment > 0",
-                    (scope,),
-                ).fetchall()
-                ids = sorted({int(s) for _, s in files})
-                segments = self._fetcher(conn, scope, pool)(ids)
-        loaded = Recorded(generation, model, [(str(path), int(seg)) for path, seg in files])
-        snap = self._hold(scope, loaded, segments)
-        if self._cache is not None:
-            self._cache.keep(scope, set(ids))
-            self._cache.record(scope, loaded)  # what a process that cannot connect answers from
-        return snap
-
-    @staticmethod
-    def _generation(conn: psycopg.Connection, scope: str) -> tuple[int, str | None]:
-        """The scope's generation and model ((0, None): no such scope yet)."""
-        row = conn.execute(
-            "SELECT generation, model FROM em_scopes WHERE name = %s", (scope,)
-        ).fetchone()
-        return (int(row[0]), row[1]) if row else (0, None)
-
-    def _fetcher(self, conn: psycopg.Connection, scope: str, pool: Pool | None = None) -> Fetch:
-        """Segments by id: those this process holds decoded, the others read from the database.
-
-        With ``pool``, several are read at once on its other connections (a cold
-        load of a large scope takes about half the time); any those do not see
-        (a merge removed it since, or this transaction wrote it) is read in ``conn``.
-        """
-
-        def fetch(ids: list[int]) -> dict[int, Segment]:
-            with self._lock:
-                out = {i: self._segments[i] for i in ids if i in self._segments}
-            missing = [i for i in ids if i not in out]
-            if self._cache is not None and missing:
-                out |= self._copies(scope, missing)
-                missing = [i for i in missing if i not in out]
-            if pool is not None and len(missing) > 1:
-                for got in _fetch_threads().map(lambda i: self._read(pool, scope, [i]), missing):
-                    out |= got
-                missing = [i for i in missing if i not in out]
-            if missing:
-                out |= self._read_in(conn, scope, missing)
-            if len(out) < len(ids):
-                raise DatabaseError(f"database {self.shown}: a segment of scope {scope} is missing")
-            with self._lock:
-                self._segments.update(out)
-            return out
-
-        return fetch
-
-    def _read(self, pool: Pool, scope: str, ids: list[int]) -> dict[int, Segment]:
-        """``_read_in`` on another connection of ``pool``; none when none is free at once."""
-        try:
-            with pool.connection(f"reading scope {scope}", False, FETCH_WAIT_S) as conn:
-                return self._read_in(conn, scope, ids)
-        except DatabaseError:
-            return {}  # many cold loads at once: the caller reads them in its own connection
-
-    def _read_in(self, conn: psycopg.Connection, scope: str, ids: list[int]) -> dict[int, Segment]:
-        """The segments ``ids`` of ``scope`` that ``conn`` sees, decoded."""
-        rows = conn.execute(
-            "SELECT id, data FROM em_segments WHERE scope = %s AND id = ANY(%s)",
-            (scope, ids),
-            binary=True,  # blobs as they are, not as hex text to decode
-        ).fetchall()
-        out = {}
-        for seg_id, blob in rows:
-            try:
-                out[int(seg_id)] = decode(bytes(blob))
-            except ValueError as exc:
-                raise DatabaseError(
-                    f"database {self.shown}: segment {seg_id} of scope {scope} is damaged ({exc})",
-                    "publish the scope again",
-                ) from None
-            if self._cache is not None:
-                self._cache.put(scope, int(seg_id), bytes(blob))
-        return out
-
-    def _copies(self, scope: str, ids: list[int]) -> dict[int, Segment]:
-        """The segments of ``ids`` this host keeps a copy of, mapped."""
-        cache = self._cache
-        assert cache is not None
-        out = {}
-        for seg_id in ids:
-            blob = cache.get(scope, seg_id)
-            if blob is None:
-                continue
-            try:
-                out[seg_id] = decode(blob)
-            except ValueError:
-                cache.drop(scope, seg_id)  # damaged: fetched again
-        return out
-
-
-def _of_model(snap: Snapshot, model_id: str | None) -> Snapshot:
-    """``snap`` without its vectors when they are of another model than ``model_id``."""
-    if snap.model is not None and snap.model != model_id:
-        return snap.with_vectors(None, None)
-    return snap
-
-
-def _fetch_threads() -> ThreadPoolExecutor:
-    """The threads segments are read on (one set per process, like the engine's scan thread)."""
-    return _threads(os.getpid())
-
-
-@lru_cache(maxsize=1)
-def _threads(pid: int) -> ThreadPoolExecutor:
-    # Keyed by process: a forked child has none of its parent's threads.
-    return ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")
+            return self._held.load(conn, scope, pool)

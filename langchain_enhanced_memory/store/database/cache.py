@@ -33,7 +33,6 @@ from ..db import cache_root
 from ..locations import make_private, open_private
 
 __all__ = [
-    "CACHE_ENV",
     "Recorded",
     "SegmentCache",
     "default_cache_folder",
@@ -41,20 +40,11 @@ __all__ = [
     "remember_identity",
 ]
 
-#: Where a host keeps its copies (a folder), or ``0`` for none.
-CACHE_ENV = "ENHANCED_MEMORY_DATABASE_CACHE"
-
 _SUFFIX = ".emseg"
 _RECORD = "generation.json"  # in a scope's folder, beside its copies
 _IDENTITIES = "identities"  # in the root: one file per URL fingerprint, holding the UUID
-#: What tells apart the databases URLs reach: libpq's keys, and the variables it falls back to.
-_NAMED = (
-    ("host", "PGHOST"),
-    ("hostaddr", "PGHOSTADDR"),
-    ("port", "PGPORT"),
-    ("dbname", "PGDATABASE"),
-    ("user", "PGUSER"),
-)
+#: What tells apart the databases URLs reach: libpq's keys.
+_NAMED = ("host", "hostaddr", "port", "dbname", "user")
 
 
 @dataclass(frozen=True)
@@ -82,13 +72,14 @@ def _write_private(path: Path, data: bytes) -> None:
 def _fingerprint(url: str) -> str | None:
     """A hash of the server, database and user ``url`` reaches (no password); None: unread."""
     try:
-        from psycopg import conninfo
+        from psycopg import conninfo, pq
 
         parts = conninfo.conninfo_to_dict(url)
+        # What the URL leaves out, libpq takes from its defaults (PGHOST, ..., as it reads them).
+        found = {o.keyword.decode(): o.val for o in pq.Conninfo.get_defaults()}
     except Exception:  # noqa: BLE001 (libpq's parse errors come in several kinds; no psycopg)
         return None
-    # What the URL leaves out, libpq takes from the environment (PGHOST, ...).
-    named = [str(parts.get(key) or os.environ.get(env, "")) for key, env in _NAMED]
+    named = [str(parts.get(key) or (found.get(key) or b"").decode()) for key in _NAMED]
     return hashlib.sha256(json.dumps(named).encode()).hexdigest()
 
 
@@ -111,13 +102,12 @@ def known_identity(root: str | Path, url: str) -> str | None:
     return found if found and all(c in "0123456789abcdef-" for c in found.lower()) else None
 
 
-def default_cache_folder() -> Path | None:
-    """``$ENHANCED_MEMORY_DATABASE_CACHE`` (``0``: none), else the user's cache folder's."""
-    chosen = os.environ.get(CACHE_ENV, "").strip()
-    if chosen == "0":
-        return None
-    if chosen:
-        return Path(chosen).expanduser()
+def default_cache_folder() -> Path:
+    """The user's cache folder's ``segments``, where copies go unless the caller chose.
+
+    The entry points read ``$ENHANCED_MEMORY_DATABASE_CACHE`` and pass it as
+    ``Database.connect(..., cache=)``.
+    """
     return cache_root() / "segments"
 
 

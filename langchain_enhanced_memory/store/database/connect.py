@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ...core.errors import DatabaseError, one_line
+from .. import process
 
 if TYPE_CHECKING:
     import psycopg
@@ -184,7 +184,7 @@ class _QuietPool(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR or os.environ.get("ENHANCED_MEMORY_DEBUG"):
+        if record.levelno >= logging.ERROR or process.current().debug:
             return True
         ours = (record.threadName or "").startswith(f"{POOL_NAME}-") or POOL_NAME in map(
             str, record.args if isinstance(record.args, tuple) else ()

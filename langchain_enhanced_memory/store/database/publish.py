@@ -16,16 +16,16 @@ import numpy as np
 
 from ...core.errors import ScopeError
 from ...core.snapshot import Snapshot
+from ..chunkrows import SegmentRows
 from ..index import MemoryIndex
 from ..reading import UnreadableFileError, read_lines
-from .segments import Segment, encode, from_snapshot, live_rows, merged
+from ..segment import SEGMENT_CHUNKS, Segment, live_rows, merge_pick, merged, postings_of, to_bytes
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = [
     "PublishReport",
-    "SEGMENT_CHUNKS",
     "name_files",
     "publish_folder",
     "purge",
@@ -33,12 +33,6 @@ __all__ = [
     "store",
     "tidy",
 ]
-
-#: A first publish is split in segments of about this many chunks; smaller ones get merged.
-SEGMENT_CHUNKS = 20_000
-#: More segments than this, or replaced rows past :data:`MERGE_SHARE`, start a merge.
-MAX_SEGMENTS = 8
-MERGE_SHARE = 0.125
 
 Fetch = Callable[[list[int]], dict[int, Segment]]
 
@@ -219,6 +213,54 @@ def _cut(lite: Any, snap: Snapshot, files: set[str]) -> list[Segment]:
     return out
 
 
+def from_snapshot(lite: Any, snap: Snapshot, rows: np.ndarray) -> Segment:
+    """The segment of ``snap``'s ``rows`` (ascending: some files' chunks) of a local index.
+
+    The postings are built from the chunks' stored terms (``lite``, the index's
+    SQLite file, read in the generation ``snap`` is of) by the local sync's own
+    builder; the vectors are ``snap``'s (all of them: :meth:`VectorSet.take`).
+
+    Raises:
+        ValueError: A chunk's terms are not in the index (it moved on: read again).
+    """
+    picked = rows.tolist()
+    paths = [snap.paths[i] for i in picked]
+    terms: dict[int, str] = {}
+    # The file's own kind and date (a transcript chunk's row is dated by its
+    # messages: row_columns dates it again from its header, as the index does).
+    table: dict[str, tuple[str, str]] = {}
+    for path in dict.fromkeys(paths):
+        terms.update(lite.execute("SELECT id, terms FROM chunks WHERE path=?", (path,)))
+        for kind, day in lite.execute("SELECT kind, date FROM files WHERE path=?", (path,)):
+            table[path] = (kind, day or "")
+    ids = snap.ids[rows].tolist()
+    if any(i not in terms for i in ids) or len(table) != len(set(paths)):
+        raise ValueError("the index moved on while it was read")
+    posts = postings_of(
+        (terms[i], snap.headers[r], p) for i, r, p in zip(ids, picked, paths, strict=True)
+    )
+    seg_rows = SegmentRows.build(
+        [
+            (
+                p,
+                int(snap.start[r]),
+                int(snap.end[r]),
+                snap.header[r],
+                snap.headers[r],
+                snap.texts[r],
+            )
+            for r, p in zip(picked, paths, strict=True)
+        ]
+    )
+    return Segment(
+        seg_rows,
+        posts,
+        kinds=[kind for kind, _ in table.values()],
+        dates=[day for _, day in table.values()],
+        vectors=None if snap.vectors is None else snap.vectors.take(rows),
+    )
+
+
 def store(
     conn: psycopg.Connection, scope: str, segments: Iterable[tuple[Segment, dict[str, str]]]
 ) -> None:
@@ -229,9 +271,9 @@ def store(
         seg_id = int(row[0])
         conn.execute(
             "INSERT INTO em_segments (scope, id, chunks, data) VALUES (%s, %s, %s, %s)",
-            (scope, seg_id, seg.chunks, encode(seg)),
+            (scope, seg_id, seg.chunks, to_bytes(seg)),
         )
-        per_file = np.bincount(seg.rows.path, minlength=len(seg.kinds)).tolist()
+        per_file = np.bincount(seg.rows.path, minlength=len(seg.rows.paths)).tolist()
         names = zip(seg.names(), per_file, strict=True)
         name_files(conn, scope, [(name, seg_id, hashes[name], n) for name, n in names])
 
@@ -332,17 +374,10 @@ def tidy(conn: psycopg.Connection, scope: str, fetch: Fetch) -> int:
         " WHERE s.scope = %s GROUP BY s.id, s.chunks ORDER BY s.id",
         (scope,),
     ).fetchall()
-    total = sum(int(s[1]) for s in stats)
-    dead = total - sum(int(s[2]) for s in stats)
-    if len(stats) <= MAX_SEGMENTS and dead <= MERGE_SHARE * total:
+    picked = merge_pick([int(s[1]) for s in stats], [int(s[2]) for s in stats])
+    if not picked:
         return 0
-    pick = [
-        int(s[0])
-        for s in stats
-        if int(s[2]) < SEGMENT_CHUNKS or int(s[2]) < (1 - MERGE_SHARE) * int(s[1])
-    ]
-    if len(pick) < 2 and not (pick and dead):
-        return 0
+    pick = [int(stats[i][0]) for i in picked]
     _merge(conn, scope, pick, fetch)
     return len(pick)
 
