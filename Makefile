@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOW    ?= 2026-12-02T09:00:00
 
-.PHONY: demo test test-fast lint docs reliability bench postgres clean
+.PHONY: demo test test-fast lint sizes docs reliability bench postgres clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check langchain_enhanced_memory tests benchmarks examples scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# What is over the size limits (modules over 500 lines, functions over 80) and store/'s total.
+sizes:
+	$(PYTHON) scripts/sizes.py
 
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
 # The command-line reference (docs/cli.md) is generated from the parsers first.

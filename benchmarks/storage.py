@@ -215,8 +215,8 @@ class FtsStore:
         from langchain_enhanced_memory.core.chunking import line_texts
         from langchain_enhanced_memory.core.recipe import recipe
         from langchain_enhanced_memory.core.text import path_text, tokenize
+        from langchain_enhanced_memory.store.reading import read_lines
         from langchain_enhanced_memory.store.sync import embed_text, keyword_text
-        from langchain_enhanced_memory.store.workspace import read_lines
 
         s = self.settings
         chunker = recipe(s).chunker
@@ -291,7 +291,7 @@ class FtsStore:
 
     def build(self) -> dict[str, Any]:
         """Index the workspace from nothing; check every term comes back whole from FTS5."""
-        from langchain_enhanced_memory.store.workspace import discover
+        from langchain_enhanced_memory.store.discovery import discover
 
         t0 = time.perf_counter()
         files = discover(self.workspace, self.settings)
@@ -322,7 +322,7 @@ class FtsStore:
 
     def update(self) -> dict[str, Any]:
         """Bring the index up to date with the files; every change rewrites the matrices whole."""
-        from langchain_enhanced_memory.store.workspace import memory_files, scan
+        from langchain_enhanced_memory.store.discovery import memory_files, scan
 
         t0 = time.perf_counter()
         now = scan(self.workspace, self.settings)
@@ -625,7 +625,11 @@ def agreement(r: dict[str, Any], name: str) -> str:
 
 
 def line_counts() -> dict[str, int]:
-    """Lines of A's store modules, and of B's prototype in this file (total and code only)."""
+    """Lines of A's store modules, of all of ``store/``, and of B's prototype in this file.
+
+    ``A`` counts :data:`A_MODULES` only, the log-structured index; ``store`` is every
+    module under ``store/`` (what a fair count of "the store" holds).
+    """
 
     def code(lines: list[str]) -> int:
         return sum(1 for s in lines if s.strip() and not s.strip().startswith("#"))
@@ -638,6 +642,7 @@ def line_counts() -> dict[str, int]:
     return {
         "A": len(a_lines),
         "A_code": code(a_lines),
+        "store": sum(len(p.read_text().splitlines()) for p in (pkg / "store").rglob("*.py")),
         "B": hi - lo - 1,
         "B_code": code(mine[lo + 1 : hi]),
     }
@@ -735,8 +740,8 @@ def main() -> int:
         print(f"- {r['size']:,} run {r['run']}: top-10 A vs B, {check}; terms round-trip: {trip}")
     lc = line_counts()
     print(
-        f"\nlines: A's store modules {lc['A']:,} ({lc['A_code']:,} not blank or comment);"
-        f" B's prototype {lc['B']} ({lc['B_code']})"
+        f"\nlines: A's store modules {lc['A']:,} ({lc['A_code']:,} not blank or comment),"
+        f" all of store/ {lc['store']:,}; B's prototype {lc['B']} ({lc['B_code']})"
     )
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))

@@ -12,8 +12,8 @@ import importlib
 
 from .core.version import __version__
 
-# Not `from typing import TYPE_CHECKING`: typing costs a one-shot call ~10 ms to import,
-# and type checkers read a TYPE_CHECKING constant the same way.
+# Not `from typing import TYPE_CHECKING`: importing typing is a cost a one-shot call need
+# not pay, and type checkers read a TYPE_CHECKING constant the same way.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

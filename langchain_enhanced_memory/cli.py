@@ -40,7 +40,7 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     """Entry point of the ``enhanced-memory`` console script: :func:`main`, then exit."""
     rc = main(argv)
     # The interpreter exits next, and its last collection would walk every object the
-    # command left (a 10k search's snapshot: about 20 ms of a one-shot call). Frozen,
+    # command left (a search's snapshot: a share of a one-shot call worth saving). Frozen,
     # they are skipped; exit handlers and flushes still run.
     gc.freeze()
     sys.exit(rc)

@@ -13,7 +13,8 @@ from langchain_core.documents import Document
 from .config import load, with_sessions
 from .core.recipe import recipe
 from .core.settings import MemorySettings
-from .store.workspace import UnreadableFileError, discover, read_lines
+from .store.discovery import discover
+from .store.reading import UnreadableFileError, read_lines
 
 __all__ = ["MemoryDirectoryLoader", "chunk_id"]
 

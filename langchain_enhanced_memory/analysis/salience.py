@@ -36,8 +36,9 @@ from typing import Any
 from ..core.dates import parse_dates
 from ..core.settings import MemorySettings
 from ..core.text import escape_controls
+from ..store.discovery import discover
 from ..store.logs import read_access_log, read_query_log
-from ..store.workspace import MemoryFile, discover
+from ..store.workspace import MemoryFile
 
 __all__ = ["BASE", "GAP_BONUS", "SalienceItem", "compute", "format_text"]
 

@@ -21,9 +21,10 @@ import numpy as np
 
 from ..core.errors import IndexUnavailableError
 from ..store.db import SCHEMA_VERSION, generation_of, get_meta
+from ..store.discovery import scan
 from ..store.locations import resident_pid
 from ..store.sync import chunker_signature
-from ..store.workspace import classify, scan
+from ..store.workspace import classify
 
 if TYPE_CHECKING:
     from ..engine import MemorySearch

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 
 import numpy as np
 
-from . import scoring
-from .recipe import recipe
+from . import fusion, scoring
+from .recipe import Lexical, recipe
 from .results import Ranking
-from .settings import MemorySettings
+from .settings import FusionWeights, MemorySettings
 from .snapshot import Snapshot
 from .text import STOPWORDS_EN, query_terms
 from .vectorset import THREADED_ROWS
@@ -61,89 +61,12 @@ def rank(
     dq = strategies.dates.parse(query, now)
     text = strategies.dates.keyword_text(query, dq)
     mult = strategies.dates.multiplier(snap, dq, settings)
+    terms, pairs = strategies.lexical.terms(text)
     # Without a date in the query every multiplier is 1 and the prior 0: nothing to apply.
     # With one, only the rows of its dates move (a day is a few dozen rows of a million).
     boosted = np.flatnonzero(mult != 1.0) if dq else None
-    lexical = strategies.lexical
-    terms, pairs = lexical.terms(text)
-
-    def score(terms: list[str], qv: np.ndarray | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        vector = _vector_signal(snap, qv, settings, mask, beside)
-        sig = lexical.signals(snap, terms, pairs, mask)
-        coverage = sig.pop("_coverage")
-        weights = settings.weights if qv is not None else scoring.without_vector(settings.weights)
-        kept_coverage = coverage if mask is None else coverage[mask]
-        if (
-            qv is not None
-            and float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold
-        ):
-            weights = settings.adaptive_weights
-        # The lexical part of a linear fusion is the same in both passes: summed once.
-        lexical_part = (
-            None
-            if settings.fusion == "rrf"
-            else scoring.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
-        )
-
-        def fused(
-            vector: np.ndarray, out: np.ndarray | None = None, rows: np.ndarray | None = None
-        ) -> np.ndarray:
-            """The fused scores of every row, or of ``rows`` (``vector`` then holds theirs)."""
-            if lexical_part is None:
-                keep = np.ones(len(snap), bool) if mask is None else mask
-                named = {**sig, "vector": vector}
-                f = scoring.rrf(
-                    [
-                        # Every chunk has a cosine; a lexical signal retrieves only its matches.
-                        (named[name], keep if name == "vector" else (named[name] > 0) & keep)
-                        for name, w in asdict(weights).items()
-                        if w > 0 and (name != "vector" or qv is not None)
-                    ],
-                    settings.rrf_k,
-                )
-            elif qv is None:  # keyword-only: no vector share, and one pass (nothing reads it after)
-                f = lexical_part
-            else:
-                part = lexical_part if rows is None else lexical_part[rows]
-                f = scoring.fuse_vector(weights.vector, vector, part, out)
-            if boosted is not None:  # f * mult + (mult - 1) * prior, at the rows it changes
-                here = mult if rows is None else mult[rows]
-                at = boosted if rows is None else np.flatnonzero(here != 1.0)
-                factor = here[at]
-                moved = f[at]
-                moved *= factor
-                moved += (factor - 1.0) * settings.date_prior
-                f[at] = moved
-            # A filter's rows only: the others score 0 and top-k never sees them.
-            return f if mask is None else np.where(mask, f, np.float32(0.0))
-
-        cos, sig["vector"], bounds = vector.result()
-        out = fused(sig["vector"])
-        second = _second_look(snap, qv, settings, out, cos)
-        if second is not None:
-            rows, values = second
-            if (
-                mask is None
-                and lexical_part is not None
-                and _bounds_hold(bounds, values, sig["vector"][rows])
-            ):
-                # Only the candidates' cosines moved and the min-max held: every other
-                # row's vector signal, and so its score, is what the first pass made.
-                sig["vector"][rows] = shown = scoring.minmax_normalize(values, bounds=bounds)
-                out[rows] = fused(shown, rows=rows)
-            else:
-                again = cos.copy()
-                again[rows] = values
-                if settings.vector_norm == "minmax":
-                    again = scoring.minmax_normalize(again, mask, out=again)
-                sig["vector"] = again
-                # The first pass's scores are spent once its candidates are chosen.
-                out = fused(sig["vector"], out if mask is None else None)
-        # Shown with each hit, unrescaled: the share of query terms it holds, its raw cosine.
-        sig["coverage"], sig["cosine"] = coverage, cos
-        return out, sig
-
-    scores, signals = score(terms, qvec)
+    q = _Query(snap, settings, mask, beside, strategies.lexical, pairs, mult, boosted)
+    scores, signals = _score(q, terms, qvec)
     signals["date_boost"] = mult
     dates = [d.isoformat() for d in dq.days] + [
         f"{a.isoformat()}..{b.isoformat()}" for a, b in dq.ranges
@@ -155,26 +78,167 @@ def rank(
         and len(snap)
         and float(scores.max()) < settings.prf_threshold
     ):
-        top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
-        expansion = scoring.feedback_terms(
-            [lexical.feedback_source(snap, i) for i in top],
-            set(terms) | STOPWORDS_EN,
-            max_terms=settings.prf_max_terms,
-            min_len=settings.prf_min_term_len,
-            min_count=settings.prf_min_count,
-        )
-        if expansion:
-            wide_vec = qvec
-            if settings.prf_reembed and embed_query is not None and qvec is not None:
-                wide_vec = embed_query(text + " " + " ".join(expansion))
-            rescored, _ = score(terms + expansion, wide_vec)
-            scores = np.maximum(scores, rescored)
+        scores, expansion = _feedback(q, scores, text, terms, qvec, embed_query)
     if settings.session_prior != 1.0:
         scores = scores.copy()
         scores[_session_rows(snap)] *= settings.session_prior
     # The index's own terms, whatever the recipe's lexical strategy reads: the calibrated
     # score weighs them against the text postings.
     return Ranking(scores, signals, dates, expansion, query_terms(text))
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs each query microseconds
+class _Query:
+    """What every pass over one query shares: the rows, the filter, the date boost."""
+
+    snap: Snapshot
+    settings: MemorySettings
+    mask: np.ndarray | None
+    beside: Executor | None
+    lexical: Lexical
+    pairs: list[str]
+    mult: np.ndarray
+    boosted: np.ndarray | None  # the rows whose multiplier is not 1; None: no date asked
+
+
+def _score(
+    q: _Query, terms: list[str], qv: np.ndarray | None
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One pass: the fused score of every row for ``terms`` (and ``qv``), and the signals."""
+    vector = _vector_signal(q.snap, qv, q.settings, q.mask, q.beside)
+    sig = q.lexical.signals(q.snap, terms, q.pairs, q.mask)
+    coverage = sig.pop("_coverage")
+    fuser = _Fuser(q, sig, _weights(q, qv, coverage), qv is not None)
+    cos, sig["vector"], bounds = vector.result()
+    out = fuser.fused(sig["vector"])
+    second = _second_look(q.snap, qv, q.settings, out, cos)
+    if second is not None:
+        out = _fuse_again(fuser, second, cos, bounds, out)
+    # Shown with each hit, unrescaled: the share of query terms it holds, its raw cosine.
+    sig["coverage"], sig["cosine"] = coverage, cos
+    return out, sig
+
+
+def _weights(q: _Query, qv: np.ndarray | None, coverage: np.ndarray) -> FusionWeights:
+    """The fusion's weights: without a vector share keyword-only, adaptive when few terms match."""
+    settings = q.settings
+    if qv is None:
+        return fusion.without_vector(settings.weights)
+    kept_coverage = coverage if q.mask is None else coverage[q.mask]
+    if float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold:
+        return settings.adaptive_weights
+    return settings.weights
+
+
+class _Fuser:
+    """One pass's fusion of its signals into a score, the date boost and the filter applied."""
+
+    __slots__ = ("hybrid", "lexical_part", "q", "sig", "weights")
+
+    def __init__(
+        self, q: _Query, sig: dict[str, np.ndarray], weights: FusionWeights, hybrid: bool
+    ) -> None:
+        self.q, self.sig, self.weights, self.hybrid = q, sig, weights, hybrid
+        # The lexical part of a linear fusion is the same in both passes: summed once.
+        self.lexical_part = (
+            None
+            if q.settings.fusion == "rrf"
+            else fusion.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
+        )
+
+    def fused(
+        self, vector: np.ndarray, out: np.ndarray | None = None, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The fused scores of every row, or of ``rows`` (``vector`` then holds theirs)."""
+        q = self.q
+        if self.lexical_part is None:
+            f = self._rrf(vector)
+        elif not self.hybrid:
+            # Keyword-only: no vector share, and one pass (nothing reads it after).
+            f = self.lexical_part
+        else:
+            part = self.lexical_part if rows is None else self.lexical_part[rows]
+            f = fusion.fuse_vector(self.weights.vector, vector, part, out)
+        if q.boosted is not None:  # f * mult + (mult - 1) * prior, at the rows it changes
+            here = q.mult if rows is None else q.mult[rows]
+            at = q.boosted if rows is None else np.flatnonzero(here != 1.0)
+            factor = here[at]
+            moved = f[at]
+            moved *= factor
+            moved += (factor - 1.0) * q.settings.date_prior
+            f[at] = moved
+        # A filter's rows only: the others score 0 and top-k never sees them.
+        return f if q.mask is None else np.where(q.mask, f, np.float32(0.0))
+
+    def _rrf(self, vector: np.ndarray) -> np.ndarray:
+        q = self.q
+        keep = np.ones(len(q.snap), bool) if q.mask is None else q.mask
+        named = {**self.sig, "vector": vector}
+        return fusion.rrf(
+            [
+                # Every chunk has a cosine; a lexical signal retrieves only its matches.
+                (named[name], keep if name == "vector" else (named[name] > 0) & keep)
+                for name, w in asdict(self.weights).items()
+                if w > 0 and (name != "vector" or self.hybrid)
+            ],
+            q.settings.rrf_k,
+        )
+
+
+def _fuse_again(
+    fuser: _Fuser,
+    second: tuple[np.ndarray, np.ndarray],
+    cos: np.ndarray,
+    bounds: tuple[float, float] | None,
+    out: np.ndarray,
+) -> np.ndarray:
+    """The scores again once the best candidates' cosines are redone (``second``)."""
+    rows, values = second
+    q, sig = fuser.q, fuser.sig
+    if (
+        q.mask is None
+        and fuser.lexical_part is not None
+        and _bounds_hold(bounds, values, sig["vector"][rows])
+    ):
+        # Only the candidates' cosines moved and the min-max held: every other
+        # row's vector signal, and so its score, is what the first pass made.
+        sig["vector"][rows] = shown = fusion.minmax_normalize(values, bounds=bounds)
+        out[rows] = fuser.fused(shown, rows=rows)
+        return out
+    again = cos.copy()
+    again[rows] = values
+    if q.settings.vector_norm == "minmax":
+        again = fusion.minmax_normalize(again, q.mask, out=again)
+    sig["vector"] = again
+    # The first pass's scores are spent once its candidates are chosen.
+    return fuser.fused(again, out if q.mask is None else None)
+
+
+def _feedback(
+    q: _Query,
+    scores: np.ndarray,
+    text: str,
+    terms: list[str],
+    qvec: np.ndarray | None,
+    embed_query: Callable[[str], np.ndarray] | None,
+) -> tuple[np.ndarray, list[str]]:
+    """Pseudo-relevance feedback: the scores with the top chunks' frequent terms, and the terms."""
+    settings = q.settings
+    top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
+    expansion = scoring.feedback_terms(
+        [q.lexical.feedback_source(q.snap, i) for i in top],
+        set(terms) | STOPWORDS_EN,
+        max_terms=settings.prf_max_terms,
+        min_len=settings.prf_min_term_len,
+        min_count=settings.prf_min_count,
+    )
+    if not expansion:
+        return scores, expansion
+    wide_vec = qvec
+    if settings.prf_reembed and embed_query is not None and qvec is not None:
+        wide_vec = embed_query(text + " " + " ".join(expansion))
+    rescored, _ = _score(q, terms + expansion, wide_vec)
+    return np.maximum(scores, rescored), expansion
 
 
 def _session_rows(snap: Snapshot) -> np.ndarray:
@@ -195,10 +259,10 @@ def _vector_signal(
 ) -> Future[tuple[np.ndarray, np.ndarray, tuple[float, float] | None]]:
     """The cosines, the vector signal and its min-max bounds, on ``beside`` when the scan is large.
 
-    At 1M chunks the scan and the keyword signals take about the same time:
-    together, a hybrid query's p50 went from 29.4 to 25.3 ms (100 queries of
-    ``benchmarks/speed.py``, each run both ways, alternating). Below
-    :data:`THREADED_ROWS` the handover costs more than the scan.
+    At 1M chunks the scan and the keyword signals take about the same time, so
+    together they lower a hybrid query's p50 (docs/design.md, "The vector scan
+    beside the keyword signals"). Below :data:`THREADED_ROWS` the handover costs
+    more than the scan.
     """
     alongside = beside is not None and qvec is not None and len(snap) >= THREADED_ROWS
     threads = settings.scan_threads
@@ -210,16 +274,16 @@ def _vector_signal(
         and vectors.approximates(settings.approximate_rows)
     ):
         # The sign-bit scan is shorter than the keyword signals beside it: a second
-        # kernel thread only contends with them (1M, paired: p50 32.8 -> 29.1 ms,
-        # CPU 48 -> 39 ms a query). The exact scan is longer and keeps every core.
+        # kernel thread only contends with them (docs/design.md has the paired runs).
+        # The exact scan is longer and keeps every core.
         threads = 1
 
     def vector() -> tuple[np.ndarray, np.ndarray, tuple[float, float] | None]:
         cos = _cosines(snap, qvec, settings, threads)
         if qvec is None or settings.vector_norm != "minmax":
             return cos, cos, None  # zeros without a query vector
-        bounds = scoring.minmax_bounds(cos, mask)
-        return cos, scoring.minmax_normalize(cos, mask, bounds=bounds), bounds
+        bounds = fusion.minmax_bounds(cos, mask)
+        return cos, fusion.minmax_normalize(cos, mask, bounds=bounds), bounds
 
     if beside is not None and alongside:
         try:
@@ -266,7 +330,7 @@ def _second_look(
     if lines is None:
         return (rows, cos[rows]) if approximated else None
     values, owners = lines
-    return rows, scoring.blend_group_max(
+    return rows, fusion.blend_group_max(
         values, np.searchsorted(rows, owners), cos[rows], settings.line_vector_share
     )
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from . import scoring
+from . import fusion, scoring
 from .chunking import Chunk, ChunkStream, Resume, SectionStream, chunk_lines
 from .dates import DateQuery, parse_dates
 from .segments import ReadOnce
@@ -117,7 +117,7 @@ class SectionDates:
 
     def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
         """The boost of each chunk's daily note."""
-        return scoring.date_multiplier(
+        return fusion.date_multiplier(
             snap.day,
             [d.toordinal() for d in dq.days],
             [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
@@ -139,7 +139,7 @@ class NoDates:
 
     def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
         """No boost."""
-        return scoring.no_boost(len(snap))
+        return fusion.no_boost(len(snap))
 
 
 COMMON_MIN_ROWS = 100_000  # below this a common term's scatter is well under a millisecond
@@ -174,7 +174,7 @@ class BM25Lexical:
             )
             keyword += np.multiply(phrase, s.phrase_weight, out=phrase)
         return {
-            "keyword": scoring.max_normalize(keyword, mask, out=keyword),
+            "keyword": fusion.max_normalize(keyword, mask, out=keyword),
             "header": scoring.match_fraction(snap.header_post, terms),
             "filepath": scoring.match_fraction(snap.path_post, terms),
             "_coverage": scoring.match_fraction(text, terms, common),
@@ -196,10 +196,10 @@ class BM25Lexical:
 
         At a million chunks a term like "team" is in most of them: reading its
         column and scattering it into the BM25 sum and the coverage again each
-        query costs more than adding a kept array (the lexical signals of "what
-        did we decide about the team project?" took 70 ms that way, 14 ms with
-        its three common terms kept). Only large workspaces keep them, a few
-        terms (4 MB each at 1M chunks), the first ones a query asks for.
+        query costs more than adding a kept array, several times more for a query
+        with three common terms (docs/design.md, "The vector scan beside the keyword
+        signals"). Only large workspaces keep them, a few terms (4 MB each at 1M
+        chunks), the first ones a query asks for.
         """
         n = len(snap)
         if n < COMMON_MIN_ROWS:

@@ -8,8 +8,8 @@ replays the original OpenClaw "enhanced-memory" skill with its own constants,
 always wins over the preset.
 
 Plain dataclasses, not pydantic models: every one-shot ``search`` process
-imports this module, and pydantic's import and model build cost it about
-150 ms, more than its search (docs/benchmarks.md, "Every path users take").
+imports this module, and pydantic's import and model build cost it more than
+its search (docs/benchmarks.md, "Every path users take").
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class MemorySettings:
     chunk_vectors: Literal["lines", "embedded"] = _spec("lines", choices=("lines", "embedded"))
     #: threads of the vector scan of a workspace of 100k chunks or more (0: one per
     #: core, but one for a sign-bit scan running beside the keyword signals, which
-    #: outlast it): the exact scan took 12 instead of 19 ms at 1M on an idle 2-core machine
+    #: outlast it; docs/design.md, "The vector scan beside the keyword signals")
     scan_threads: int = _spec(0, ge=0)
     #: chunk rows from which one vector segment is scanned by its sign bits and only
     #: its best candidates exactly (docs/benchmarks.md, "One million chunks"); 0: always exact

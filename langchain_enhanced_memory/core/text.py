@@ -9,8 +9,8 @@ whole (no segmenter; Korean separates words with spaces anyway). Text is NFKC
 normalised first, which folds full-width digits, letters and punctuation.
 
 Character bigrams were measured against jieba on ``benchmarks/zh``
-(``benchmarks/zh/tokenizers.py``): jieba was no better and costs 1.5-2 s of
-dictionary load in every fresh process, so it is not used.
+(``benchmarks/zh/tokenizers.py``): jieba was no better and costs seconds of
+dictionary load in every fresh process, so it is not used (docs/design.md).
 
 :func:`escape_controls` is how any text from a note or a file name is printed
 for people: what a terminal would act on instead of show is written as its

@@ -63,8 +63,8 @@ def cosines(
     """Dot product of every (quantized) row with ``qvec``.
 
     int8 rows go through SimSIMD's int8 dot kernel, with the query quantized
-    to int8 too (its rounding moves a cosine by about 0.1 %): 14 ms instead of
-    numpy's 161 ms at 1M x 384 on one core (benchmarks/ann.py). Float rows use
+    to int8 too (its rounding moves a cosine by about 0.1 %): an order of magnitude
+    faster than numpy's on one core (docs/design.md). Float rows use
     einsum, which stays on one thread: `@` wakes OpenBLAS's pool, which costs
     more than the product itself on a busy 2-core machine (benchmarks/speed.py).
     ``threads`` (0: one per core) splits an int8 scan of :data:`THREADED_ROWS`

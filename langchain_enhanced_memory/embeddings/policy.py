@@ -167,35 +167,50 @@ def embed_with_retry(
     guessed_label, model, timeout_s, is_ollama = describe_embedder(
         source if source is not None else embed
     )
-    label = label or guessed_label
+    named = (label or guessed_label, model, timeout_s, is_ollama)
     attempts = max(0, int(retries)) + 1
-    last: EmbeddingError | None = None
-    for attempt in range(1, attempts + 1):
-        try:
-            vectors = embed(texts)
-        except EmbeddingError as exc:
-            exc.attempts = attempt
-            raise
-        except Exception as exc:
-            kind, message, retryable = classify(exc, label, model, timeout_s, is_ollama)
-            last = EmbeddingError(message, kind=kind, attempts=attempt)
-            last.__cause__ = exc
-            if not retryable:
-                raise last from exc
-        else:
-            matrix, problem = _validate(vectors, len(texts), expected_dim)
-            if matrix is not None:
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                matrix = matrix / np.where(norms > 0.0, norms, 1.0)
-                return matrix.astype(np.float32)
-            last = EmbeddingError(problem or "embedder failed", kind="invalid_output")
-            last.attempts = attempt
-        if attempt < attempts:
-            pause = backoff_s * (2 ** (attempt - 1))
-            logger.debug(
-                "embedding attempt %d failed (%s); retrying in %.2fs", attempt, last, pause
-            )
-            if pause > 0 and math.isfinite(pause):
-                time.sleep(pause)
-    assert last is not None
-    raise last
+    attempt = 1
+    while True:
+        got = _attempt(embed, texts, attempt, expected_dim, named)
+        if not isinstance(got, EmbeddingError):
+            norms = np.linalg.norm(got, axis=1, keepdims=True)
+            return (got / np.where(norms > 0.0, norms, 1.0)).astype(np.float32)
+        if attempt == attempts:
+            raise got
+        pause = backoff_s * (2 ** (attempt - 1))
+        logger.debug("embedding attempt %d failed (%s); retrying in %.2fs", attempt, got, pause)
+        if pause > 0 and math.isfinite(pause):
+            time.sleep(pause)
+        attempt += 1
+
+
+def _attempt(
+    embed: Callable[[list[str]], list[list[float]]],
+    texts: list[str],
+    attempt: int,
+    expected_dim: int | None,
+    named: tuple[str, str | None, float | None, bool],
+) -> np.ndarray | EmbeddingError:
+    """One call of ``embed``: its validated matrix, or the error a retry may cure.
+
+    ``named`` is the embedder as messages name it (label, model, timeout, is Ollama).
+
+    Raises:
+        EmbeddingError: What waiting cannot fix (the embedder's own, or a classified one).
+    """
+    try:
+        vectors = embed(texts)
+    except EmbeddingError as exc:
+        exc.attempts = attempt
+        raise
+    except Exception as exc:
+        kind, message, retryable = classify(exc, *named)
+        error = EmbeddingError(message, kind=kind, attempts=attempt)
+        error.__cause__ = exc
+        if not retryable:
+            raise error from exc
+        return error
+    matrix, problem = _validate(vectors, len(texts), expected_dim)
+    if matrix is None:
+        return EmbeddingError(problem or "embedder failed", kind="invalid_output", attempts=attempt)
+    return matrix

@@ -127,7 +127,7 @@ class QueryEmbedder:
     def run_embedder(self) -> Callable[[list[str]], np.ndarray]:
         """:meth:`embed_documents` for one run: the stored size read once, then the first batch's.
 
-        Reading it for every batch of 20 cost about 0.3 ms a batch, 40 s of a
+        Reading it for every batch of 20 added up to a visible share of a
         million-chunk cold index. The first batch of a run with nothing cached
         runs alone (:func:`..store.upkeep.embed_missing`), so the batches after
         it are held to its size.

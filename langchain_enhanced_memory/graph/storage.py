@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +139,56 @@ def build(
     """
     t0 = time.perf_counter()
     settings = settings or index.settings
+    model, snap = _embedded_snapshot(index, model)
+    with index.connect() as conn:
+        hashes = dict(conn.execute("SELECT path, hash FROM files").fetchall())
+    reps = _representatives(snap, settings)
+    with index.writer_lock(), index.connect() as conn:
+        _ensure_tables(conn)
+        plan = _plan(conn, snap, reps, hashes, settings, model, full)
+        src, dst, sim = (
+            top_refs_all(reps.vecs, reps.fids, plan.threshold, settings.crossref_refs_per_chunk)
+            if plan.mode == "full"
+            else top_refs(
+                plan.todo, reps.vecs, reps.fids, plan.threshold, settings.crossref_refs_per_chunk
+            )
+        )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _forget_stale(conn, snap, reps, plan)
+            _insert_files(conn, snap, reps, plan, hashes)
+            pairs = zip(reps.rows[src].tolist(), reps.rows[dst].tolist(), sim.tolist(), strict=True)
+            _insert_refs(conn, snap, pairs)
+            _write_graph(conn, settings.crossref_files_per_file)
+            _write_meta(conn, settings, model, plan.threshold, len(snap))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        refs, with_refs = conn.execute(
+            "SELECT count(*), count(DISTINCT src_path || ':' || src_line) FROM crossref_refs"
+        ).fetchone()
+    return BuildReport(
+        mode=plan.mode,
+        model=model,
+        files=len(reps.of),
+        representatives=int(reps.rows.size),
+        refs=int(refs),
+        chunks_with_refs=int(with_refs),
+        threshold=plan.threshold,
+        recomputed=int(plan.todo.size),
+        changed=plan.changed if plan.mode != "full" else [],
+        deleted=plan.deleted,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
+def _embedded_snapshot(index: MemoryIndex, model: str | None) -> tuple[str, Snapshot]:
+    """The model (the best-covered one when None) and a snapshot where every chunk has its vector.
+
+    Raises:
+        CrossrefError: No vectors, or some chunks lack one.
+    """
     model = model or pick_model(index)
     if model is None:
         raise CrossrefError(
@@ -152,8 +203,34 @@ def build(
             f"{missing} of {len(snap)} chunks have no {model} vector:"
             " run `enhanced-memory index` with that embedder first"
         )
-    with index.connect() as conn:
-        hashes = dict(conn.execute("SELECT path, hash FROM files").fetchall())
+    return model, snap
+
+
+@dataclass(frozen=True)
+class _Representatives:
+    """Each file's representative chunks, and the threshold calibrated over them.
+
+    Attributes:
+        files: The files, sorted (``np.unique`` of the chunks' paths).
+        bounds: ``bounds[f]:bounds[f + 1]`` are file ``f``'s chunks in path order.
+        of: Each file's representative rows.
+        rows: Every representative's row, file by file (a slot is an index into it).
+        vecs: Their unit vectors.
+        fids: Their file numbers (into ``files``).
+        threshold: The calibrated link threshold.
+    """
+
+    files: np.ndarray
+    bounds: np.ndarray
+    of: dict[str, np.ndarray]
+    rows: np.ndarray
+    vecs: np.ndarray
+    fids: np.ndarray
+    threshold: float
+
+
+def _representatives(snap: Snapshot, settings: MemorySettings) -> _Representatives:
+    """Pick each file's representatives from ``snap``'s vectors and calibrate the threshold."""
     paths = np.asarray(snap.paths, dtype=object)
     uniq: np.ndarray
     file_ids: np.ndarray
@@ -179,122 +256,132 @@ def build(
     threshold = calibrated_threshold(
         rep_vecs, rep_fids, settings.crossref_threshold, settings.crossref_calibrate
     )
+    return _Representatives(uniq, bounds, reps_of, rep_rows, rep_vecs, rep_fids, threshold)
 
-    with index.writer_lock(), index.connect() as conn:
-        _ensure_tables(conn)
-        meta = _meta(conn)
-        stored = {p: h for p, h in conn.execute("SELECT path, hash FROM crossref_files").fetchall()}
-        changed = [p for p in reps_of if stored.get(p) != hashes.get(p)]
-        deleted = [p for p in stored if p not in reps_of]
-        same_params = meta.get("signature") == _signature(settings, model)
-        old_thr = float(meta.get("threshold", "nan"))
-        drift = abs(old_thr - threshold)
-        incremental = not full and same_params and bool(stored) and drift <= _THRESHOLD_SLACK
-        if incremental:
-            threshold = old_thr
-        pos = {int(r): i for i, r in enumerate(rep_rows)}  # chunk row -> representative slot
-        if incremental and not changed and not deleted:
-            mode, todo = "unchanged", np.zeros(0, dtype=np.int64)
-        elif incremental:
-            mode = "incremental"
-            todo = _rows_to_redo(
-                conn, snap, reps_of, pos, rep_vecs, rep_fids, threshold, changed, deleted
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a build redoes: ``mode`` (full, incremental or unchanged) and its slots."""
+
+    mode: str
+    todo: np.ndarray  # the representative slots whose refs are computed again
+    threshold: float
+    changed: list[str]
+    deleted: list[str]
+
+
+def _plan(
+    conn: sqlite3.Connection,
+    snap: Snapshot,
+    reps: _Representatives,
+    hashes: dict[str, str],
+    settings: MemorySettings,
+    model: str,
+    full: bool,
+) -> _Plan:
+    """Full, incremental (the stored threshold kept while it drifts little) or unchanged."""
+    meta = _meta(conn)
+    stored = {p: h for p, h in conn.execute("SELECT path, hash FROM crossref_files").fetchall()}
+    changed = [p for p in reps.of if stored.get(p) != hashes.get(p)]
+    deleted = [p for p in stored if p not in reps.of]
+    same_params = meta.get("signature") == _signature(settings, model)
+    old_thr = float(meta.get("threshold", "nan"))
+    drift = abs(old_thr - reps.threshold)
+    incremental = not full and same_params and bool(stored) and drift <= _THRESHOLD_SLACK
+    if not incremental:
+        return _Plan("full", np.arange(reps.rows.size), reps.threshold, changed, deleted)
+    if not changed and not deleted:
+        return _Plan("unchanged", np.zeros(0, dtype=np.int64), old_thr, changed, deleted)
+    pos = {int(r): i for i, r in enumerate(reps.rows)}  # chunk row -> representative slot
+    todo = _rows_to_redo(conn, snap, reps.of, pos, reps.vecs, reps.fids, old_thr, changed, deleted)
+    return _Plan("incremental", todo, old_thr, changed, deleted)
+
+
+def _forget_stale(
+    conn: sqlite3.Connection, snap: Snapshot, reps: _Representatives, plan: _Plan
+) -> None:
+    """Delete the rows the plan writes again: all of them, or those of its files and slots."""
+    if plan.mode == "full":
+        conn.execute("DELETE FROM crossref_refs")
+        conn.execute("DELETE FROM crossref_files")
+        return
+    gone = set(plan.changed) | set(plan.deleted)
+    conn.executemany(
+        "DELETE FROM crossref_refs WHERE src_path=? OR dst_path=?", [(p, p) for p in gone]
+    )
+    conn.executemany(
+        "DELETE FROM crossref_refs WHERE src_path=? AND src_line=?",
+        [
+            (snap.paths[reps.rows[i]], int(snap.start[reps.rows[i]]))
+            for i in plan.todo
+            if snap.paths[reps.rows[i]] not in gone
+        ],
+    )
+    conn.executemany("DELETE FROM crossref_files WHERE path=?", [(p,) for p in gone])
+
+
+def _insert_files(
+    conn: sqlite3.Connection,
+    snap: Snapshot,
+    reps: _Representatives,
+    plan: _Plan,
+    hashes: dict[str, str],
+) -> None:
+    """A ``crossref_files`` row for each file the plan redoes (every file when full)."""
+    redo_files = set(reps.of) if plan.mode == "full" else set(plan.changed)
+    conn.executemany(
+        "INSERT INTO crossref_files VALUES (?,?,?,?,?)",
+        [
+            (
+                p,
+                hashes.get(p, ""),
+                snap.kinds[int(reps.of[p][0])],
+                int(reps.bounds[i + 1] - reps.bounds[i]),
+                json.dumps([int(snap.start[r]) for r in reps.of[p]]),
             )
-        else:
-            mode, todo = "full", np.arange(rep_rows.size)
-        if mode == "full":
-            src, dst, sim = top_refs_all(
-                rep_vecs, rep_fids, threshold, settings.crossref_refs_per_chunk
+            for i, p in enumerate(reps.files)
+            if p in redo_files
+        ],
+    )
+
+
+def _insert_refs(
+    conn: sqlite3.Connection, snap: Snapshot, pairs: Iterable[tuple[int, int, float]]
+) -> None:
+    """A ``crossref_refs`` row for each ``(source row, target row, similarity)``."""
+    conn.executemany(
+        "INSERT INTO crossref_refs VALUES (?,?,?,?,?,?,?,?,?)",
+        [
+            (
+                snap.paths[a],
+                int(snap.start[a]),
+                int(snap.end[a]),
+                snap.header[a],
+                snap.paths[b],
+                int(snap.start[b]),
+                int(snap.end[b]),
+                snap.header[b],
+                round(float(s), 4),
             )
-        else:
-            src, dst, sim = top_refs(
-                todo, rep_vecs, rep_fids, threshold, settings.crossref_refs_per_chunk
-            )
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if mode == "full":
-                conn.execute("DELETE FROM crossref_refs")
-                conn.execute("DELETE FROM crossref_files")
-            else:
-                gone = set(changed) | set(deleted)
-                conn.executemany(
-                    "DELETE FROM crossref_refs WHERE src_path=? OR dst_path=?",
-                    [(p, p) for p in gone],
-                )
-                conn.executemany(
-                    "DELETE FROM crossref_refs WHERE src_path=? AND src_line=?",
-                    [
-                        (snap.paths[rep_rows[i]], int(snap.start[rep_rows[i]]))
-                        for i in todo
-                        if snap.paths[rep_rows[i]] not in gone
-                    ],
-                )
-                conn.executemany("DELETE FROM crossref_files WHERE path=?", [(p,) for p in gone])
-            redo_files = set(reps_of) if mode == "full" else set(changed)
-            conn.executemany(
-                "INSERT INTO crossref_files VALUES (?,?,?,?,?)",
-                [
-                    (
-                        p,
-                        hashes.get(p, ""),
-                        snap.kinds[int(reps_of[p][0])],
-                        int(bounds[i + 1] - bounds[i]),
-                        json.dumps([int(snap.start[r]) for r in reps_of[p]]),
-                    )
-                    for i, p in enumerate(uniq)
-                    if p in redo_files
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO crossref_refs VALUES (?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        snap.paths[a],
-                        int(snap.start[a]),
-                        int(snap.end[a]),
-                        snap.header[a],
-                        snap.paths[b],
-                        int(snap.start[b]),
-                        int(snap.end[b]),
-                        snap.header[b],
-                        round(float(s), 4),
-                    )
-                    for a, b, s in zip(
-                        rep_rows[src].tolist(), rep_rows[dst].tolist(), sim.tolist(), strict=True
-                    )
-                ],
-            )
-            _write_graph(conn, settings.crossref_files_per_file)
-            conn.executemany(
-                "INSERT OR REPLACE INTO crossref_meta VALUES (?,?)",
-                [
-                    ("signature", _signature(settings, model)),
-                    ("threshold", repr(threshold)),
-                    ("model", model),
-                    ("built_at", time.strftime("%Y-%m-%dT%H:%M:%S")),
-                    ("build_id", str(time.time_ns())),
-                    ("total_chunks", str(len(snap))),
-                ],
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        refs, with_refs = conn.execute(
-            "SELECT count(*), count(DISTINCT src_path || ':' || src_line) FROM crossref_refs"
-        ).fetchone()
-    return BuildReport(
-        mode=mode,
-        model=model,
-        files=len(reps_of),
-        representatives=int(rep_rows.size),
-        refs=int(refs),
-        chunks_with_refs=int(with_refs),
-        threshold=threshold,
-        recomputed=int(todo.size),
-        changed=changed if mode != "full" else [],
-        deleted=deleted,
-        seconds=round(time.perf_counter() - t0, 3),
+            for a, b, s in pairs
+        ],
+    )
+
+
+def _write_meta(
+    conn: sqlite3.Connection, settings: MemorySettings, model: str, threshold: float, total: int
+) -> None:
+    """What the next build compares against: the signature, the threshold, the model."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO crossref_meta VALUES (?,?)",
+        [
+            ("signature", _signature(settings, model)),
+            ("threshold", repr(threshold)),
+            ("model", model),
+            ("built_at", time.strftime("%Y-%m-%dT%H:%M:%S")),
+            ("build_id", str(time.time_ns())),
+            ("total_chunks", str(total)),
+        ],
     )
 
 

@@ -1,7 +1,7 @@
 """Each chunk's row kept in its postings segment: lines, path, headers and text.
 
 A fresh process used to read every chunk row from SQLite and build seven
-Python objects per chunk (at 100k chunks 0.35 s of a 0.5 s load). The
+Python objects per chunk (at 100k chunks most of its load). The
 segment file that holds a chunk's postings (:mod:`.postings`) holds its row
 too, written with it and named in the same commit, so it is exactly as
 current and as crash-safe: the row arrays are mapped, the strings decoded
@@ -26,7 +26,7 @@ _STRINGS = ("paths", "header", "headers", "text")
 
 def used_paths(path: np.ndarray, n: int) -> np.ndarray:
     """The entries of an ``n``-path table that ``path`` uses, ascending."""
-    used = np.zeros(n, dtype=bool)  # not np.unique: its first call imports numpy.ma, 12 ms
+    used = np.zeros(n, dtype=bool)  # not np.unique: its first call imports numpy.ma
     used[path] = True
     return np.flatnonzero(used)
 

@@ -234,7 +234,7 @@ def assemble(
     scale = np.zeros(pick.size, dtype=np.float32)
     for pos, src, src_scale in sources:
         sel = np.flatnonzero(pos[pick] >= 0)
-        if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is 20x slower
+        if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is much slower
             whole = f"V{dim}"
             # A slice at a time: the gathered rows are never copied whole beside the matrix.
             for lo in range(0, sel.size, GATHER_ROWS):

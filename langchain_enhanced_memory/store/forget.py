@@ -26,9 +26,10 @@ from typing import Any
 from ..core.errors import WriteError
 from ..core.settings import MemorySettings
 from .append import rewrite_note, target
+from .discovery import discover
 from .index import MemoryIndex
 from .logs import forget_queries
-from .workspace import discover, split_lines
+from .reading import split_lines
 
 __all__ = [
     "Forgotten",

@@ -6,7 +6,7 @@ ReadDirectoryChangesW) and re-syncs only after something changed. A one-shot
 process, or an engine whose watcher cannot start (inotify limits, a network
 file system, a platform where watchdog would only poll, a read-only
 workspace), runs the cheap check instead: one ``scandir`` pass with a stat per
-file (:func:`.workspace.scan`), before every search or at most once per
+file (:func:`.discovery.scan`), before every search or at most once per
 ``interval_s``; a watcher that fails says so once, in the log. So does a
 workspace whose ``memory/`` or top-level note links lead outside it (a synced
 folder, a vault): a watch of another folder delivers its events on a thread
@@ -16,7 +16,7 @@ The guarantee: an edit that finished before a search began is in that search.
 File-system events reach the watcher's thread a moment after the write, so
 before each search the engine touches a barrier file in the index folder and
 waits for that event to come through: events arrive in order, so every earlier
-edit has been counted by then (about 0.1 ms). Each watcher has a barrier file
+edit has been counted by then (docs/engine.md has its cost). Each watcher has a barrier file
 of its own: another process's barrier, touched a moment earlier, would
 otherwise end the wait before an edit made in between was counted. A note
 moved out of the workspace is the one exception: watchdog holds such a move up

@@ -4,13 +4,11 @@ A hybrid search over a million chunks makes a dozen or two arrays of 4 MB and
 frees them. glibc's malloc gives free memory at the top of its heap back to the
 kernel once more of it is free than a threshold (twice the largest block
 recently freed), so the next search takes fresh pages and faults each one in
-again. Over ``benchmarks/speed.py``'s 1M-chunk search phase that was 1.02M
-page faults against 118k with this, and hybrid scoring p50 47.9-55.2 against
-35.8-42.2 ms, five alternating pairs on the development machine (a VM, where
-a fault costs more; docs/design.md, "The allocator setting"). Raising the trim threshold
-(and fixing the mmap threshold, which else stays at 128 KB once the other is
-set) keeps those pages in the process; its peak RSS is about the same (852 ->
-878 MB there), since a search holds them at its peak anyway.
+again: at 1M chunks, many times the page faults and a slower hybrid p50
+(docs/design.md, "The allocator setting", has the figures). Raising the trim
+threshold (and fixing the mmap threshold, which else stays at 128 KB once the
+other is set) keeps those pages in the process; its peak RSS is about the same,
+since a search holds them at its peak anyway.
 
 It is a setting of the whole process, so a library never makes it on its own:
 only a process that asked (:func:`opt_in`: ``serve``, ``mcp`` and the resident

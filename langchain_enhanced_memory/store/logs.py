@@ -260,7 +260,7 @@ class _Queue:
     """This process's unwritten entries, written by one writer thread or at exit.
 
     One thread for the process's life, not a timer per search: starting a
-    thread costs a search about 0.1 ms, a tenth of its scoring at 10k chunks.
+    thread costs a search a sizeable share of its scoring at 10k chunks.
     """
 
     def __init__(self) -> None:

@@ -27,14 +27,9 @@ from pathlib import Path, PurePosixPath
 from ..core.errors import MissingNoteError, NoteError, shown
 from ..core.settings import MemorySettings
 from ..core.transcripts import TRANSCRIPT_SUFFIX, MalformedLine, parse_turn
-from .workspace import (
-    MAX_TRANSCRIPT_BYTES,
-    UnreadableFileError,
-    discover,
-    places,
-    read_blocks,
-    read_lines,
-)
+from .discovery import discover
+from .reading import MAX_TRANSCRIPT_BYTES, UnreadableFileError, read_blocks, read_lines
+from .workspace import places
 
 __all__ = [
     "MAX_GET_LINES",

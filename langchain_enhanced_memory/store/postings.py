@@ -61,8 +61,8 @@ log = logging.getLogger("langchain_enhanced_memory")
 
 _SUFFIX = ".seg"
 # Posting lists up to this size are mapped: a query reads a few columns faster
-# from a map than with four preads a term (10k chunks, about 9 MB: 0.2-0.3 ms a
-# keyword query), and the pages it can keep in RSS stay few. Larger ones are read.
+# from a map than with four preads a term (a 10k-chunk workspace's lists are far
+# below it), and the pages it can keep in RSS stay few. Larger ones are read.
 READ_ABOVE = 16 << 20
 # Chunk rows read from SQLite and encoded at once when a segment is built.
 ENCODE_ROWS = 8192
@@ -131,8 +131,9 @@ class FilePostings:
 
     Through a map, every page a query touches stays in the process's RSS (and
     the kernel maps 64 KB around it): at 100k chunks a few dozen queries map
-    most of a 90 MB file. Read with ``pread``, the pages stay in the page cache
-    (shared, not counted) and a query holds only its own columns. The fence
+    most of the file (docs/design.md, "Read columns with pread"). Read with
+    ``pread``, the pages stay in the page cache (shared, not counted) and a
+    query holds only its own columns. The fence
     and the document lengths are small and copied into memory.
     """
 
@@ -224,8 +225,8 @@ def _built(conn: sqlite3.Connection, where: str, args: tuple, ids: np.ndarray) -
 def live_ids(conn: sqlite3.Connection) -> np.ndarray:
     """The generation's chunk ids, ascending: the copy the sync kept, else from ``chunks``.
 
-    Reading the ids from ``chunks`` scans the whole table (at 100k chunks 40
-    ms); the sync that named the segments stores them with them.
+    Reading the ids from ``chunks`` scans the whole table, a cost that grows with
+    it; the sync that named the segments stores them with them.
     """
     row = conn.execute("SELECT generation, data FROM catalog WHERE name='live'").fetchone()
     kept = row is not None and row[0] == generation_of(conn) and isinstance(row[1], bytes)

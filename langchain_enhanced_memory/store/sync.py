@@ -34,21 +34,12 @@ from ..core.settings import MemorySettings
 from ..core.text import TOKENIZER_VERSION, escape_controls, tokenize
 from ..core.transcripts import TranscriptChunker, TranscriptStream
 from .db import disk_full, generation_of, get_meta, rollback
+from .discovery import memory_files, scan, stamp
 from .postings import named_segments, sweep_segments, write_postings
+from .reading import BLOCK_BYTES, MAX_TRANSCRIPT_BYTES, Digest, UnreadableFileError, read_blocks
 from .rowspill import RowSpill
 from .segment import FIELDS, POSTINGS_FORMAT
-from .workspace import (
-    BLOCK_BYTES,
-    MAX_TRANSCRIPT_BYTES,
-    Digest,
-    MemoryFile,
-    UnreadableFileError,
-    memory_files,
-    read_blocks,
-    scan,
-    stamp,
-    warn_once,
-)
+from .workspace import MemoryFile, warn_once
 
 __all__ = [
     "SyncReport",
@@ -387,7 +378,7 @@ def read_chunks(
             a file that only grew is chunked again from its tail.
 
     Raises:
-        UnreadableFileError: As :func:`.workspace.read_blocks`.
+        UnreadableFileError: As :func:`.reading.read_blocks`.
         OSError: The file is gone.
     """
     mark = spill.mark()

@@ -12,8 +12,7 @@ import pytest
 
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.engine import MemorySearch
-from langchain_enhanced_memory.store import freshness
-from langchain_enhanced_memory.store import workspace as workspace_module
+from langchain_enhanced_memory.store import discovery, freshness
 from langchain_enhanced_memory.store.freshness import ChangeWatcher
 
 NOW = "2026-02-09T09:00:00"
@@ -56,7 +55,7 @@ def test_with_the_watcher_an_unchanged_workspace_is_not_walked(workspace, monkey
 
         def counted_scan(*args, **kwargs):
             walks.append(args)
-            return workspace_module.scan(*args, **kwargs)
+            return discovery.scan(*args, **kwargs)
 
         monkeypatch.setattr("langchain_enhanced_memory.store.sync.scan", counted_scan)
         for _ in range(5):
@@ -112,8 +111,8 @@ def test_scan_lists_what_discover_lists(tmp_path: Path) -> None:
     os.link(ws / "memory/sub/topic.md", ws / "memory/sub/hardlink.md")
     (ws / "memory/link.md").symlink_to(ws / "memory/2026-02-08.md")
     (ws / "memory/outside.md").symlink_to(tmp_path / "nowhere.md")
-    found = workspace_module.scan(ws)
-    listed = workspace_module.discover(ws)
+    found = discovery.scan(ws)
+    listed = discovery.discover(ws)
     assert sorted(found) == [f.path for f in listed]
     for f in listed:
         st = f.abs_path.stat()

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.config import load
+from langchain_enhanced_memory.core.fusion import rrf
 from langchain_enhanced_memory.core.ranking import rank
-from langchain_enhanced_memory.core.scoring import rrf
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 from langchain_enhanced_memory.store import embed_cache, sync

@@ -10,19 +10,21 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core import invert
+from langchain_enhanced_memory.core.fusion import (
+    blend_group_max,
+    date_multiplier,
+    fuse_lexical,
+    rrf,
+)
 from langchain_enhanced_memory.core.invert import term_key, term_keys
 from langchain_enhanced_memory.core.scoring import (
     Postings,
-    blend_group_max,
     bm25,
     bm25_norms,
-    date_multiplier,
     feedback_terms,
-    fuse_lexical,
     group_rows,
     kth_largest,
     match_fraction,
-    rrf,
     top_k,
 )
 from langchain_enhanced_memory.core.settings import FusionWeights

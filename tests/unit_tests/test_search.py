@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from langchain_enhanced_memory.core.errors import RequestError
+from langchain_enhanced_memory.core.fusion import without_vector
 from langchain_enhanced_memory.core.ranking import rank
 from langchain_enhanced_memory.core.request import MAX_K, SearchRequest
-from langchain_enhanced_memory.core.scoring import Postings, without_vector
+from langchain_enhanced_memory.core.scoring import Postings
 from langchain_enhanced_memory.core.settings import FusionWeights, MemorySettings
 from langchain_enhanced_memory.core.snapshot import Snapshot
 from langchain_enhanced_memory.core.text import path_text, phrases, tokenize

@@ -22,10 +22,10 @@ from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream
 from langchain_enhanced_memory.core.errors import DiskFullError
 from langchain_enhanced_memory.core.settings import MemorySettings
 from langchain_enhanced_memory.core.transcripts import TranscriptChunker
-from langchain_enhanced_memory.store import postings, segment, workspace
+from langchain_enhanced_memory.store import postings, reading, segment
 from langchain_enhanced_memory.store.index import MemoryIndex
+from langchain_enhanced_memory.store.reading import read_blocks, read_lines
 from langchain_enhanced_memory.store.rowspill import RowSpill
-from langchain_enhanced_memory.store.workspace import read_blocks, read_lines
 from tests.unit_tests.test_fuzz import LINE, SETTINGS
 from tests.workspaces import write_workspace
 
@@ -110,7 +110,7 @@ def test_blocks_hold_the_lines_read_lines_returns(
     path = tmp_path_factory.mktemp("blocks") / "n.md"
     path.write_bytes(data)
     whole = read_lines(path)
-    monkeypatch.setattr(workspace, "BLOCK_BYTES", block)
+    monkeypatch.setattr(reading, "BLOCK_BYTES", block)
     blocks = list(read_blocks(path))
     assert [line for _, _, b in blocks for line in b] == whole
     for first, offset, lines in blocks:  # a block read from its offset starts the same
@@ -198,7 +198,7 @@ def test_a_synced_transcript_holds_the_chunks_of_it_read_whole(
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     cfg = MemorySettings()
     whole = TranscriptChunker(cfg)(read_lines(path), "s.jsonl")
-    monkeypatch.setattr(workspace, "BLOCK_BYTES", block)
+    monkeypatch.setattr(reading, "BLOCK_BYTES", block)
     idx = MemoryIndex(ws, cfg)
     idx.sync()
     with idx.reader() as conn:

@@ -490,7 +490,7 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
 
 
 def test_bounds_hold_only_when_the_min_max_of_the_new_array_is_the_old() -> None:
-    from langchain_enhanced_memory.core import ranking, scoring
+    from langchain_enhanced_memory.core import fusion, ranking
 
     held = 0
     for seed in range(300):
@@ -502,7 +502,7 @@ def test_bounds_hold_only_when_the_min_max_of_the_new_array_is_the_old() -> None
         ends = [int(cos.argmin()), int(cos.argmax())]
         picked = rng.choice(40, int(rng.integers(1, 6)), replace=False)
         rows = np.unique(np.r_[picked, rng.choice(ends, int(rng.integers(0, 3)))]).astype(int)
-        bounds = scoring.minmax_bounds(cos)
+        bounds = fusion.minmax_bounds(cos)
         assert bounds is not None
         inside = rng.uniform(bounds[0], bounds[1], rows.size)
         choices = [cos[rows], inside, cos[rows] + 0.05, cos[rows] - 0.05]
@@ -510,9 +510,9 @@ def test_bounds_hold_only_when_the_min_max_of_the_new_array_is_the_old() -> None
         values[rng.random(rows.size) < 0.2] = bounds[int(rng.integers(0, 2))]
         after = cos.copy()
         after[rows] = values
-        if ranking._bounds_hold(bounds, values, scoring.minmax_normalize(cos)[rows]):
+        if ranking._bounds_hold(bounds, values, fusion.minmax_normalize(cos)[rows]):
             held += 1
-            assert scoring.minmax_bounds(after) == bounds, seed
+            assert fusion.minmax_bounds(after) == bounds, seed
     assert 50 < held < 250  # both answers are tried
 
 

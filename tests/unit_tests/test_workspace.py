@@ -10,14 +10,10 @@ import pytest
 
 from langchain_enhanced_memory.core.globs import Globs, glob_match
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.store import workspace as ws
-from langchain_enhanced_memory.store.workspace import (
-    MemoryFile,
-    UnreadableFileError,
-    classify,
-    discover,
-    read_lines,
-)
+from langchain_enhanced_memory.store import discovery, reading
+from langchain_enhanced_memory.store.discovery import discover
+from langchain_enhanced_memory.store.reading import UnreadableFileError, read_lines
+from langchain_enhanced_memory.store.workspace import MemoryFile, classify
 from tests.growth import assert_grows_linearly
 
 needs_symlinks = pytest.mark.skipif(
@@ -307,7 +303,7 @@ def test_discover_unlistable_folder_skipped(
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(ws.os, "scandir", scandir)
+    monkeypatch.setattr(discovery.os, "scandir", scandir)
     with caplog.at_level(logging.WARNING, logger="langchain_enhanced_memory"):
         assert paths(tmp_path) == ["memory/ok.md"]
     assert "memory/locked" in caplog.text
@@ -343,7 +339,7 @@ def test_discover_prunes_unrelated_folders(tmp_path: Path, monkeypatch: pytest.M
         listed.append(str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(ws.os, "scandir", scandir)
+    monkeypatch.setattr(discovery.os, "scandir", scandir)
     assert paths(tmp_path) == ["memory/a.md"]
     assert not any("node_modules" in p for p in listed)
 
@@ -407,8 +403,8 @@ def test_read_lines_binary(tmp_path: Path) -> None:
     assert info.value.path == p
     # NUL bytes only after the sniffed prefix are tolerated (and kept).
     p2 = tmp_path / "late.md"
-    p2.write_bytes(b"a" * ws.BINARY_SNIFF_BYTES + b"\x00\n")
-    assert read_lines(p2) == ["a" * ws.BINARY_SNIFF_BYTES + "\x00"]
+    p2.write_bytes(b"a" * reading.BINARY_SNIFF_BYTES + b"\x00\n")
+    assert read_lines(p2) == ["a" * reading.BINARY_SNIFF_BYTES + "\x00"]
 
 
 def test_read_lines_utf16(tmp_path: Path) -> None:
@@ -418,7 +414,7 @@ def test_read_lines_utf16(tmp_path: Path) -> None:
 
 
 def test_read_lines_too_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ws, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(reading, "MAX_FILE_BYTES", 10)
     p = tmp_path / "a.md"
     p.write_bytes(b"0123456789")
     assert read_lines(p) == ["0123456789"]

@@ -26,9 +26,9 @@ from ...core.settings import MemorySettings
 from ..append import AppendResult, Planned, placed, target
 from ..forget import Forgotten, edited, line_spans, match_spans
 from ..notes import MemoryLines, normalize_path, sliced
+from ..reading import split_lines
 from ..segment import Segment
 from ..sync import chunker_signature
-from ..workspace import split_lines
 from .noteindex import Embedding, index_notes, known_vectors
 from .publish import Fetch, lock_scope, name_files, purge, store, tidy
 

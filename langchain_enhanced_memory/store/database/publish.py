@@ -18,8 +18,8 @@ from ...core.errors import ScopeError
 from ...core.snapshot import Snapshot
 from ..chunkrows import SegmentRows
 from ..index import MemoryIndex
+from ..reading import UnreadableFileError, read_lines
 from ..segment import SEGMENT_CHUNKS, Segment, live_rows, merge_pick, merged, postings_of, to_bytes
-from ..workspace import UnreadableFileError, read_lines
 
 if TYPE_CHECKING:
     import psycopg
