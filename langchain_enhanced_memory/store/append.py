@@ -66,7 +66,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.chunking import outline
+from ..core.outline import outline
 from ..core.errors import NoteError, WriteError
 from ..core.text import clean_text
 from .db import writable

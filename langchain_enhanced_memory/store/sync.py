@@ -172,6 +172,7 @@ def chunker_signature(settings: MemorySettings) -> str:
             s.max_header_level,
             s.min_chunk_chars,
             s.max_chunk_chars,
+            s.max_list_chars,
             s.embed_max_chars,
             lines_make_chunks(s),  # the keys of chunk vectors
             list(s.include),
