@@ -20,6 +20,7 @@ __all__ = ["Header", "Outline", "outline"]
 
 #: A header: its line (0-based), level and text.
 Header = tuple[int, int, str]
+_LISTED = ("- ", "  ")  # a bullet, or a bullet's continuation line
 
 
 def outline(lines: list[str]) -> tuple[list[Header], str]:
@@ -45,7 +46,8 @@ class Outline:
 
     Attributes:
         lines: The note's lines.
-        last: Its last line ("" when empty).
+        gap: Its last line is text outside a list (a paragraph, a header): a
+            bullet after it needs a blank line.
         run: The fence run of a fence left open at its end ("" when none).
         first: The first header of each name (its text casefolded).
         open: The headers whose sections run to the end, outermost first.
@@ -54,7 +56,7 @@ class Outline:
     """
 
     lines: int = 0
-    last: str = ""
+    gap: bool = False
     run: str = ""
     first: dict[str, Header] = field(default_factory=dict)
     open: list[Header] = field(default_factory=list)
@@ -71,10 +73,11 @@ class Outline:
         scan.lines(lines)
         front = scan.front is not None or not scan.n  # an empty note is scanned whole again
         scan.end()
+        last = lines[-1] if lines else None
+        gap = self.gap if last is None else bool(last.strip()) and not last.startswith(_LISTED)
         out = Outline(
-            self.lines + len(lines), lines[-1] if lines else self.last, scan.run,
-            dict(self.first), list(self.open), front,
-        )  # fmt: skip
+            self.lines + len(lines), gap, scan.run, dict(self.first), list(self.open), front
+        )
         for header in scan.found:
             out.first.setdefault(header[2].casefold(), header)
             while out.open and out.open[-1][1] >= header[1]:
@@ -84,16 +87,16 @@ class Outline:
 
     def dumps(self) -> str:
         """As JSON (kept beside the notes between writes)."""
-        return json.dumps([self.lines, self.last, self.run, self.first, self.open, self.front])
+        return json.dumps([self.lines, self.gap, self.run, self.first, self.open, self.front])
 
     @classmethod
     def loads(cls, text: str) -> Outline | None:
         """An outline :meth:`dumps` wrote; None for anything else."""
         try:
-            lines, last, run, first, opened, front = json.loads(text)
+            lines, gap, run, first, opened, front = json.loads(text)
             return cls(
                 int(lines),
-                str(last),
+                bool(gap),
                 str(run),
                 {str(k): (int(a), int(b), str(c)) for k, (a, b, c) in first.items()},
                 [(int(a), int(b), str(c)) for a, b, c in opened],
