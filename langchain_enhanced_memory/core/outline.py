@@ -71,7 +71,8 @@ class Outline:
         """The outline once ``lines`` are appended (only the new lines are scanned)."""
         scan = _Scan(self.lines, self.run)
         scan.lines(lines)
-        front = scan.front is not None or not scan.n  # an empty note is scanned whole again
+        # Settled once known (an empty note is scanned whole again); never by extending.
+        front = self.front if self.lines else scan.front is not None or not scan.n
         scan.end()
         last = lines[-1] if lines else None
         gap = self.gap if last is None else bool(last.strip()) and not last.startswith(_LISTED)
