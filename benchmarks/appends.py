@@ -17,7 +17,7 @@ chunks before it): each conversation's mrr@10 at each cap, then, per fold, the c
 best on the other conversations and its held-out mrr@10 beside the uncapped one::
 
     python benchmarks/appends.py quality --root ../shared/bench/locomo-dev \
-        --queries ../shared/bench/locomo-dev/queries.jsonl --caps 0,600,800,1000,1200 \
+        --queries ../shared/bench/locomo-dev/queries.jsonl --caps 0,500,700,1000,1200,1600 \
         [--embedder none]
 
 The workspaces are copied to a temporary folder first (the index goes beside them).
