@@ -17,6 +17,9 @@ The only module that writes a note. What it guarantees:
   writes after the copy (microseconds), or that replaces the whole file (an
   editor's save), can still lose its text or ours; the rewrite is only for an
   earlier section.
+* **A long note is not read back.** A note this writer appended to last, its
+  inode, size, mtime and ctime unchanged since, gets the bullet at its end from
+  its kept outline (:mod:`.outlines`); any other note is read whole.
 * **One remember at a time.** Both run under an exclusive ``fcntl`` lock on
   ``memory/.enhanced-memory-notes.lock``; the note is read and written through
   one descriptor opened under it.
