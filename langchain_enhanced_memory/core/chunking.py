@@ -2,28 +2,28 @@ r"""Split a markdown file's lines into header-scoped chunks with exact line span
 
 Headers inside fenced code blocks or YAML front matter do not count, each chunk
 knows its header chain, header-only sections fold into the following chunk,
-tiny sections merge into a neighbour instead of being lost, and long sections
-are split near ``max_chunk_chars``. The chunks cover every non-blank line of
+tiny sections merge into a neighbour instead of being lost, long sections
+are split near ``max_chunk_chars`` and runs of list items between items at
+``max_list_chars`` (:mod:`.cuts`). The chunks cover every non-blank line of
 the file exactly once, in order, and start and end on non-blank lines, and
 ``Chunk.text`` is exactly ``"\n".join(lines[start_line - 1 : end_line])``.
 :class:`SectionStream` takes the lines in blocks as a file is read and keeps
 only the lines of the chunks not yet final, so a long note never sits in
 memory whole; it also names where a note that only grew can be chunked again
-from (:class:`Resume`). The original skill's chunker (every header, no fences)
-is in :mod:`.original`.
+from (:class:`.resume.Resume`). The original skill's chunker (every header, no
+fences) is in :mod:`.original`; the headers a writer needs, in :mod:`.outline`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
-from operator import add
 from typing import Protocol
 
+from .cuts import cut_span
+from .resume import Open, Resume
 from .settings import MemorySettings
 
 __all__ = [
@@ -31,12 +31,10 @@ __all__ = [
     "ChunkStream",
     "Resume",
     "SectionStream",
-    "WholeStream",
     "chunk_lines",
     "is_blank",
     "line_starts",
     "line_texts",
-    "outline",
 ]
 
 
@@ -69,8 +67,8 @@ def chunk_lines(
     Args:
         lines: The file's lines without line endings.
         default_header: Header of text that has no header (callers pass the file name).
-        settings: Uses ``max_header_level``, ``min_chunk_chars`` and
-            ``max_chunk_chars``; defaults to :class:`MemorySettings()`.
+        settings: Uses ``max_header_level``, ``min_chunk_chars``, ``max_chunk_chars``
+            and ``max_list_chars``; defaults to :class:`MemorySettings()`.
 
     Returns:
         The chunks in file order.
@@ -84,23 +82,6 @@ def chunk_lines(
 
 _HEADER_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _WORD = re.compile(r"\w")
-
-
-def outline(lines: list[str]) -> tuple[list[tuple[int, int, str]], str]:
-    """The headers a writer may put text under, found as :func:`chunk_lines` finds them.
-
-    Args:
-        lines: The file's lines without line endings.
-
-    Returns:
-        The headers of every level outside fences and front matter, as ``(line
-        index, level, text)``, and the fence run (```` ``` ````, ``~~~~``) of a
-        fence the file leaves open at its end, ``""`` when none is open.
-    """
-    scanner = _Outline()
-    scanner.feed(lines, 0)
-    scanner.close()
-    return scanner.headers, scanner.run
 
 
 def line_texts(text: str, max_chars: int) -> list[str]:
@@ -159,74 +140,6 @@ _SPLIT_AHEAD = 1 << 20
 # Kept lines are dropped in steps of at least this many (a drop moves the rest).
 _TRIM_LINES = 4096
 
-# An open chunk: first and last line (0-based), header, header chain.
-_Open = tuple[int, int, str, tuple[str, ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class Resume:
-    """Where a file that only grew past its old end can be chunked again from.
-
-    Everything before line ``piece`` was decided for good when the old file was
-    chunked: text added at the end can only change the chunk that was open
-    then (``chunk``, which a later tiny piece may still extend) and what
-    follows. A resumed :class:`SectionStream` reads the file from :attr:`line`
-    and yields that chunk again and every chunk after it, exactly as chunking
-    the whole file would.
-
-    Attributes:
-        piece: First line (0-based) of the next piece to cut.
-        scan: First line the header and fence scan has not read.
-        chunk: The chunk open then (first and last line, header, chain), None before the first.
-        header: The header of the section being cut.
-        levels: The header levels of the section's chain.
-        texts: The section's header chain (empty for the text before any header).
-        body: The section's first body line (no cut before it).
-        section: The section's header line, -1 for the text before any header.
-    """
-
-    piece: int
-    scan: int
-    chunk: _Open | None
-    header: str
-    levels: tuple[int, ...]
-    texts: tuple[str, ...]
-    body: int
-    section: int
-
-    @property
-    def line(self) -> int:
-        """The first line a resumed run needs: the open chunk's, else the piece's."""
-        return self.chunk[0] if self.chunk else self.piece
-
-    def dumps(self) -> str:
-        """The resume point as JSON (stored with the file's row)."""
-        return json.dumps(
-            [self.piece, self.scan, self.chunk, self.header]
-            + [self.levels, self.texts, self.body, self.section]
-        )
-
-    @classmethod
-    def loads(cls, text: str | None) -> Resume | None:
-        """A resume point :meth:`dumps` wrote; None for anything else."""
-        try:
-            piece, scan, chunk, header, levels, texts, body, section = json.loads(text or "")
-            if chunk is not None:
-                a, b, h, chain = chunk
-                chunk = (int(a), int(b), str(h), tuple(map(str, chain)))
-            return cls(
-                int(piece),
-                int(scan),
-                chunk,
-                str(header),
-                tuple(map(int, levels)),
-                tuple(map(str, texts)),
-                int(body),
-                int(section),
-            )
-        except (TypeError, ValueError):
-            return None
-
 
 class ChunkStream(Protocol):
     """A chunker fed a file's lines a block at a time (:class:`SectionStream`)."""
@@ -256,7 +169,8 @@ class SectionStream:
 
     Args:
         default_header: Header of text that has no header (callers pass the file name).
-        settings: Uses ``max_header_level``, ``min_chunk_chars`` and ``max_chunk_chars``.
+        settings: Uses ``max_header_level``, ``min_chunk_chars``, ``max_chunk_chars``
+            and ``max_list_chars``.
         resume: Continue a file that only grew from this point of its old
             chunking; lines are then fed from :attr:`Resume.line` on.
     """
@@ -269,10 +183,11 @@ class SectionStream:
     ) -> None:
         s = settings or MemorySettings()
         self.default_header = default_header
-        self.max_level, self.min_chars, self.max_chars = (
+        self.max_level, self.min_chars, self.max_chars, self.list_chars = (
             s.max_header_level,
             s.min_chunk_chars,
             s.max_chunk_chars,
+            s.max_list_chars,
         )
         r = resume
         # Kept lines: buf[i] is line base + i, cum[i] the characters of the lines
@@ -298,13 +213,13 @@ class SectionStream:
         self.chain: tuple[str, ...] | None = None
         # Chunks: the open one (final once another opens), header-only sections
         # waiting for a body, tiny leading pieces waiting for a successor.
-        self.open: _Open | None = r.chunk if r else None
+        self.open: Open | None = r.chunk if r else None
         self.pending = self.pending_last = self.carry = -1
         self.pending_head: tuple[str, tuple[str, ...]] = ("", ())
-        self.last: _Open | None = None  # the last piece, for a file of tiny pieces only
+        self.last: Open | None = None  # the last piece, for a file of tiny pieces only
         self.out: list[Chunk] = []
         # The latest point a run may start again at: piece, open chunk, section (see resume).
-        self.mark: tuple[int, _Open | None, tuple] | None = None
+        self.mark: tuple[int, Open | None, tuple] | None = None
 
     # -- feeding ---------------------------------------------------------------
 
@@ -364,7 +279,7 @@ class SectionStream:
         base = self.base
         return self.cum[last + 1 - base] - self.cum[first - base] + last - first
 
-    def _emit(self, c: _Open) -> None:
+    def _emit(self, c: Open) -> None:
         a, b, header, chain = c
         base = self.base
         text = "\n".join(self.buf[a - base : b + 1 - base])
@@ -517,7 +432,7 @@ class SectionStream:
         last = end - 1
         while self._blank(last):
             last -= 1
-        cap = self.max_chars
+        cap = min(self.max_chars, self.list_chars or self.max_chars)
         pieces = self._split(start, last, self.body) if self._span(start, last) > cap else None
         for a, b in pieces or ((start, last),):
             self._piece(a, b)
@@ -556,105 +471,9 @@ class SectionStream:
         self.last = (a, b, self.sec_header, chain)
 
     def _split(self, first: int, last: int, min_cut: int) -> list[tuple[int, int]]:
-        """Cut the span ``first..last`` (longer than ``max_chars``) into pieces.
-
-        Cuts prefer blank lines (when the piece stays at least half full), then any
-        line end outside a fenced block, and cut inside a fence only when no
-        fence-respecting cut fits. A line longer than the cap is never cut, and no
-        cut falls before ``min_cut`` (the first body line), so no piece is only
-        headers. Each cut depends only on the lines up to the one after it, so
-        every piece but the last is the same whatever follows ``last``.
-
-        Returns:
-            ``(first, last)`` line indices of the pieces, in order.
-        """
-        cap = self.max_chars
+        """Cut the span ``first..last`` into pieces (:func:`.cuts.cut_span`), as line indices."""
         base = self.base
         seg = self.buf[first - base : last + 1 - base]
-        size = len(seg)
-        # prefix[r] = characters in seg[:r], each line counted with its "\n".
-        prefix = list(map(add, accumulate(map(len, seg), initial=0), range(size + 1)))
-
-        def span(a: int, b: int) -> int:  # characters of seg[a..b] joined
-            return prefix[b + 1] - prefix[a] - 1
-
-        # Last cut point at or before each relative line, -1 when none. A cut "after
-        # r" needs line r non-blank and not the last line.
-        blank = [not line.strip() for line in seg]
         fence = self.fence[first - base : last + 1 - base]
-        blank_cut = [-1] * size  # r followed by a blank line, not inside a fence
-        line_cut = [-1] * size  # any r not inside a fence
-        any_cut = [-1] * size  # any non-blank r, fences ignored
-        b_cut = l_cut = a_cut = -1
-        for r in range(size - 1):
-            if not blank[r]:
-                a_cut = r
-                if not fence[r]:
-                    l_cut = r
-                    if blank[r + 1]:
-                        b_cut = r
-            blank_cut[r], line_cut[r], any_cut[r] = b_cut, l_cut, a_cut
-
-        pieces: list[tuple[int, int]] = []
-        start = 0
-        end = size - 1
-        min_cut -= first
-        while span(start, end) > cap:
-            lo = max(start, min_cut)
-            # Farthest line `limit` with span(start, limit) <= cap.
-            limit = bisect_right(prefix, prefix[start] + cap + 1, lo=start + 1) - 2
-            cut = -1
-            if limit >= lo:
-                if blank_cut[limit] >= lo and 2 * span(start, blank_cut[limit]) >= cap:
-                    cut = blank_cut[limit]
-                elif line_cut[limit] >= lo:
-                    cut = line_cut[limit]
-                elif any_cut[limit] >= lo:
-                    cut = any_cut[limit]  # the fence alone is bigger than the cap
-            if cut < 0:
-                # A line longer than the cap: keep it whole, cut right after it.
-                cut = lo
-                while cut < end and blank[cut]:
-                    cut += 1
-                if cut >= end:
-                    break
-            pieces.append((first + start, first + cut))
-            start = cut + 1
-            while blank[start]:  # seg[end] is non-blank, so this stops
-                start += 1
-        pieces.append((first + start, last))
-        return pieces
-
-
-class WholeStream:
-    """A list chunker (the original's) behind :class:`SectionStream`'s face: lines kept whole.
-
-    Args:
-        chunker: Turns all the lines into chunks at :meth:`close`.
-    """
-
-    resume: Resume | None = None  # no resume point: a grown file is read again whole
-
-    def __init__(self, chunker: Callable[[list[str]], list[Chunk]]) -> None:
-        self.chunker = chunker
-        self.lines: list[str] = []
-
-    def feed(self, lines: list[str], first: int) -> list[Chunk]:
-        """Keep the lines (``first`` is where they start; they come in order)."""
-        self.lines += lines
-        return []
-
-    def close(self) -> list[Chunk]:
-        """All the chunks."""
-        return self.chunker(self.lines)
-
-
-class _Outline(SectionStream):
-    """:class:`SectionStream`'s scan, keeping every header instead of cutting sections."""
-
-    def __init__(self) -> None:
-        super().__init__("", MemorySettings(max_header_level=6))
-        self.headers: list[tuple[int, int, str]] = []
-
-    def _header(self, line: int, level: int, title: str) -> None:
-        self.headers.append((line, level, title))
+        pieces = cut_span(seg, fence, min_cut - first, self.max_chars, self.list_chars)
+        return [(first + a, first + b) for a, b in pieces]

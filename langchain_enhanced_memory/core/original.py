@@ -23,19 +23,26 @@ a measured baseline (docs/benchmarks.md, "Quality").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 import numpy as np
 
-from .chunking import Chunk, Resume, WholeStream, is_blank, line_starts
+from .chunking import Chunk, Resume, is_blank, line_starts
 from .dates import MONTH_PREFIXES, MONTHS, WEEKDAYS, DateQuery, day_of
 from .scoring import substring_fraction
 from .settings import MemorySettings
 from .snapshot import Snapshot
 from .text import STOPWORDS_EN, path_text
 
-__all__ = ["OriginalChunker", "OriginalDates", "SubstringLexical", "original_query_words"]
+__all__ = [
+    "OriginalChunker",
+    "OriginalDates",
+    "SubstringLexical",
+    "WholeStream",
+    "original_query_words",
+]
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -223,3 +230,26 @@ class SubstringLexical:
     def feedback_source(self, snap: Snapshot, i: int) -> list[str]:
         """Words PRF may take from chunk ``i``: the original also read its path (a flaw)."""
         return _WORD_RE.findall((snap.texts[i] + " " + snap.paths[i]).lower())
+
+
+class WholeStream:
+    """The original's list chunker behind :class:`.chunking.SectionStream`'s face: lines kept whole.
+
+    Args:
+        chunker: Turns all the lines into chunks at :meth:`close`.
+    """
+
+    resume: Resume | None = None  # no resume point: a grown file is read again whole
+
+    def __init__(self, chunker: Callable[[list[str]], list[Chunk]]) -> None:
+        self.chunker = chunker
+        self.lines: list[str] = []
+
+    def feed(self, lines: list[str], first: int) -> list[Chunk]:
+        """Keep the lines (``first`` is where they start; they come in order)."""
+        self.lines += lines
+        return []
+
+    def close(self) -> list[Chunk]:
+        """All the chunks."""
+        return self.chunker(self.lines)

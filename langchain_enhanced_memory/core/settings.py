@@ -190,6 +190,11 @@ class MemorySettings:
     min_chunk_chars: int = _spec(20, ge=0)
     #: longer sections split at blank lines
     max_chunk_chars: int = _spec(4000, ge=200)
+    #: a run of list items (remembered facts) is cut between items into chunks of at
+    #: most this many characters (0: only max_chunk_chars). Caps that cut locomo-dev's
+    #: lists (1000, 1200) lost on 3-4 of 5 held-out folds; 1600 cuts none of them
+    #: (docs/benchmarks.md, "Appends")
+    max_list_chars: int = _spec(1600, ge=0)
 
     # --- embedding -------------------------------------------------------
     embed_batch_size: int = _spec(20, ge=1)

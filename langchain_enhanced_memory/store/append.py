@@ -17,6 +17,9 @@ The only module that writes a note. What it guarantees:
   writes after the copy (microseconds), or that replaces the whole file (an
   editor's save), can still lose its text or ours; the rewrite is only for an
   earlier section.
+* **A long note is not read back.** A note this writer appended to last, its
+  inode, size, mtime and ctime unchanged since, gets the bullet at its end from
+  its kept outline (:mod:`.outlines`); any other note is read whole.
 * **One remember at a time.** Both run under an exclusive ``fcntl`` lock on
   ``memory/.enhanced-memory-notes.lock``; the note is read and written through
   one descriptor opened under it.
@@ -58,20 +61,30 @@ import contextlib
 import errno
 import os
 import re
-import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.chunking import outline
 from ..core.errors import NoteError, WriteError
+from ..core.outline import Outline, outline
 from ..core.text import clean_text
 from .db import writable
+from .notefile import (
+    ATTEMPTS,
+    PATHS,
+    append_block,
+    edit_note,
+    open_note,
+    read_all,
+    real_target,
+    remove_if_empty,
+    remove_leftovers,
+    replace_note,
+)
 from .notes import normalize_path
-from .workspace import places
+from .outlines import forget_outline, keep_outline, known_outline
 
 __all__ = [
     "AppendResult",
@@ -92,13 +105,10 @@ _LOCK_NAME = ".enhanced-memory-notes.lock"
 _MAX_TEXT = 4000
 _MAX_DEPTH = 4  # folders below memory/
 _MAX_NAME = 200  # bytes of one file or folder name (the file system allows 255)
-_ATTEMPTS = 5  # reads of a note that keeps changing under a rewrite
 _BAD_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A line start that would open a header, a code fence or underline a setext header.
 # A tag (#todo) is none of these and stays as it is.
 _STRUCTURE = re.compile(r"#{1,6}(?:[ \t]|$)|`{3}|~{3}|[-=]+[ \t]*$")
-_RANDOM = re.compile(r"[a-z0-9_]{8}")  # the part tempfile.mkstemp makes up
-_PATHS = "give MEMORY.md or a .md file under memory/, e.g. memory/topics/people.md"
 
 
 @dataclass
@@ -149,21 +159,21 @@ def append_memory(
             or a note that kept changing during a rewrite.
     """
     todo = plan(text, section=section, file=file, now=now)
-    rel, bullet, heading = todo.rel, todo.bullet, todo.heading
+    rel = todo.rel
     root = Path(workspace).expanduser().resolve()
     try:
-        real = _real_target(root, rel)
+        real = real_target(root, rel)
         memory = root / "memory"
         if not writable(memory if memory.is_dir() else root):
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
         with folder_lock(memory, _LOCK_NAME):
-            _remove_leftovers(real)
-            fd, created = _open(real, rel)
+            remove_leftovers(real)
+            fd, created = open_note(real, rel)
             try:
-                line, name = _add(fd, real, rel, todo.header, bullet, heading)
+                line, name = _add(fd, real, memory, todo)
             except BaseException:
                 if created:  # a failed call leaves no note behind that it made
-                    _remove_if_empty(fd, real)
+                    remove_if_empty(fd, real)
                 raise
             finally:
                 os.close(fd)
@@ -222,11 +232,17 @@ def placed(old: str, todo: Planned) -> tuple[str, int, str | None]:
     keeps notes as values (the database's notes), not files.
     """
     old = old or todo.header
-    offset, block, line, name = _place(old, todo.bullet, todo.heading)
-    if offset is None:
-        eol = "\r\n" if "\r\n" in block else "\n"
-        return old + (eol if old and not old.endswith("\n") else "") + block, line, name
-    return old[:offset] + block + old[offset:], line, name
+    eol, ends, lines = _lines(old)
+    end = _at_end(Outline.of(lines), todo.bullet, todo.heading)
+    if end is not None:
+        block, line, name = end
+        return (
+            old + (eol if old and not old.endswith("\n") else "") + _joined(block, eol),
+            line,
+            name,
+        )
+    offset, line, title = _inside(ends, lines, todo.heading or "")
+    return old[:offset] + _joined(todo.bullet, eol) + old[offset:], line, title
 
 
 def _bullet(text: str) -> list[str]:
@@ -265,47 +281,23 @@ def _target(file: str) -> str:
     try:
         rel = normalize_path(file)
     except NoteError as exc:
-        raise WriteError(str(exc), _PATHS) from None
+        raise WriteError(str(exc), PATHS) from None
     parts = rel.split("/")
     shown = rel if len(rel) <= 80 else f"{rel[:60]}...{rel[-16:]}"
     if not (rel == "MEMORY.md" or (parts[0] == "memory" and len(parts) > 1)):
-        raise WriteError(f"refused: {rel} is not MEMORY.md or a file under memory/", _PATHS)
+        raise WriteError(f"refused: {rel} is not MEMORY.md or a file under memory/", PATHS)
     if any(p.startswith(".") for p in parts):
-        raise WriteError(f"refused: {shown} is in a hidden folder", _PATHS)
+        raise WriteError(f"refused: {shown} is in a hidden folder", PATHS)
     if len(parts) - 2 > _MAX_DEPTH:
         raise WriteError(
             f"refused: {shown} is {len(parts) - 2} folders below memory/; at most {_MAX_DEPTH}",
-            _PATHS,
+            PATHS,
         )
     if clean_text(rel) != rel:
-        raise WriteError(f"refused: {clean_text(shown)} is not a UTF-8 name", _PATHS)
+        raise WriteError(f"refused: {clean_text(shown)} is not a UTF-8 name", PATHS)
     if any(len(p.encode("utf-8")) > _MAX_NAME for p in parts):
-        raise WriteError(f"refused: {shown} has a name over {_MAX_NAME} bytes", _PATHS)
+        raise WriteError(f"refused: {shown} has a name over {_MAX_NAME} bytes", PATHS)
     return rel
-
-
-def _real_target(root: Path, rel: str) -> Path:
-    """The file a write of ``rel`` lands in: links followed, still a memory file of ``root``.
-
-    A followed ``memory/`` link or top-level note link (``workspace.places``) counts as inside.
-    """
-    real = (root / rel).resolve()
-    where = places(root, warn=False)
-    if not where.holds(real):
-        raise WriteError(f"refused: {rel} leads outside the workspace", _PATHS)
-    if where.memory is not None and real.is_relative_to(where.memory):
-        real_rel = f"memory/{real.relative_to(where.memory).as_posix()}"
-    elif real.is_relative_to(where.root):
-        real_rel = real.relative_to(where.root).as_posix()
-    else:
-        real_rel = real.name  # a top-level note link's target
-    if real_rel != rel and (
-        not real_rel.lower().endswith(".md") or any(p.startswith(".") for p in real_rel.split("/"))
-    ):
-        raise WriteError(
-            f"refused: {rel} links to {real_rel}, which is not a markdown note", _PATHS
-        )
-    return real
 
 
 @contextlib.contextmanager
@@ -330,228 +322,104 @@ def folder_lock(folder: Path, name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _remove_leftovers(real: Path) -> None:
-    """Delete the temporary files a killed rewrite of this note left (the lock is held)."""
-    prefix = f".{real.name}."
-    with contextlib.suppress(FileNotFoundError), os.scandir(real.parent) as entries:
-        for entry in entries:
-            name = entry.name
-            if (
-                name.startswith(prefix)
-                and name.endswith(".tmp")
-                and _RANDOM.fullmatch(name[len(prefix) : -4])
-                and entry.is_file(follow_symlinks=False)
-            ):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
-
-
-def _open(real: Path, rel: str) -> tuple[int, bool]:
-    """The note opened for reading and appending, and whether this call created it.
-
-    A new note gets mode 0666 less the umask. Refused: a note without write
-    permission, anything but a regular file (checked before any read, so a FIFO
-    cannot block), a symlink put in the resolved path's place.
-    """
-    flags = os.O_RDWR | os.O_APPEND | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-    while True:
-        try:
-            fd = os.open(real, flags)
-            created = False
-        except FileNotFoundError:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                fd = os.open(real, flags | os.O_CREAT | os.O_EXCL, 0o666)
-                created = True
-            except FileExistsError:  # another writer made it meanwhile: open theirs
-                continue
-        except PermissionError:
-            raise WriteError(f"{rel} is read-only: nothing was written", _writable(rel)) from None
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
-                raise
-            raise WriteError(f"refused: {rel} is not a regular file", _PATHS) from None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise WriteError(f"refused: {rel} is not a regular file", _PATHS)
-        if not st.st_mode & 0o222:  # root may open it, but the user marked it read-only
-            os.close(fd)
-            raise WriteError(f"{rel} is read-only: nothing was written", _writable(rel))
-        return fd, created
-
-
-def _writable(rel: str) -> str:
-    return f"make it writable (chmod u+w {rel}) or remember it in another file"
-
-
-def _add(
-    fd: int, real: Path, rel: str, header: str, bullet: list[str], heading: str | None
-) -> tuple[int, str | None]:
+def _add(fd: int, real: Path, memory: Path, todo: Planned) -> tuple[int, str | None]:
     """Put the bullet into the open note; its 1-based line and the section's name.
 
-    ``header`` starts a note that is empty (new, or left empty by a kill between
-    its creation and the write).
+    A note this writer appended to last, unchanged since (:mod:`.outlines`), is
+    not read: the bullet goes at its end from what is known of it. Otherwise it
+    is read whole; ``todo.header`` starts a note that is empty (new, or left
+    empty by a kill between its creation and the write).
     """
-    for attempt in range(_ATTEMPTS):
+    known = known_outline(memory, real, os.fstat(fd))
+    end = known and _at_end(known[0], todo.bullet, todo.heading)
+    if known and end:
+        return _append(fd, real, memory, known[0], "", end, known[1])
+    rel = todo.rel
+    for attempt in range(ATTEMPTS):
         raw = read_all(fd)
-        first = "" if raw else header
+        first = "" if raw else todo.header
         try:
             old = first + raw.decode("utf-8")
         except UnicodeDecodeError:
             raise WriteError(f"refused: {rel} is not UTF-8 text; it is left as it is") from None
-        offset, block, line, name = _place(old, bullet, heading)
-        if offset is None:
-            if os.fstat(fd).st_size != len(raw) and attempt + 1 < _ATTEMPTS:
+        eol, ends, lines = _lines(old)
+        note = Outline.of(lines)
+        end = _at_end(note, todo.bullet, todo.heading)
+        if end is not None:
+            if os.fstat(fd).st_size != len(raw) and attempt + 1 < ATTEMPTS:
                 continue  # it grew since the read: place again against the new end
-            append_block(fd, (first + block).encode("utf-8"), b"\r\n" if "\r\n" in block else b"\n")
-            return line, name
-        new = (old[:offset] + block + old[offset:]).encode("utf-8")
-        if _rewrite(fd, real, rel, raw, new):
-            return line, name
+            return _append(fd, real, memory, note, first, end, eol)
+        offset, at, name = _inside(ends, lines, todo.heading or "")
+        new = (old[:offset] + _joined(todo.bullet, eol) + old[offset:]).encode("utf-8")
+        if replace_note(fd, real, rel, raw, new):
+            forget_outline(memory, real)
+            return at, name
     raise WriteError(
         f"{rel} kept changing while the bullet was added; nothing was written",
         "try again when the other program has finished writing it",
     )
 
 
-def read_all(fd: int) -> bytes:
-    """The whole file behind ``fd``, read from its start (its offset left where it was)."""
-    chunks, pos = [], 0
-    while chunk := os.pread(fd, max(os.fstat(fd).st_size - pos, 1 << 16), pos):
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)
+def _append(
+    fd: int,
+    real: Path,
+    memory: Path,
+    note: Outline,
+    first: str,
+    end: tuple[list[str], int, str | None],
+    eol: str,
+) -> tuple[int, str | None]:
+    """Append the block at the note's end, and keep the note's outline for the next append."""
+    block, line, name = end
+    data = (first + _joined(block, eol)).encode("utf-8")
+    size = os.fstat(fd).st_size
+    append_block(fd, data, eol.encode())
+    st = os.fstat(fd)
+    if st.st_size - size in (len(data), len(data) + len(eol)):  # no one else's bytes in it
+        keep_outline(memory, real, st, note.extended(block), eol)
+    return line, name
 
 
-def _place(
-    old: str, bullet: list[str], heading: str | None
-) -> tuple[int | None, str, int, str | None]:
-    """Where the bullet goes in ``old``: ``(offset, block, line, section name)``.
-
-    ``offset`` None: ``block`` is appended at the end (after a line end when the
-    note lacks one); otherwise it is inserted at that character offset.
-    """
+def _lines(old: str) -> tuple[str, list[str], list[str]]:
+    r"""The note's line ending, its lines with their ``\r``s and without."""
     eol = "\r\n" if old.find("\n") > 0 and old[old.find("\n") - 1] == "\r" else "\n"
     ends = old.split("\n")
     if ends[-1] == "":
         ends.pop()
-    lines = [end.removesuffix("\r") for end in ends]
-    headers, fence = outline(lines)
-    closing = [fence] if fence else []  # the note ends inside a fence: close it first
+    return eol, ends, [end.removesuffix("\r") for end in ends]
+
+
+def _at_end(
+    note: Outline, bullet: list[str], heading: str | None
+) -> tuple[list[str], int, str | None] | None:
+    """The lines to append for the bullet, its line and section; None: it goes inside."""
+    closing = [note.run] if note.run else []  # the note ends inside a fence: close it first
     if heading is not None:
-        key = heading.casefold()
-        for k, (_, level, title) in enumerate(headers):
-            if title.casefold() != key:
-                continue
-            end = next((h[0] for h in headers[k + 1 :] if h[1] <= level), len(lines))
-            if end == len(lines):
-                block = closing + bullet
-                return None, _joined(block, eol), len(lines) + len(closing) + 1, title
-            while not lines[end - 1].strip():
-                end -= 1  # after the section's last text, before its trailing blank lines
-            offset = sum(len(e) + 1 for e in ends[:end])
-            return offset, _joined(bullet, eol), end + 1, title
-        block = closing + (["", f"## {heading}", ""] if lines else [f"## {heading}", ""])
+        found = note.first.get(heading.casefold())
+        if found is not None:
+            if found not in note.open:
+                return None  # the first section of that name ends before the note does
+            return closing + bullet, note.lines + len(closing) + 1, found[2]
+        block = closing + (["", f"## {heading}", ""] if note.lines else [f"## {heading}", ""])
     else:
-        last = (closing or lines or [""])[-1]
         # A blank line after a paragraph or header; none within a list (a bullet or its tail).
-        block = closing + ([""] if last.strip() and not last.startswith(("- ", "  ")) else [])
-    return None, _joined(block + bullet, eol), len(lines) + len(block) + 1, heading
+        block = closing + ([""] if closing or note.gap else [])
+    return block + bullet, note.lines + len(block) + 1, heading
+
+
+def _inside(ends: list[str], lines: list[str], heading: str) -> tuple[int, int, str]:
+    """Where a bullet goes in an earlier section: character offset, line, section name."""
+    headers, _ = outline(lines)
+    key = heading.casefold()
+    k, level, title = next((k, h[1], h[2]) for k, h in enumerate(headers) if h[2].casefold() == key)
+    end = next(h[0] for h in headers[k + 1 :] if h[1] <= level)
+    while not lines[end - 1].strip():
+        end -= 1  # after the section's last text, before its trailing blank lines
+    return sum(len(e) + 1 for e in ends[:end]), end + 1, title
 
 
 def _joined(lines: list[str], eol: str) -> str:
     return "".join(line + eol for line in lines)
-
-
-def append_block(fd: int, data: bytes, eol: bytes) -> None:
-    """Append ``data`` with one ``write``, after a line end when the note lacks one.
-
-    A write that fails or falls short (a full disk), or an ``fsync`` that fails,
-    takes back the bytes that landed, so the note holds the whole block or none
-    of it; unless another program appended after them meanwhile: its text stays.
-    """
-    size = os.fstat(fd).st_size
-    if size and os.pread(fd, 1, size - 1) != b"\n":
-        data = eol + data
-    view = memoryview(data)
-    start = end = -1  # where this call's bytes lie (``O_APPEND``: at the end of each write)
-    try:
-        while view:
-            n = os.write(fd, view)
-            end = os.lseek(fd, 0, os.SEEK_CUR)
-            start = end - n if start < 0 else start
-            view = view[n:]
-        os.fsync(fd)
-    except OSError:
-        if start >= 0 and os.fstat(fd).st_size == end == start + len(data) - len(view):
-            os.ftruncate(fd, start)
-        raise
-
-
-def _remove_if_empty(fd: int, real: Path) -> None:
-    """Delete the note this call created, still empty and still at ``real`` (best effort)."""
-    with contextlib.suppress(OSError):
-        st, now = os.fstat(fd), os.stat(real, follow_symlinks=False)
-        if st.st_size == 0 and (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
-            os.unlink(real)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write and flush ``data``: one ``write`` for a regular file (the loop covers a short one)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.fsync(fd)
-
-
-def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
-    """Replace the note by ``new`` if it still holds exactly ``raw``; False when it changed."""
-    st = os.fstat(fd)
-    if st.st_nlink > 1:
-        raise WriteError(
-            f"refused: {rel} has other hard links, and a bullet inside an earlier section"
-            " would replace it and split them",
-            "leave out --section, or name the last section, to append at the end",
-        )
-    tmp_fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
-    renamed = False
-    try:
-        made = os.fstat(tmp_fd)
-        if (made.st_uid, made.st_gid) != (st.st_uid, st.st_gid):
-            try:  # root writing another user's note: the note stays theirs
-                os.fchown(tmp_fd, st.st_uid, st.st_gid)
-            except PermissionError:
-                raise WriteError(
-                    f"refused: {rel} belongs to another user, and a bullet inside an earlier"
-                    " section would replace it with a file of yours",
-                    "leave out --section, or name the last section, to append at the end",
-                ) from None
-        os.fchmod(tmp_fd, stat.S_IMODE(st.st_mode))
-        _write_all(tmp_fd, new)
-        if os.fstat(fd).st_size != len(raw) or read_all(fd) != raw:
-            return False
-        os.replace(tmp, real)
-        renamed = True
-    finally:
-        os.close(tmp_fd)
-        if not renamed:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    # Appended to the old file by a writer without the lock since the check: keep it.
-    late = read_all(fd)[len(raw) :]
-    if late:
-        out = os.open(real, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            append_block(out, late, b"\n")
-        finally:
-            os.close(out)
-    folder = os.open(real.parent, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(folder)  # the rename itself survives a crash
-    finally:
-        os.close(folder)
-    return True
 
 
 def rewrite_note(
@@ -560,7 +428,7 @@ def rewrite_note(
     """Replace the note ``rel`` by ``edit(its text)``, under the lock ``remember`` takes.
 
     The note is read, ``edit`` makes the new text (None: nothing to change), and
-    the rewrite of a section's bullet replaces it (:func:`_rewrite`): only if the
+    the rewrite of a section's bullet replaces it (:func:`.notefile.replace_note`): only if the
     note is still byte for byte what was read, else it is read and edited again
     (up to five times). Bytes another writer appends during the rename are kept.
     With ``create``, a missing note is made (``edit`` reads it as empty).
@@ -575,51 +443,23 @@ def rewrite_note(
     rel = _target(rel)
     root = Path(workspace).expanduser().resolve()
     try:
-        real = _real_target(root, rel)
+        real = real_target(root, rel)
         memory = root / "memory"
         if not writable(memory if memory.is_dir() else root):
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
         if not create and not real.is_file():
-            raise WriteError(f"no such memory file: {rel}", _PATHS)
+            raise WriteError(f"no such memory file: {rel}", PATHS)
         with folder_lock(memory, _LOCK_NAME):
-            _remove_leftovers(real)
-            fd, made = _open(real, rel)
+            remove_leftovers(real)
+            fd, made = open_note(real, rel)
             try:
-                return _edit(fd, real, rel, edit)
+                return edit_note(fd, real, rel, edit)
             finally:
                 if made:
-                    _remove_if_empty(fd, real)
+                    remove_if_empty(fd, real)
                 os.close(fd)
+                forget_outline(memory, real)
     except OSError as exc:
         if exc.errno == errno.EROFS:
             raise WriteError(f"the workspace is read-only: cannot write {rel}") from None
         raise WriteError(f"cannot write {rel}: {exc.strerror or type(exc).__name__}") from None
-
-
-def _edit(fd: int, real: Path, rel: str, edit: Callable[[str], str | None]) -> bool:
-    """:func:`rewrite_note`'s loop on the open note (the lock held)."""
-    st = os.fstat(fd)
-    if st.st_nlink > 1:
-        raise WriteError(
-            f"refused: {rel} has other hard links, and a rewrite would split them",
-            "edit it by hand, or remove the other links first",
-        )
-    if st.st_uid != os.geteuid() and os.geteuid() != 0:
-        raise WriteError(
-            f"refused: {rel} belongs to another user, and a rewrite would make it yours",
-            "run this as its owner",
-        )
-    for _ in range(_ATTEMPTS):
-        raw = read_all(fd)
-        try:
-            new = edit(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise WriteError(f"refused: {rel} is not UTF-8 text; it is left as it is") from None
-        if new is None:
-            return False
-        if _rewrite(fd, real, rel, raw, new.encode("utf-8")):
-            return True
-    raise WriteError(
-        f"{rel} kept changing while it was rewritten; nothing was changed",
-        "try again when the other program has finished writing it",
-    )

@@ -1,17 +1,16 @@
 """The text sync: files to chunks to postings, in one transaction per run.
 
-Files are re-read only when their size, mtime or ctime changed and re-chunked
-only when their hash (of their bytes) changed. The ctime catches an edit that
-kept the size and had its mtime set back (``touch -r``): no one can set a
-ctime. A file is read and chunked a block at a time, so a long note is never
-held whole, and the rows of its new chunks wait for the commit on disk
-(:mod:`.rowspill`), so a sync's memory does not grow with what it reads. A
-file that only grew (its old bytes hash the same, and they ended a line) is
-chunked again only from where its old chunking left a chunk open
-(``files.tail``); the chunks before it keep their ids, postings and vectors. A
-run commits everything (files, chunks, postings, the new generation) in one
-transaction, so a crash leaves the previous state. The caller holds the writer
-lock.
+Files are re-read only when their size, mtime or ctime changed (no one can set
+a ctime: it catches an edit that kept the size and set the mtime back, ``touch
+-r``) and re-chunked only when the hash of their bytes changed. A file is read
+and chunked a block at a time, so a long note is never held whole, and the rows
+of its new chunks wait for the commit on disk (:mod:`.rowspill`), so a sync's
+memory does not grow with what it reads. A file that only grew (its old bytes
+hash the same, and they ended a line) is chunked again only from where its old
+chunking left a chunk open (``files.tail``); the chunks before it keep their
+ids, postings and vectors. A run commits everything (files, chunks, postings,
+the new generation) in one transaction, so a crash leaves the previous state.
+The caller holds the writer lock.
 
 A session transcript (:mod:`..core.transcripts`) is chunked by turns, and only
 grows: it is read again from its last chunk's first message, whether or not
@@ -163,6 +162,7 @@ def chunker_signature(settings: MemorySettings) -> str:
             s.max_header_level,
             s.min_chunk_chars,
             s.max_chunk_chars,
+            s.max_list_chars,
             s.embed_max_chars,
             lines_make_chunks(s),  # the keys of chunk vectors
             list(s.include),

@@ -278,3 +278,24 @@ def test_a_note_without_a_final_line_end_gets_one_before_the_bullet(workspace: P
     done = append_memory(workspace, "next", file="memory/topics/cut.md")
     assert note.read_text(encoding="utf-8") == "# Cut\n\n- last line without an end\n- next\n"
     assert done.line == 4
+
+
+def test_a_long_note_this_writer_appended_to_last_is_not_read_again(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_enhanced_memory.store import append
+
+    note = workspace / "memory/2026-02-09.md"
+    note.write_text("# 2026-02-09\n\n## Facts\n\n" + "- a fact\n" * 10_000, encoding="utf-8")
+    first = append_memory(workspace, "read once", section="Facts", now=NOW)
+
+    def no_read(fd: int) -> bytes:
+        raise AssertionError("the whole note was read again")
+
+    monkeypatch.setattr(append, "read_all", no_read)
+    second = append_memory(workspace, "not read", section="facts", now=NOW)
+    third = append_memory(workspace, "nor this", section="Later", now=NOW)
+    assert (first.line, second.line, third.line) == (10_005, 10_006, 10_010)
+    assert note.read_text(encoding="utf-8").endswith(
+        "- read once\n- not read\n\n## Later\n\n- nor this\n"
+    )

@@ -5,8 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from langchain_enhanced_memory.store.append import append_memory, placed, plan
+from langchain_enhanced_memory.core.outline import Outline
+from langchain_enhanced_memory.store.append import _at_end, append_memory, placed, plan
+from tests.unit_tests.test_fuzz import LINE
 
 NOTES = [
     "",
@@ -38,3 +42,28 @@ def test_a_new_daily_note_starts_with_its_header() -> None:
     todo = plan("hello", now=None)
     body, line, _ = placed("", todo)
     assert body.startswith(todo.header) and body.endswith("- hello\n") and line == 3
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    lines=st.lists(LINE, max_size=40),
+    eol=st.sampled_from(["\n", "\r\n"]),
+    steps=st.lists(st.sampled_from([None, "H", "sub", "Facts", "中文"]), min_size=1, max_size=6),
+)
+def test_an_outline_carried_past_appends_is_the_outline_of_the_note(
+    lines: list[str], eol: str, steps: list[str | None]
+) -> None:
+    # What the writer keeps between appends (store/outlines.py) must be what reading the
+    # grown note again gives, or a later bullet would land in the wrong place.
+    old = "".join(line + eol for line in lines)
+    carried: Outline | None = None
+    for heading in [*steps, None]:
+        fresh = Outline.of(old.replace("\r\n", "\n").removesuffix("\n").split("\n") if old else [])
+        if carried is not None and carried.front:
+            assert carried == fresh
+        todo = plan("a fact", section=heading, file="memory/t.md")
+        end = _at_end(carried if carried is not None and carried.front else fresh,
+                      todo.bullet, todo.heading)  # fmt: skip
+        old, _, _ = placed(old, todo)
+        # At the end, the writer carries its outline past the block; inside, it reads again.
+        carried = None if end is None else (carried or fresh).extended(end[0])

@@ -277,6 +277,35 @@ def _log(n: int) -> list[str]:
     return ["# Log"] + [f"- entry {i}: did something useful today" for i in range(n)]
 
 
+def test_a_run_of_bullets_is_cut_between_bullets_at_the_list_cap() -> None:
+    bullets = []
+    for i in range(400):
+        bullets += [f"- fact {i}: the amber project ships on day {i}", f"  because of reason {i}"]
+    lines = ["# 2026-12-07", "", "## Facts", "", *bullets]
+    chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)
+    check_coverage(lines, chunks)
+    assert len(chunks) > 10
+    for c in chunks:
+        assert len(c.text) <= DEFAULT.max_list_chars
+        assert c.headers == ("2026-12-07", "Facts")
+        body = [line for line in c.text.split("\n") if line.strip() and line[0] != "#"]
+        assert body[0].startswith("- fact")  # a whole bullet first, its continuation kept
+        assert c.end_line == len(lines) or lines[c.end_line].startswith("- fact")
+    # Without the list cap, only max_chunk_chars cuts it: chunks of dozens of facts.
+    uncapped = chunk(("\n".join(lines)), max_list_chars=0)
+    assert max(len(c.text) for c in uncapped) > 3000
+
+
+def test_list_cap_keeps_a_long_item_whole_and_leaves_prose_alone() -> None:
+    long_item = "- " + "word " * 60  # over a cap of 200 by itself
+    prose = ["A paragraph line of ordinary prose that is not a list item."] * 8
+    lines = ["## S", long_item, "- a shorter item, one", "- a shorter item, two", "", *prose]
+    chunks = chunk("\n".join(lines), max_list_chars=200, max_chunk_chars=4000)
+    # The long item alone; then items while they fit; the last item keeps the prose after it.
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 2), (3, 3), (4, 13)]
+    assert chunk("\n".join(prose), max_list_chars=200)[0].end_line == 8  # no items: one chunk
+
+
 def test_twenty_thousand_line_section() -> None:
     lines = _log(20_000)
     chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)

@@ -48,6 +48,9 @@ LINE = st.one_of(
             "   # indented",
             "text",
             "- item",
+            "- an item of a list with a few more words",
+            "  its continuation line",
+            "1. numbered",
             "> quote",
             "## Closed ##",
             "\u3000",
@@ -68,6 +71,7 @@ SETTINGS = st.builds(
     min_chunk_chars=st.integers(0, 60),
     max_chunk_chars=st.integers(200, 400),
     max_header_level=st.integers(1, 6),
+    max_list_chars=st.sampled_from([0, 30, 120, 1000]),
 )
 
 
