@@ -66,6 +66,7 @@ clean:
 	-[ ! -x $(BIN)/enhanced-memory ] || $(BIN)/enhanced-memory daemon stop --workspace $(EXAMPLE)
 	rm -rf $(VENV) $(EXAMPLE)/.enhanced-memory $(EXAMPLE)/skills $(EXAMPLE)/memory/items
 	rm -f $(EXAMPLE)/memory/query_log.json $(EXAMPLE)/memory/access_log.json \
-	    $(EXAMPLE)/memory/.enhanced-memory-logs.lock $(EXAMPLE)/memory/.enhanced-memory-notes.lock
+	    $(EXAMPLE)/memory/.enhanced-memory-logs.lock $(EXAMPLE)/memory/.enhanced-memory-notes.lock \
+	    $(EXAMPLE)/memory/.enhanced-memory-outlines.json
 	-git ls-files -z --others -- '$(EXAMPLE)/memory/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md' \
 	    | xargs -0 rm -f
