@@ -5,8 +5,7 @@ re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
 stored with the chunk, and they are cached by hash like chunks. A cache row
 says a model has a text's vector; the vector is in the model's spool
-(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`);
-the row's ``vector`` column is always NULL.
+(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`).
 """
 
 from __future__ import annotations
@@ -319,8 +318,8 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     if whole:
         steps = range(0, whole, _PER_STEP)
         params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
-        conn.executemany(_INSERT + ",".join(["(?,?,?,?)"] * _PER_STEP), params)
-    conn.executemany(_INSERT + "(?,?,?,?)", rows[whole:])
+        conn.executemany(_INSERT + ",".join(["(?,?,?)"] * _PER_STEP), params)
+    conn.executemany(_INSERT + "(?,?,?)", rows[whole:])
 
 
 _MAX_WAIT_S = 60.0
@@ -378,7 +377,7 @@ class CacheWriter:
             scale = np.concatenate([b[2] for b in self._held])
             dim = q.shape[1]
             # In key order: the pages they touch one after another (the spool's later copy wins).
-            rows = sorted((self.model, h, dim, None) for h in dict.fromkeys(hashes))
+            rows = sorted((self.model, h, dim) for h in dict.fromkeys(hashes))
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -102,7 +102,7 @@ def check_vectors(ws: Path) -> list[str]:
             held = [
                 h
                 for (h,) in conn.execute(
-                    "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
+                    "SELECT text_hash FROM embed_cache WHERE model=?", (model,)
                 )
             ]
             keys = hash_keys(held)
