@@ -11,7 +11,6 @@ says a model has a text's vector; the vector is in the model's spool
 from __future__ import annotations
 
 import itertools
-import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -22,10 +21,10 @@ import numpy as np
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import dequantize, quantize
-from .db import generation_of, rollback
+from .db import rollback
 from .spool import Spool, append, spool_state
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import Layout, VectorSegment, hash_keys
+from .vector_segments import VectorSegment, current_layouts, hash_keys
 
 __all__ = [
     "CacheWriter",
@@ -33,14 +32,10 @@ __all__ = [
     "MissingPlan",
     "PART_ROWS",
     "cached_vectors",
-    "current_layouts",
     "RowKeys",
     "generation_keys",
-    "is_complete",
-    "layouts_json",
     "missing_plan",
     "open_spool",
-    "parse_layouts",
     "store_vectors",
     "vector_dim",
 ]
@@ -256,46 +251,6 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
             part,
         ).fetchall()
     return rows
-
-
-def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
-    """The generation ``model``'s side files were named in, and their layouts, oldest first.
-
-    None when it has none.
-    """
-    row = conn.execute(
-        "SELECT generation, data FROM catalog WHERE name=?", (f"vectors:{model}",)
-    ).fetchone()
-    layouts = parse_layouts(row[1]) if row else None
-    return (int(row[0]), layouts) if row and layouts else None
-
-
-def parse_layouts(data: bytes | str) -> list[Layout] | None:
-    """The layouts of a ``vectors:MODEL`` row (None when it is not one)."""
-    try:
-        state = json.loads(data)
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(state, dict) or not isinstance(state.get("segments"), list):
-        return None
-    layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
-    return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
-
-
-def layouts_json(layouts: list[Layout]) -> str:
-    """A ``vectors:MODEL`` row's data naming ``layouts``."""
-    return json.dumps({"segments": [json.loads(lay.to_json()) for lay in layouts]})
-
-
-def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
-    """Whether this generation's side file was written with every vector it needs.
-
-    Saves a re-index with nothing to do from reading every line hash.
-    """
-    current = current_layouts(conn, model)
-    if current is None or current[0] != generation_of(conn):
-        return False
-    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def store_vectors(

@@ -31,11 +31,22 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet
 from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
-from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
+from .embed_cache import vector_dim
 from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
-from .vector_segments import Layout, VectorSegment, hash_keys, key_prefix, side_folder, sweep, write
+from .vector_segments import (
+    Layout,
+    VectorSegment,
+    current_layouts,
+    hash_keys,
+    key_prefix,
+    layouts_json,
+    parse_layouts,
+    side_folder,
+    sweep,
+    write,
+)
 
 __all__ = [
     "Coverage",
@@ -268,6 +279,17 @@ def assemble(
         spool=cov.spool.state if cov.spool is not None else None,
         spooled_unused=spooled[~spool_used],
     )
+
+
+def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
+    """Whether this generation's side file was written with every vector it needs.
+
+    Saves a re-index with nothing to do from reading every line hash.
+    """
+    current = current_layouts(conn, model)
+    if current is None or current[0] != generation_of(conn):
+        return False
+    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def missing_plan(

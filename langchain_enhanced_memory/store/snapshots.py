@@ -31,12 +31,11 @@ from ..core.snapshot import Snapshot, file_facts
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
-from .embed_cache import current_layouts
 from .folding import Coverage, GenerationVectors, assemble, coverage, drop_lost, fold, mapped
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .segment import snapshot_of
 from .spool import SpoolState, spool_state
-from .vector_segments import Layout, side_folder
+from .vector_segments import Layout, current_layouts, side_folder
 
 __all__ = ["SnapshotCache"]
 
