@@ -238,6 +238,11 @@ class MemoryIndex:
             Bytes on disk before and after.
         """
         before = self.disk_bytes()
+        with self.db.open() as conn:
+            names = conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'").fetchall()
+        models = [n.split(":", 1)[1] for (n,) in names]
+        for model in models:  # as an embedding run does first: their vectors get embedded
+            self.forget_lost(model)
         with self.db.writer_lock():
             with self.db.open() as conn:
                 conn.execute("BEGIN IMMEDIATE")
@@ -247,10 +252,6 @@ class MemoryIndex:
                 except BaseException:
                     rollback(conn)
                     raise
-                models = [
-                    n.split(":", 1)[1]
-                    for (n,) in conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'")
-                ]
             for model in models:
                 self._snapshots.seal(model, full=True)
             self._vacuum()
