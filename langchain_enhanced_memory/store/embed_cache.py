@@ -20,22 +20,20 @@ import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
-from ..core.vectorset import dequantize, quantize
+from ..core.vectorset import quantize
 from .db import rollback
-from .spool import Spool, append, spool_state
+from .spool import Spool, append
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import VectorSegment, current_layouts, hash_keys
+from .vector_segments import VectorSegment, hash_keys
 
 __all__ = [
     "CacheWriter",
     "Missing",
     "MissingPlan",
     "PART_ROWS",
-    "cached_vectors",
     "RowKeys",
     "generation_keys",
     "missing_plan",
-    "open_spool",
     "store_vectors",
     "vector_dim",
 ]
@@ -211,35 +209,6 @@ def missing_plan(
     means = has_lines if lines_make_chunks(settings) else np.zeros_like(has_lines)
     texts = int((chunks & ~means).sum() + line_mask.sum())
     return MissingPlan(keys, chunks, line_mask, texts)
-
-
-def cached_vectors(
-    conn: sqlite3.Connection, model: str, folder: Path, hashes: list[str]
-) -> dict[str, np.ndarray]:
-    """Hash -> float32 vector of those of ``hashes`` that have one (segment or spool)."""
-    out: dict[str, np.ndarray] = {}
-    current = current_layouts(conn, model)
-    files = [VectorSegment.open(folder, lay) for lay in (current[1] if current else [])]
-    keys = hash_keys(hashes)
-
-    def take(source: VectorSegment | Spool | None) -> None:
-        if source is None or not hashes:
-            return
-        pos = source.lookup(keys)
-        at = np.flatnonzero(pos >= 0)
-        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
-        out.update(zip([hashes[i] for i in at], rows, strict=True))
-
-    for vf in files:  # oldest first: newer copies win
-        take(vf)
-    take(open_spool(conn, folder, model))
-    return out
-
-
-def open_spool(conn: sqlite3.Connection, folder: Path, model: str) -> Spool | None:
-    """``model``'s committed spool, mapped (None when there is none or it is lost)."""
-    state = spool_state(conn, model)
-    return Spool.open(folder, state) if state else None
 
 
 def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.segments import locate
 from ..core.settings import MemorySettings
-from ..core.vectorset import VectorPart, VectorSet
+from ..core.vectorset import VectorPart, VectorSet, dequantize
 from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
 from .embed_cache import vector_dim
@@ -52,6 +52,7 @@ __all__ = [
     "Coverage",
     "GenerationVectors",
     "assemble",
+    "cached_vectors",
     "coverage",
     "drop_lost",
     "fold",
@@ -155,6 +156,24 @@ def _open_named(
     if state and spool is None:
         lost.append(state)
     return layouts, files, spool, lost
+
+
+def cached_vectors(
+    conn: sqlite3.Connection, folder: Path, model: str, hashes: list[str]
+) -> dict[str, np.ndarray]:
+    """Hash -> float32 vector of those of ``hashes`` that ``model`` has (a segment or the spool)."""
+    if not hashes:
+        return {}
+    _, files, spool, _ = _open_named(conn, folder, model)
+    keys = hash_keys(hashes)
+    out: dict[str, np.ndarray] = {}
+    sources: list[VectorSegment | Spool] = [*files, *([spool] if spool is not None else [])]
+    for source in sources:  # oldest first: newer copies win
+        pos = source.lookup(keys)
+        at = np.flatnonzero(pos >= 0)
+        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
+        out.update(zip([hashes[i] for i in at], rows, strict=True))
+    return out
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
