@@ -56,12 +56,16 @@ __all__ = [
 
 log = logging.getLogger("langchain_enhanced_memory")
 
-# An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``.
-SCHEMA_VERSION = 5
+# An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``;
+# 6: ``embed_cache`` without its ``vector`` column (the vectors are in side files).
+SCHEMA_VERSION = 6
 _FIRST_RELEASED = 4  # 0.1.0's; versions before it were never released
 # A released version's steps to the next one, applied in place: an upgrade keeps the
 # embedding cache (vectors that may have taken hours of a remote embedder).
-_UPGRADES: dict[int, tuple[str, ...]] = {4: ("ALTER TABLE derived RENAME TO catalog",)}
+_UPGRADES: dict[int, tuple[str, ...]] = {
+    4: ("ALTER TABLE derived RENAME TO catalog",),
+    5: ("ALTER TABLE embed_cache DROP COLUMN vector",),
+}
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
 ORIGINAL_INDEX_FILENAME = "index-original.sqlite"
@@ -71,8 +75,8 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables every schema version of ours has: a SQLite file without them is someone else's.
 _OUR_TABLES = frozenset({"meta", "files", "chunks"})
 
-# embed_cache.vector is always NULL: a row says the model has the text's
-# vector, which is in the model's spool or a segment file (.spool, .vector_segments).
+# An embed_cache row says the model has the text's vector (of ``dim`` values),
+# which is in the model's spool or a segment file (.spool, .vector_segments).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -86,7 +90,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS embed_cache (
-    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL, vector BLOB,
+    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL,
     PRIMARY KEY (model, text_hash)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS catalog (

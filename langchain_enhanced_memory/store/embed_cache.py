@@ -5,14 +5,12 @@ re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
 stored with the chunk, and they are cached by hash like chunks. A cache row
 says a model has a text's vector; the vector is in the model's spool
-(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`);
-the row's ``vector`` column is always NULL.
+(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -22,26 +20,20 @@ import numpy as np
 
 from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
-from ..core.vectorset import dequantize, quantize
-from .db import generation_of, rollback
-from .spool import Spool, append, spool_state
+from ..core.vectorset import quantize
+from .db import rollback
+from .spool import Spool, append
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import Layout, VectorSegment, hash_keys
+from .vector_segments import VectorSegment, hash_keys
 
 __all__ = [
     "CacheWriter",
     "Missing",
     "MissingPlan",
     "PART_ROWS",
-    "cached_vectors",
-    "current_layouts",
     "RowKeys",
     "generation_keys",
-    "is_complete",
-    "layouts_json",
     "missing_plan",
-    "open_spool",
-    "parse_layouts",
     "store_vectors",
     "vector_dim",
 ]
@@ -219,35 +211,6 @@ def missing_plan(
     return MissingPlan(keys, chunks, line_mask, texts)
 
 
-def cached_vectors(
-    conn: sqlite3.Connection, model: str, folder: Path, hashes: list[str]
-) -> dict[str, np.ndarray]:
-    """Hash -> float32 vector of those of ``hashes`` that have one (segment or spool)."""
-    out: dict[str, np.ndarray] = {}
-    current = current_layouts(conn, model)
-    files = [VectorSegment.open(folder, lay) for lay in (current[1] if current else [])]
-    keys = hash_keys(hashes)
-
-    def take(source: VectorSegment | Spool | None) -> None:
-        if source is None or not hashes:
-            return
-        pos = source.lookup(keys)
-        at = np.flatnonzero(pos >= 0)
-        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
-        out.update(zip([hashes[i] for i in at], rows, strict=True))
-
-    for vf in files:  # oldest first: newer copies win
-        take(vf)
-    take(open_spool(conn, folder, model))
-    return out
-
-
-def open_spool(conn: sqlite3.Connection, folder: Path, model: str) -> Spool | None:
-    """``model``'s committed spool, mapped (None when there is none or it is lost)."""
-    state = spool_state(conn, model)
-    return Spool.open(folder, state) if state else None
-
-
 def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[tuple]:
     rows: list[tuple] = []
     for lo in range(0, len(ids), 500):
@@ -257,46 +220,6 @@ def _chunk_rows(conn: sqlite3.Connection, ids: list[int], columns: str) -> list[
             part,
         ).fetchall()
     return rows
-
-
-def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
-    """The generation ``model``'s side files were named in, and their layouts, oldest first.
-
-    None when it has none.
-    """
-    row = conn.execute(
-        "SELECT generation, data FROM catalog WHERE name=?", (f"vectors:{model}",)
-    ).fetchone()
-    layouts = parse_layouts(row[1]) if row else None
-    return (int(row[0]), layouts) if row and layouts else None
-
-
-def parse_layouts(data: bytes | str) -> list[Layout] | None:
-    """The layouts of a ``vectors:MODEL`` row (None when it is not one)."""
-    try:
-        state = json.loads(data)
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(state, dict) or not isinstance(state.get("segments"), list):
-        return None
-    layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
-    return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
-
-
-def layouts_json(layouts: list[Layout]) -> str:
-    """A ``vectors:MODEL`` row's data naming ``layouts``."""
-    return json.dumps({"segments": [json.loads(lay.to_json()) for lay in layouts]})
-
-
-def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
-    """Whether this generation's side file was written with every vector it needs.
-
-    Saves a re-index with nothing to do from reading every line hash.
-    """
-    current = current_layouts(conn, model)
-    if current is None or current[0] != generation_of(conn):
-        return False
-    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def store_vectors(
@@ -319,8 +242,8 @@ def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     if whole:
         steps = range(0, whole, _PER_STEP)
         params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
-        conn.executemany(_INSERT + ",".join(["(?,?,?,?)"] * _PER_STEP), params)
-    conn.executemany(_INSERT + "(?,?,?,?)", rows[whole:])
+        conn.executemany(_INSERT + ",".join(["(?,?,?)"] * _PER_STEP), params)
+    conn.executemany(_INSERT + "(?,?,?)", rows[whole:])
 
 
 _MAX_WAIT_S = 60.0
@@ -378,7 +301,7 @@ class CacheWriter:
             scale = np.concatenate([b[2] for b in self._held])
             dim = q.shape[1]
             # In key order: the pages they touch one after another (the spool's later copy wins).
-            rows = sorted((self.model, h, dim, None) for h in dict.fromkeys(hashes))
+            rows = sorted((self.model, h, dim) for h in dict.fromkeys(hashes))
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:

@@ -28,19 +28,31 @@ import numpy as np
 
 from ..core.segments import locate
 from ..core.settings import MemorySettings
-from ..core.vectorset import VectorPart, VectorSet
+from ..core.vectorset import VectorPart, VectorSet, dequantize
 from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
-from .embed_cache import current_layouts, is_complete, layouts_json, parse_layouts, vector_dim
+from .embed_cache import vector_dim
 from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
-from .vector_segments import Layout, VectorSegment, hash_keys, key_prefix, side_folder, sweep, write
+from .vector_segments import (
+    Layout,
+    VectorSegment,
+    current_layouts,
+    hash_keys,
+    key_prefix,
+    layouts_json,
+    parse_layouts,
+    side_folder,
+    sweep,
+    write,
+)
 
 __all__ = [
     "Coverage",
     "GenerationVectors",
     "assemble",
+    "cached_vectors",
     "coverage",
     "drop_lost",
     "fold",
@@ -144,6 +156,24 @@ def _open_named(
     if state and spool is None:
         lost.append(state)
     return layouts, files, spool, lost
+
+
+def cached_vectors(
+    conn: sqlite3.Connection, folder: Path, model: str, hashes: list[str]
+) -> dict[str, np.ndarray]:
+    """Hash -> float32 vector of those of ``hashes`` that ``model`` has (a segment or the spool)."""
+    if not hashes:
+        return {}
+    _, files, spool, _ = _open_named(conn, folder, model)
+    keys = hash_keys(hashes)
+    out: dict[str, np.ndarray] = {}
+    sources: list[VectorSegment | Spool] = [*files, *([spool] if spool is not None else [])]
+    for source in sources:  # oldest first: newer copies win
+        pos = source.lookup(keys)
+        at = np.flatnonzero(pos >= 0)
+        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
+        out.update(zip([hashes[i] for i in at], rows, strict=True))
+    return out
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -268,6 +298,17 @@ def assemble(
         spool=cov.spool.state if cov.spool is not None else None,
         spooled_unused=spooled[~spool_used],
     )
+
+
+def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
+    """Whether this generation's side file was written with every vector it needs.
+
+    Saves a re-index with nothing to do from reading every line hash.
+    """
+    current = current_layouts(conn, model)
+    if current is None or current[0] != generation_of(conn):
+        return False
+    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
 
 
 def missing_plan(

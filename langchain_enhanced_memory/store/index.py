@@ -41,7 +41,7 @@ from .db import (
     get_meta,
     rollback,
 )
-from .folding import forget_lost, kept_files, missing_plan
+from .folding import cached_vectors, forget_lost, kept_files, missing_plan
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
@@ -176,7 +176,7 @@ class MemoryIndex:
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
         """Hash -> float32 vector of those of ``hashes`` with a vector for ``model``."""
         with self.db.open() as conn:
-            return embed_cache.cached_vectors(conn, model, side_folder(self.path), hashes)
+            return cached_vectors(conn, side_folder(self.path), model, hashes)
 
     def store_embeddings(self, model: str, hashes: list[str], matrix: np.ndarray) -> None:
         """Add vectors to the embedding cache (one transaction; survives a later failure)."""
@@ -238,6 +238,11 @@ class MemoryIndex:
             Bytes on disk before and after.
         """
         before = self.disk_bytes()
+        with self.db.open() as conn:
+            names = conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'").fetchall()
+        models = [n.split(":", 1)[1] for (n,) in names]
+        for model in models:  # as an embedding run does first: their vectors get embedded
+            self.forget_lost(model)
         with self.db.writer_lock():
             with self.db.open() as conn:
                 conn.execute("BEGIN IMMEDIATE")
@@ -247,10 +252,6 @@ class MemoryIndex:
                 except BaseException:
                     rollback(conn)
                     raise
-                models = [
-                    n.split(":", 1)[1]
-                    for (n,) in conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'")
-                ]
             for model in models:
                 self._snapshots.seal(model, full=True)
             self._vacuum()

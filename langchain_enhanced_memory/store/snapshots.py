@@ -31,12 +31,11 @@ from ..core.snapshot import Snapshot, file_facts
 from . import heap
 from .chunkrows import ChunkRows, used_paths
 from .db import IndexDB, chunk_ids, generation_of
-from .embed_cache import current_layouts
-from .folding import Coverage, GenerationVectors, assemble, coverage, drop_lost, fold, mapped
+from .folding import Coverage, GenerationVectors, assemble, coverage, fold, mapped
 from .postings import SegmentsMoved, live_ids, load_postings, named_segments
 from .segment import snapshot_of
 from .spool import SpoolState, spool_state
-from .vector_segments import Layout, side_folder
+from .vector_segments import Layout, current_layouts, side_folder
 
 __all__ = ["SnapshotCache"]
 
@@ -109,21 +108,16 @@ class SnapshotCache:
         The one place vectors are folded: the embedding run calls it last, after
         its vectors are committed, and ``index --compact`` with ``full`` (every
         segment merged into one), so the run ends with the vectors in their one
-        place and the rows no generation uses collected. A named file that is
-        lost is forgotten here, and its vectors embedded by the next run.
+        place and the rows no generation uses collected. Both forget lost files
+        first (:func:`.folding.forget_lost`); one lost since is read past, and
+        the fold refused (the files named are not the ones read) until the next
+        run forgets it.
         """
-        _again(lambda: self._seal(model, full))
-
-    def _seal(self, model: str, full: bool) -> None:
         with self.db.open() as conn:
             conn.execute("BEGIN")
             try:
                 generation = generation_of(conn)
                 cov = coverage(conn, self.folder, model, self.settings, chunk_ids(conn))
-                if cov.lost:
-                    for lost in cov.lost:
-                        drop_lost(self.db, model, lost)
-                    raise _Moved
                 vec = mapped(cov) if cov.uncovered.size == 0 else None
                 if vec is None or (full and not vec.merged):
                     vec = assemble(conn, model, self.settings, cov, full)

@@ -2,7 +2,7 @@
 
 A record is a text hash's key (:func:`.vector_segments.hash_keys`), the row's float32
 scale and its int8 values. A run appends the records it holds, flushes them,
-and in one transaction with their cache rows (vector NULL) sets the
+and in one transaction with their cache rows sets the
 ``catalog`` row ``spool:MODEL`` to the file and how many records are
 committed. That commit is the switch: readers read up to the committed count,
 and bytes past it (a kill between the write and the commit) are cut off by
@@ -14,9 +14,9 @@ Every file is created, written and named inside one write transaction of the
 index (an append holds it), so a spool file no row names is a crash's leftover,
 and the next new spool removes it.
 
-A cold index at 1M chunks used to put 2.8M int8 blobs through SQLite: committed
-on random pages of the cache table, read back, set to NULL and VACUUMed away.
-Here they are written once, in order, and read back from the page cache.
+A cold index at 1M chunks used to put 2.8M int8 blobs through SQLite (committed
+on random pages of the cache table, read back, emptied and VACUUMed away);
+here they are written once, in order, and read back from the page cache.
 """
 
 from __future__ import annotations

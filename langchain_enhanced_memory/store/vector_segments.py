@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,9 +35,12 @@ __all__ = [
     "READ_ABOVE",
     "Layout",
     "VectorSegment",
+    "current_layouts",
     "fsync_dir",
     "hash_keys",
     "key_prefix",
+    "layouts_json",
+    "parse_layouts",
     "side_folder",
     "sweep",
     "write",
@@ -234,6 +238,35 @@ class FileRows:
         got = os.preadv(self._fd.fd, [raw[at * w : (at + count) * w].data], self._offset + row * w)
         if got != count * w:
             raise OSError(f"side file shorter than its layout ({got} of {count * w} bytes)")
+
+
+def current_layouts(conn: sqlite3.Connection, model: str) -> tuple[int, list[Layout]] | None:
+    """The generation ``model``'s side files were named in, and their layouts, oldest first.
+
+    None when it has none.
+    """
+    row = conn.execute(
+        "SELECT generation, data FROM catalog WHERE name=?", (f"vectors:{model}",)
+    ).fetchone()
+    layouts = parse_layouts(row[1]) if row else None
+    return (int(row[0]), layouts) if row and layouts else None
+
+
+def parse_layouts(data: bytes | str) -> list[Layout] | None:
+    """The layouts of a ``vectors:MODEL`` row (None when it is not one)."""
+    try:
+        state = json.loads(data)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(state, dict) or not isinstance(state.get("segments"), list):
+        return None
+    layouts = [Layout.from_json(json.dumps(s)) for s in state["segments"]]
+    return None if any(lay is None for lay in layouts) else layouts  # type: ignore[return-value]
+
+
+def layouts_json(layouts: list[Layout]) -> str:
+    """A ``vectors:MODEL`` row's data naming ``layouts``."""
+    return json.dumps({"segments": [json.loads(lay.to_json()) for lay in layouts]})
 
 
 def side_folder(index_path: Path) -> Path:

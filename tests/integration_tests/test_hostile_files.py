@@ -309,6 +309,7 @@ def test_a_released_index_is_upgraded_in_place_keeping_its_vectors(tmp_path: Pat
     db = ws / ".enhanced-memory" / "index.sqlite"
     with sqlite3.connect(db) as conn:  # as 0.1.0 wrote it (schema 4)
         conn.execute("ALTER TABLE catalog RENAME TO derived")
+        conn.execute("ALTER TABLE embed_cache ADD COLUMN vector BLOB")
         conn.execute("PRAGMA user_version=4")
         cached = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
     assert cached > 0
@@ -317,7 +318,7 @@ def test_a_released_index_is_upgraded_in_place_keeping_its_vectors(tmp_path: Pat
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     assert not list(db.parent.glob("index.sqlite.schema4-*"))
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
         assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] == cached
     r = _local("index", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["embedded"] == 0  # nothing embedded again
@@ -342,9 +343,9 @@ def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, ver
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     (line,) = r.stderr.strip().splitlines()
     kind = {3: "an unreleased", 99: "a newer"}[version]
-    assert f"{kind} format (schema {version}, not 5)" in line and "rebuilding" in line, line
+    assert f"{kind} format (schema {version}, not 6)" in line and "rebuilding" in line, line
     assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
     r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr

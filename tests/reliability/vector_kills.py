@@ -53,7 +53,7 @@ class VectorKillReport:
 
 def _named(ws: Path) -> set[str]:
     """The side files (segments) ``catalog`` rows name (read-only)."""
-    from langchain_enhanced_memory.store.embed_cache import parse_layouts
+    from langchain_enhanced_memory.store.vector_segments import parse_layouts
 
     with sqlite3.connect(f"file:{index_path(ws)}?mode=ro", uri=True, timeout=30) as conn:
         rows = conn.execute("SELECT data FROM catalog WHERE name LIKE 'vectors:%'")
@@ -80,9 +80,12 @@ def _unnamed_file(ws: Path, known: set[str]) -> bool:
 
 def check_vectors(ws: Path) -> list[str]:
     """Every named side file opens whole; each cache row's vector is in one of them."""
-    from langchain_enhanced_memory.store.embed_cache import parse_layouts
     from langchain_enhanced_memory.store.spool import Spool, spool_state
-    from langchain_enhanced_memory.store.vector_segments import VectorSegment, hash_keys
+    from langchain_enhanced_memory.store.vector_segments import (
+        VectorSegment,
+        hash_keys,
+        parse_layouts,
+    )
 
     problems = []
     folder = index_path(ws).with_suffix(".vectors")
@@ -102,7 +105,7 @@ def check_vectors(ws: Path) -> list[str]:
             held = [
                 h
                 for (h,) in conn.execute(
-                    "SELECT text_hash FROM embed_cache WHERE model=? AND vector IS NULL", (model,)
+                    "SELECT text_hash FROM embed_cache WHERE model=?", (model,)
                 )
             ]
             keys = hash_keys(held)

@@ -323,8 +323,8 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM catalog")}
-        blobs = conn.execute("SELECT count(*) FROM embed_cache WHERE vector IS NOT NULL")
-        assert blobs.fetchone()[0] == 0
+        columns = [c[1] for c in conn.execute("PRAGMA table_info(embed_cache)")]
+        assert columns == ["model", "text_hash", "dim"]  # the cache holds no vector itself
     assert "vectors:fake/m" in names
     again = MemoryIndex(ws).snapshot("fake/m")
     assert _lines(again)[0].tolist() == [row] * 3
@@ -520,3 +520,23 @@ def test_a_failed_batch_keeps_exactly_the_batches_before_it(tmp_path: Path, fail
         embed_missing(idx, "fake/m", embed)
     left = {h for h, _ in idx.missing_embeddings("fake/m").texts}
     assert left == {h for h, _ in order[30:]}
+
+
+def test_a_schema_5_index_drops_the_cache_vector_column_keeping_its_vectors(
+    tmp_path: Path,
+) -> None:
+    idx, emb = _notes_index(tmp_path)
+    cached = idx.stats()["cached_vectors"]
+    with contextlib.closing(sqlite3.connect(idx.path)) as conn, conn:  # as schema 5 was
+        conn.execute("ALTER TABLE embed_cache ADD COLUMN vector BLOB")
+        conn.execute("PRAGMA user_version=5")
+    again = MemoryIndex(idx.workspace)
+    assert again.stats()["cached_vectors"] == cached > 0
+    with contextlib.closing(sqlite3.connect(idx.path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        columns = [c[1] for c in conn.execute("PRAGMA table_info(embed_cache)")]
+    assert columns == ["model", "text_hash", "dim"]
+    emb.texts.clear()
+    assert embed_missing(again, "fake/m", _embed(emb)) == 0 and emb.texts == []
+    snap = again.snapshot("fake/m")
+    assert snap.has_vector is not None and snap.has_vector.all()
