@@ -100,6 +100,9 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # A library user's first public name is this process's entry point: the
+    # environment's process-wide settings (ENHANCED_MEMORY_LOG, XDG_*) hold from here.
+    importlib.import_module(".config", __name__).ensure_loaded()
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -36,6 +36,7 @@ __all__ = [
     "Environment",
     "caller_environ",
     "engine_config",
+    "ensure_loaded",
     "load",
     "with_sessions",
     "workspace_folder",
@@ -180,6 +181,16 @@ def load(environ: Mapping[str, str] | None = None) -> Environment:
     env = Environment(environ)
     process.use(env.process_settings)
     return env
+
+
+def ensure_loaded() -> None:
+    """:func:`load`, unless an entry point already did in this process.
+
+    For a library user's first public name (``MemorySearch(...)``, the LangGraph
+    store): ``ENHANCED_MEMORY_LOG=0`` and the ``XDG_*`` folders hold for them too.
+    """
+    if not process.installed():
+        load()
 
 
 def caller_environ(sent: Mapping[str, Any]) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ProcessSettings", "current", "use"]
+__all__ = ["ProcessSettings", "current", "installed", "use"]
 
 
 class ProcessSettings:
@@ -63,6 +63,7 @@ class ProcessSettings:
 
 
 _current = ProcessSettings()
+_installed = False
 
 
 def current() -> ProcessSettings:
@@ -72,5 +73,10 @@ def current() -> ProcessSettings:
 
 def use(settings: ProcessSettings) -> None:
     """Install ``settings`` for this process (the entry point does, once per command)."""
-    global _current
-    _current = settings
+    global _current, _installed
+    _current, _installed = settings, True
+
+
+def installed() -> bool:
+    """Whether an entry point has installed this process's settings yet."""
+    return _installed

@@ -222,3 +222,24 @@ def _requests(workspace: Path, env: dict[str, str]) -> int:
     r = run_cli("daemon", "status", "--workspace", str(workspace), "--json", **env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["requests"]
+
+
+def test_log_env_holds_for_a_library_user_of_memory_search(workspace: Path) -> None:
+    # No command ran: the package's first public name reads the process-wide variables.
+    log = workspace / ".enhanced-memory" / "query_log.json"
+    script = (
+        "import sys\n"
+        "from langchain_enhanced_memory import MemorySearch\n"
+        "with MemorySearch(sys.argv[1], embedder='none') as s:\n"
+        "    print(len(s.search('ramen').hits))\n"
+        "from langchain_enhanced_memory.store import logs\n"
+        "logs.flush()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    for value, logged in (("0", False), ("1", True)):
+        r = subprocess.run(
+            [sys.executable, "-c", script, str(workspace)], capture_output=True, text=True,
+            env={**env, "ENHANCED_MEMORY_LOG": value}, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert log.exists() is logged
