@@ -60,7 +60,7 @@ postgres: $(STAMP)
 EXAMPLE := examples/workspace
 clean:
 	-[ ! -x $(BIN)/enhanced-memory ] || $(BIN)/enhanced-memory daemon stop --workspace $(EXAMPLE)
-	rm -rf $(VENV) $(EXAMPLE)/.enhanced-memory $(EXAMPLE)/skills
+	rm -rf $(VENV) $(EXAMPLE)/.enhanced-memory $(EXAMPLE)/skills $(EXAMPLE)/memory/items
 	rm -f $(EXAMPLE)/memory/query_log.json $(EXAMPLE)/memory/access_log.json \
 	    $(EXAMPLE)/memory/.enhanced-memory-logs.lock $(EXAMPLE)/memory/.enhanced-memory-notes.lock
 	-git ls-files -z --others -- '$(EXAMPLE)/memory/[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].md' \

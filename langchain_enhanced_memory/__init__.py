@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         EmbeddingError,
         EnhancedMemoryError,
         IndexUnavailableError,
+        ItemError,
         NoMemoryError,
         RequestError,
         ScopeError,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .core.results import Hit, SearchResponse
     from .core.settings import FusionWeights, MemorySettings
     from .engine import EngineConfig, MemorySearch
+    from .langgraph_store import EnhancedMemoryStore
     from .loader import MemoryDirectoryLoader
     from .retriever import EnhancedMemoryRetriever
     from .threads import save_thread
@@ -46,8 +48,10 @@ _EXPORTS = {
     "EngineConfig": ".engine",
     "EnhancedMemoryError": ".core.errors",
     "IndexUnavailableError": ".core.errors",
+    "ItemError": ".core.errors",
     "NoMemoryError": ".core.errors",
     "EnhancedMemoryRetriever": ".retriever",
+    "EnhancedMemoryStore": ".langgraph_store",
     "FusionWeights": ".core.settings",
     "Hit": ".core.results",
     "MemoryDirectoryLoader": ".loader",
@@ -70,9 +74,11 @@ __all__ = [
     "EngineConfig",
     "EnhancedMemoryError",
     "EnhancedMemoryRetriever",
+    "EnhancedMemoryStore",
     "FusionWeights",
     "Hit",
     "IndexUnavailableError",
+    "ItemError",
     "MemoryDirectoryLoader",
     "MemorySearch",
     "MemorySettings",

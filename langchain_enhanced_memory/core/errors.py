@@ -18,6 +18,7 @@ __all__ = [
     "EnhancedMemoryError",
     "ExportError",
     "IndexUnavailableError",
+    "ItemError",
     "MissingNoteError",
     "NoMemoryError",
     "NoteError",
@@ -133,6 +134,10 @@ class CrossrefError(EnhancedMemoryError, RuntimeError):
 
 class WriteError(EnhancedMemoryError, ValueError):
     """A refused or failed write of memory (``memory_append``, ``remember``)."""
+
+
+class ItemError(EnhancedMemoryError, ValueError):
+    """A LangGraph store item or operation that is not valid (its namespace, key, value, filter)."""
 
 
 class ScopeError(EnhancedMemoryError, ValueError):

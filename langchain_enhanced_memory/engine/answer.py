@@ -65,6 +65,7 @@ def ranked_hits(
     qvec: np.ndarray | None,
     embed_query: Callable[[str], np.ndarray] | None,
     neighbors: Neighbors | None = None,
+    keep: np.ndarray | None = None,
 ) -> Answer:
     """Rank ``snap`` for ``request`` and build its best hits with calibrated scores.
 
@@ -76,8 +77,12 @@ def ranked_hits(
         qvec: The query vector (None: keyword-only).
         embed_query: Embeds an expanded query (PRF), None without a vector.
         neighbors: Adds graph neighbours' scores in place (a workspace's graph).
+        keep: The rows the caller keeps (a LangGraph store's item filter), with the
+            request's filter a mask applied before top-k; None: every row.
     """
     mask = filter_mask(snap, request.filter, now)
+    if keep is not None:
+        mask = keep if mask is None else mask & keep
     ranking = rank(snap, request.query, now, settings, qvec, embed_query, mask, scan_thread())
     if neighbors is not None:
         neighbors(snap, ranking.scores)

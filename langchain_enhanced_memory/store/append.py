@@ -554,13 +554,16 @@ def _rewrite(fd: int, real: Path, rel: str, raw: bytes, new: bytes) -> bool:
     return True
 
 
-def rewrite_note(workspace: str | Path, rel: str, edit: Callable[[str], str | None]) -> bool:
+def rewrite_note(
+    workspace: str | Path, rel: str, edit: Callable[[str], str | None], *, create: bool = False
+) -> bool:
     """Replace the note ``rel`` by ``edit(its text)``, under the lock ``remember`` takes.
 
     The note is read, ``edit`` makes the new text (None: nothing to change), and
     the rewrite of a section's bullet replaces it (:func:`_rewrite`): only if the
     note is still byte for byte what was read, else it is read and edited again
     (up to five times). Bytes another writer appends during the rename are kept.
+    With ``create``, a missing note is made (``edit`` reads it as empty).
 
     Returns:
         Whether the note was rewritten.
@@ -576,14 +579,16 @@ def rewrite_note(workspace: str | Path, rel: str, edit: Callable[[str], str | No
         memory = root / "memory"
         if not writable(memory if memory.is_dir() else root):
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
-        if not real.is_file():
+        if not create and not real.is_file():
             raise WriteError(f"no such memory file: {rel}", _PATHS)
         with folder_lock(memory, _LOCK_NAME):
             _remove_leftovers(real)
-            fd, _ = _open(real, rel)
+            fd, made = _open(real, rel)
             try:
                 return _edit(fd, real, rel, edit)
             finally:
+                if made:
+                    _remove_if_empty(fd, real)
                 os.close(fd)
     except OSError as exc:
         if exc.errno == errno.EROFS:

@@ -39,6 +39,7 @@ __all__ = [
     "line_spans",
     "match_spans",
     "purge_index",
+    "purge_workspace",
 ]
 
 _MAX_MATCH = 1000
@@ -286,12 +287,25 @@ def forget(
     )
     if gone and not dry_run:
         texts = [g.text for g in gone] + ([check_match(match)] if match is not None else [])
-        indexes = [MemoryIndex(workspace, settings, index_path)]
-        if index_path is None:  # the other profile's index file, beside this one
-            other = "default" if settings.chunking == "original" else "original"
-            indexes.append(MemoryIndex(workspace, MemorySettings(profile=other)))
-        for index in indexes:
-            if index.path.exists():
-                purge_index(index, texts)
-        forget_queries(Path(workspace).expanduser(), texts)
+        purge_workspace(workspace, texts, settings, index_path)
     return gone
+
+
+def purge_workspace(
+    workspace: str | Path,
+    texts: list[str],
+    settings: MemorySettings,
+    index_path: str | Path | None = None,
+) -> None:
+    """:func:`purge_index` of each index file of the workspace (both profiles'), then its logs.
+
+    For text already gone from the notes (lines forgotten, a store item deleted).
+    """
+    indexes = [MemoryIndex(workspace, settings, index_path)]
+    if index_path is None:  # the other profile's index file, beside this one
+        other = "default" if settings.chunking == "original" else "original"
+        indexes.append(MemoryIndex(workspace, MemorySettings(profile=other)))
+    for index in indexes:
+        if index.path.exists():
+            purge_index(index, texts)
+    forget_queries(Path(workspace).expanduser(), texts)

@@ -20,6 +20,8 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
   holding its rows (0: none, a file without chunks).
 * ``em_notes``: each note's text (``get`` and ``export`` without the folder).
 * ``em_identity``: one UUID, made once (hosts key their copies of segments by it).
+* ``em_items``: the LangGraph store's items, every namespace in one table
+  (:mod:`.items`; ``em_item_revs`` numbers their writes).
 
 The three per-scope tables are partitioned by ``HASH (scope)`` (16 parts): a
 scope's rows sit in one part, and the step past one server (Citus) distributes
@@ -95,6 +97,27 @@ MIGRATIONS: list[list[str]] = [
         "CREATE SEQUENCE em_generations",
         "SELECT setval('em_generations', coalesce(max(generation), 1), max(generation) IS NOT NULL)"
         " FROM em_scopes",
+    ],
+    [
+        # The LangGraph store's items (store.database.items): every namespace in one table,
+        # its path first in the key so the items under a prefix are one range of the index.
+        "CREATE SEQUENCE em_item_revs",
+        "CREATE TABLE em_items ("
+        ' namespace text COLLATE "C" NOT NULL,'
+        " key text NOT NULL,"
+        " value jsonb NOT NULL,"
+        " created_at timestamptz NOT NULL,"
+        " updated_at timestamptz NOT NULL,"
+        " expires_at timestamptz,"
+        " ttl double precision,"
+        " fields jsonb,"
+        " model text,"
+        " hashes text[],"
+        " vectors bytea,"
+        " rev bigint NOT NULL,"
+        " PRIMARY KEY (namespace, key))",
+        "ALTER TABLE em_items ALTER COLUMN vectors SET STORAGE EXTERNAL",
+        "CREATE INDEX em_items_expiry ON em_items (expires_at) WHERE expires_at IS NOT NULL",
     ],
 ]
 

@@ -1,0 +1,204 @@
+"""A database's LangGraph store items: one table, ``em_items``, every namespace in it.
+
+A row is an item: its namespace as :func:`..core.items.namespace_path`
+(``users/u1/``, a ``COLLATE "C"`` column first in the primary key, so the items
+under a prefix are one range of the index: ``namespace >= 'users/' AND
+namespace < 'users0'``, ``0`` being the byte after ``/``), key, value
+(``jsonb``), times, TTL, the fields indexed, and its sections' vectors (one
+``bytea`` of float32 rows, the texts' hashes beside it). Every write sets
+``rev`` to the next value of one sequence: the count and the largest ``rev``
+under a prefix change with every put, delete or refresh there, which is what
+a searcher compares before reusing the snapshot it built (one indexed query).
+Why one table and not a scope per namespace: docs/design.md, "The LangGraph
+store over PostgreSQL".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ...core.items import Namespace, Ref, StoredItem, decode_name, namespace_path
+from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
+from .schema import migrate
+
+__all__ = ["DatabaseItems"]
+
+_COLUMNS = (
+    "namespace, key, value, created_at, updated_at, expires_at, ttl, fields, model, hashes, vectors"
+)
+
+
+def _range(prefix: Namespace) -> tuple[str, str]:
+    """The bounds of the namespace paths under ``prefix`` (``[low, high)``)."""
+    low = namespace_path(prefix)
+    return low, (low[:-1] + "0") if low else "\uffff"
+
+
+def _namespace(path: str) -> Namespace:
+    return tuple(decode_name(label) for label in path[:-1].split("/"))
+
+
+class DatabaseItems:
+    """The :class:`..core.items.ItemStorage` of a PostgreSQL database (thread-safe).
+
+    Args:
+        url: The database (``postgresql://`` URL or ``key=value`` string).
+        pool_size: The most connections this process opens to it.
+    """
+
+    def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
+        self._pool: Pool | None = shared_pool(url, pool_size, "opening the LangGraph store")
+        try:
+            with self._pool.connection("migrating the schema") as conn:
+                migrate(conn, shown_url(url))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def pool(self) -> Pool:
+        """The connections (raises once closed)."""
+        assert self._pool is not None, "the store is closed"
+        return self._pool
+
+    def get_many(self, refs: Sequence[Ref]) -> dict[Ref, StoredItem]:
+        """The items at ``refs`` that exist."""
+        if not refs:
+            return {}
+        paths = [namespace_path(ns) for ns, _ in refs]
+        keys = [key for _, key in refs]
+        with self.pool.connection("reading items", transaction=False) as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM em_items WHERE (namespace, key) IN"
+                " (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                (paths, keys),
+            ).fetchall()
+        items = [_item(row) for row in rows]
+        return {item.ref: item for item in items}
+
+    def put_many(self, items: Sequence[StoredItem], deletes: Sequence[Ref]) -> None:
+        """Upsert ``items`` and delete ``deletes`` in one transaction (``created_at`` kept)."""
+        with self.pool.connection("writing items") as conn, conn.cursor() as cur:
+            if items:
+                cur.executemany(
+                    f"INSERT INTO em_items ({_COLUMNS}, rev)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, nextval('em_item_revs'))"
+                    " ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value,"
+                    " updated_at = excluded.updated_at, expires_at = excluded.expires_at,"
+                    " ttl = excluded.ttl, fields = excluded.fields, model = excluded.model,"
+                    " hashes = excluded.hashes, vectors = excluded.vectors, rev = excluded.rev",
+                    [_row(item) for item in items],
+                )
+            if deletes:
+                cur.executemany(
+                    "DELETE FROM em_items WHERE namespace = %s AND key = %s",
+                    [(namespace_path(ns), key) for ns, key in deletes],
+                )
+
+    def version(self, prefix: Namespace) -> Hashable:
+        """The count and the largest ``rev`` of the items under ``prefix``."""
+        with self.pool.connection("reading items", transaction=False) as conn:
+            row = conn.execute(
+                "SELECT count(*), coalesce(max(rev), 0) FROM em_items"
+                " WHERE namespace >= %s AND namespace < %s",
+                _range(prefix),
+            ).fetchone()
+        return tuple(row) if row else (0, 0)
+
+    def under(self, prefix: Namespace) -> list[StoredItem]:
+        """Every item whose namespace starts with ``prefix``."""
+        with self.pool.connection("reading items", transaction=False) as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM em_items WHERE namespace >= %s AND namespace < %s",
+                _range(prefix),
+            ).fetchall()
+        return [_item(row) for row in rows]
+
+    def namespaces(self, prefix: Namespace = ()) -> list[Namespace]:
+        """Every namespace holding an item under ``prefix``.
+
+        One index probe per namespace (a loose index scan), not a read of every item.
+        """
+        low, high = _range(prefix)
+        with self.pool.connection("listing namespaces", transaction=False) as conn:
+            rows = conn.execute(
+                "WITH RECURSIVE ns(path) AS ("
+                " (SELECT namespace FROM em_items WHERE namespace >= %(low)s"
+                "  AND namespace < %(high)s ORDER BY namespace LIMIT 1)"
+                " UNION ALL SELECT (SELECT namespace FROM em_items WHERE namespace > ns.path"
+                "  AND namespace < %(high)s ORDER BY namespace LIMIT 1) FROM ns"
+                "  WHERE ns.path IS NOT NULL)"
+                " SELECT path FROM ns WHERE path IS NOT NULL",
+                {"low": low, "high": high},
+            ).fetchall()
+        return sorted(_namespace(row[0]) for row in rows)
+
+    def refresh(self, items: Sequence[StoredItem]) -> None:
+        """Store the new ``expires_at`` of ``items``."""
+        with self.pool.connection("refreshing TTLs") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE em_items SET expires_at = %s, rev = nextval('em_item_revs')"
+                " WHERE namespace = %s AND key = %s",
+                [(i.expires_at, namespace_path(i.namespace), i.key) for i in items],
+            )
+
+    def sweep(self, now: datetime) -> int:
+        """Delete the items expired at ``now``; how many."""
+        with self.pool.connection("sweeping expired items") as conn:
+            cur = conn.execute(
+                "DELETE FROM em_items WHERE expires_at IS NOT NULL AND expires_at <= %s", (now,)
+            )
+            return int(cur.rowcount or 0)
+
+    def close(self) -> None:
+        """Release the connections."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            release(pool)
+
+
+def _row(item: StoredItem) -> tuple[Any, ...]:
+    from psycopg.types.json import Jsonb
+
+    hashes = sorted(item.vectors)
+    vectors = (
+        np.stack([item.vectors[h] for h in hashes]).astype(np.float32).tobytes() if hashes else None
+    )
+    return (
+        namespace_path(item.namespace),
+        item.key,
+        Jsonb(item.value),
+        item.created_at,
+        item.updated_at,
+        item.expires_at,
+        item.ttl,
+        None if item.index is None else Jsonb(item.index),
+        item.model,
+        hashes or None,
+        vectors,
+    )
+
+
+def _item(row: tuple[Any, ...]) -> StoredItem:
+    path, key, value, created, updated, expires, ttl, fields, model, hashes, blob = row
+    vectors: dict[str, np.ndarray] = {}
+    if hashes and blob:
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(hashes), -1)
+        vectors = dict(zip(hashes, matrix, strict=True))
+    return StoredItem(
+        namespace=_namespace(path),
+        key=key,
+        value=value if isinstance(value, dict) else json.loads(value),
+        created_at=created,
+        updated_at=updated,
+        expires_at=expires,
+        ttl=ttl,
+        index=fields,
+        vectors=vectors,
+        model=model,
+    )
