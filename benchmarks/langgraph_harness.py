@@ -149,6 +149,7 @@ def _ours_postgres(setup: Setup) -> Iterator[BaseStore]:
 def _ours_workspace(setup: Setup) -> Iterator[BaseStore]:
     from langchain_enhanced_memory import EnhancedMemoryStore
 
+    (setup.tmp / "workspace").mkdir()
     store = EnhancedMemoryStore(workspace=setup.tmp / "workspace", index=setup.index)
     try:
         yield store
