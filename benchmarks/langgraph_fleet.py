@@ -164,6 +164,7 @@ def measure(name: str, server: str, a: argparse.Namespace) -> dict[str, Any]:
                 load_s = load(store, a.namespaces, label)
         fresh = [_child(name, url, a, seed, 0)["fresh_ms"] for seed in range(a.fresh)]
         served = _child(name, url, a, 1000, a.serve)
+        del served["fresh_ms"]  # a worker's too, but the fresh figures are the --fresh ones
     row = {"store": name, "label": label, "namespaces": a.namespaces, "load_s": round(load_s)}
     row["fresh"] = [round(x, 1) for x in percentiles(fresh)]
     row.update(served)
