@@ -217,12 +217,22 @@ class StoreKind:
     label: str
     open: Callable[[Setup], AbstractContextManager[BaseStore]]
     postgres: bool
+    modules: tuple[str, ...] = ()  # what opening it imports (a fresh worker imports it first)
 
 
+_OURS = (
+    "langchain_enhanced_memory.langgraph_store",
+    "langchain_enhanced_memory.store.database.items",
+)
+_PSYCOPG = ("psycopg", "psycopg_pool")
 STORES: dict[str, StoreKind] = {
-    "ours-pg": StoreKind("EnhancedMemoryStore (PostgreSQL)", _ours_postgres, True),
+    "ours-pg": StoreKind(
+        "EnhancedMemoryStore (PostgreSQL)", _ours_postgres, True, _OURS + _PSYCOPG
+    ),
     "ours-ws": StoreKind("EnhancedMemoryStore (workspace)", _ours_workspace, False),
-    "postgres": StoreKind("PostgresStore (pgvector HNSW)", _postgres, True),
+    "postgres": StoreKind(
+        "PostgresStore (pgvector HNSW)", _postgres, True, (*_PSYCOPG, "langgraph.store.postgres")
+    ),
     "sqlite": StoreKind("SqliteStore (sqlite-vec, exact scan)", _sqlite, False),
     "memory": StoreKind("InMemoryStore (numpy, exact scan)", _memory, False),
 }
