@@ -220,6 +220,15 @@ def generate_transcripts(
     return root
 
 
+def texts(n: int, seed: int = 0) -> list[str]:
+    """``n`` seeded texts of one to three sentences each, as a memory item holds."""
+    rng = np.random.default_rng(seed)
+    words = _Words(rng)
+    return [
+        " ".join(_sentence(words, rng) for _ in range(int(rng.integers(1, 4)))) for _ in range(n)
+    ]
+
+
 def queries(n: int, seed: int = 1) -> list[str]:
     """``n`` seeded queries: topical, people/project, dated, relative-date and Chinese."""
     rng = np.random.default_rng(seed)
