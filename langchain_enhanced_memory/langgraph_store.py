@@ -76,12 +76,24 @@ _KINDS = ("auto", "local", "ollama", "none")
 class _Held:
     """A prefix's items at one version, and their snapshot once a query needed it."""
 
-    __slots__ = ("items", "of_item", "snap", "version")
+    __slots__ = ("expires", "items", "of_item", "snap", "version")
 
     def __init__(self, version: Hashable, items: list[StoredItem]) -> None:
         self.version, self.items = version, items
         self.snap: Snapshot | None = None
         self.of_item = np.zeros(0, dtype=np.int64)
+        # Each item's expiry as a timestamp (inf: never), so a search masks expired items at once.
+        self.expires = np.asarray(
+            [i.expires_at.timestamp() if i.expires_at else np.inf for i in items], dtype=float
+        )
+
+    def live(self, now: datetime, flt: dict[str, Any] | None) -> np.ndarray:
+        """Which items are unexpired at ``now`` and match ``flt`` (checked on those only)."""
+        live = self.expires > now.timestamp()
+        if flt:
+            for i in np.flatnonzero(live):
+                live[i] = matches(self.items[i].value, flt)
+        return live
 
 
 class EnhancedMemoryStore(BaseStore):
@@ -271,12 +283,10 @@ class EnhancedMemoryStore(BaseStore):
         prefix = check_namespace(tuple(op.namespace_prefix), root=False)
         held = self._held_items(prefix)
         now = datetime.now(timezone.utc)
-        live = np.asarray(
-            [not i.expired(now) and matches(i.value, op.filter) for i in held.items], dtype=bool
-        )
+        live = held.live(now, op.filter)
         found: list[tuple[int, float | None]]
         if op.query and op.query.strip():
-            found = list(self._ranked(held, op.query, live))
+            found = list(self._ranked(held, op.query, live, op.offset + op.limit))
         else:
             found = [(int(i), None) for i in np.flatnonzero(live)]
         found = found[op.offset : op.offset + op.limit]
@@ -289,8 +299,14 @@ class EnhancedMemoryStore(BaseStore):
                 items = [fresh.get(it.ref, it) for it in items]
         return [_item(it, score) for it, (_, score) in zip(items, found, strict=True)]
 
-    def _ranked(self, held: _Held, query: str, live: np.ndarray) -> list[tuple[int, float]]:
-        """The live items matching ``query``, best first, each with its best section's score."""
+    def _ranked(
+        self, held: _Held, query: str, live: np.ndarray, need: int
+    ) -> list[tuple[int, float]]:
+        """The first ``need`` live items matching ``query``, each with its best section's score.
+
+        Hits are built for a few sections an item needed (more only when items
+        of several sections filled them), not for every section of the prefix.
+        """
         model = self._embedder.model_id if self._embedder else None
         if held.snap is None:
             self._fill_vectors(held)
@@ -305,13 +321,17 @@ class EnhancedMemoryStore(BaseStore):
             except Exception as exc:  # noqa: BLE001 (keyword-only, as every search degrades)
                 self._embedder.failed(exc)
         now = datetime.now(timezone.utc).replace(tzinfo=None)  # the items' days are UTC days
-        request = SearchRequest(query=query, k=min(MAX_K, len(snap)), now=now)
         keep = live[held.of_item]
-        answer = ranked_hits(snap, request, now, self.settings, qvec, None, keep=keep)
-        best: dict[int, float] = {}
-        for hit in answer.hits:  # best first: an item's first hit is its best section
-            best.setdefault(int(held.of_item[hit.start_line - 1]), float(hit.score or 0.0))
-        return sorted(best.items(), key=lambda pair: -pair[1])
+        k, most = min(len(snap), 4 * need + 16), min(MAX_K, len(snap))
+        while True:
+            request = SearchRequest(query=query, k=min(k, most), now=now)
+            answer = ranked_hits(snap, request, now, self.settings, qvec, None, keep=keep)
+            best: dict[int, float] = {}
+            for hit in answer.hits:  # best first: an item's first hit is its best section
+                best.setdefault(int(held.of_item[hit.start_line - 1]), float(hit.score or 0.0))
+            if len(best) >= need or len(answer.hits) < request.k or request.k >= most:
+                return sorted(best.items(), key=lambda pair: -pair[1])
+            k *= 4
 
     def _fill_vectors(self, held: _Held) -> None:
         """Embed the sections of embedded items that lack a vector (up to ``embed_inline_max``).
@@ -424,22 +444,9 @@ def _newest_first(item: StoredItem) -> tuple[float, Namespace, str]:
 
 def _item(item: StoredItem, score: float | None = ...) -> Any:  # type: ignore[assignment]
     """LangGraph's ``Item`` (``SearchItem`` when a search produced it)."""
-    if score is ...:
-        return Item(
-            value=item.value,
-            key=item.key,
-            namespace=item.namespace,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-        )
-    return SearchItem(
-        namespace=item.namespace,
-        key=item.key,
-        value=item.value,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        score=score,
-    )
+    made: dict[str, Any] = {"namespace": item.namespace, "key": item.key, "value": item.value}
+    made.update(created_at=item.created_at, updated_at=item.updated_at)
+    return Item(**made) if score is ... else SearchItem(**made, score=score)
 
 
 def _fields(config: dict[str, Any] | None) -> list[str] | None:

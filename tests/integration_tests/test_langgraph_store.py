@@ -225,6 +225,21 @@ def test_search_with_a_query_ranks_and_scores(store: EnhancedMemoryStore) -> Non
     assert [h.key for h in store.search(ns, query="coffee", limit=1, offset=0)] == ["coffee"]
 
 
+def test_a_query_pages_through_items_of_many_sections(store: EnhancedMemoryStore) -> None:
+    # Ranking builds hits for a few sections an item needed, and asks again when items
+    # of many sections fill them: every page still holds whole, distinct items in order.
+    ns = ("paging", "query")
+    for n in range(40):
+        fields = {f"part{p}": f"harbour ferry note {n} part {p}" for p in range(8)}
+        store.put(ns, f"k{n}", fields)
+    everything = [i.key for i in store.search(ns, query="harbour ferry", limit=40)]
+    assert sorted(everything) == sorted(f"k{n}" for n in range(40))
+    pages = [store.search(ns, query="harbour ferry", limit=7, offset=o) for o in range(0, 40, 7)]
+    assert [i.key for page in pages for i in page] == everything
+    scores = [i.score for page in pages for i in page]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_vectors_are_embedded_once_per_text(make_store: MakeStore) -> None:
     embeddings = WordEmbeddings(dim=64)
     store = make_store(index={"embed": embeddings, "dims": 64, "fields": ["content"]})
