@@ -35,7 +35,7 @@ import numpy as np
 
 from ..core.errors import ItemError, WriteError
 from ..core.items import Namespace, Ref, StoredItem, decode_name, encode_name, sections, text_hash
-from ..core.itemtext import parse_item, render_item
+from ..core.itemtext import parse_item, render_item, with_expiry
 from ..core.settings import MemorySettings
 from .append import folder_lock, rewrite_note
 from .db import index_folder
@@ -189,7 +189,7 @@ class WorkspaceItems:
             def edit(old: str, expires: datetime | None = item.expires_at) -> str | None:
                 if not old:
                     return None
-                return render_item(replace(parse_item(old), expires_at=expires))
+                return with_expiry(old, expires)  # all else byte for byte
 
             with contextlib.suppress(WriteError, ItemError):
                 rewrite_note(self.workspace, rel, edit)

@@ -165,3 +165,19 @@ def test_a_put_racing_a_first_put_keeps_its_created_at(workspace: Path) -> None:
     [kept] = items.under(("users",))
     assert kept.value == {"v": 2} and kept.created_at == first.created_at
     items.close()
+
+
+def test_a_ttl_refresh_on_read_keeps_text_written_above_the_sections(workspace: Path) -> None:
+    with EnhancedMemoryStore(workspace, ttl={"default_ttl": 60}) as store:
+        store.put(("users",), "tea", {"content": "Ada likes green tea"})
+        note = workspace / item_path((("users",), "tea"))
+        text = note.read_text(encoding="utf-8")
+        edited = text.replace("# tea\n", "# Ada's tea\r\n\nA note by hand, above the sections.\n")
+        note.write_bytes(edited.encode("utf-8"))
+        before = store.get(("users",), "tea", refresh_ttl=False)
+        assert before is not None
+        item = store.get(("users",), "tea", refresh_ttl=True)
+        assert item is not None and item.value == {"content": "Ada likes green tea"}
+        after = note.read_bytes().decode("utf-8")
+    assert after.split("<!-- enhanced-memory item ")[0] == edited.split("<!-- enhanced-memory")[0]
+    assert after != edited  # the expiry moved on, in the description line only
