@@ -41,6 +41,7 @@ from .append import folder_lock, rewrite_note
 from .db import index_folder
 from .forget import purge_workspace
 from .locations import make_private, open_private
+from .outlines import forget_outline
 
 __all__ = ["ITEMS_FOLDER", "WorkspaceItems", "item_path"]
 
@@ -212,6 +213,7 @@ class WorkspaceItems:
                     continue
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+                forget_outline(self.workspace / "memory", Path(os.path.realpath(path)))
                 with self._lock:
                     self._parsed.pop(str(path), None)
                 with contextlib.suppress(OSError):
