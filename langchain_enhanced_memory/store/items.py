@@ -37,7 +37,7 @@ from ..core.errors import ItemError, WriteError
 from ..core.items import Namespace, Ref, StoredItem, decode_name, encode_name, sections, text_hash
 from ..core.itemtext import parse_item, render_item, with_expiry
 from ..core.settings import MemorySettings
-from .append import folder_lock, rewrite_note
+from .append import NOTES_LOCK, folder_lock, rewrite_note
 from .db import index_folder
 from .forget import purge_workspace
 from .locations import make_private, open_private
@@ -47,7 +47,6 @@ __all__ = ["ITEMS_FOLDER", "WorkspaceItems", "item_path"]
 
 ITEMS_FOLDER = "memory/items"
 _NAME_BYTES = 160
-_LOCK = ".enhanced-memory-notes.lock"  # the notes' lock (store.append)
 
 
 def _short(encoded: str) -> str:
@@ -205,7 +204,7 @@ class WorkspaceItems:
 
     def _delete(self, refs: Sequence[Ref]) -> None:
         gone: list[StoredItem] = []
-        with folder_lock(self.workspace / "memory", _LOCK):
+        with folder_lock(self.workspace / "memory", NOTES_LOCK):
             for ref in refs:
                 path = self.workspace / item_path(ref)
                 item = self._read(path)
