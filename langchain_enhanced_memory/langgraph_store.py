@@ -139,7 +139,7 @@ class EnhancedMemoryStore(BaseStore):
         self.ttl_config = TTLConfig(**ttl) if ttl else None  # type: ignore[typeddict-item]
         self._fields = _fields(self.index_config)
         self._embedder = _embedder(self.index_config, workspace, self.settings)
-        self._storage: ItemStorage = _storage(workspace, database_url, self.settings, pool_size)
+        self._storage = _storage(workspace, database_url, self.settings, pool_size, self._fields)
         self._held: OrderedDict[Namespace, _Held] = OrderedDict()
         self._cached = max(1, int(cached_prefixes))
         self._lock = threading.Lock()
@@ -347,7 +347,7 @@ class EnhancedMemoryStore(BaseStore):
         for i, item in enumerate(held.items):
             if item.model != model or item.index is False:
                 continue
-            texts = [t for _, t in sections(item.value, item.index or self._fields)]
+            texts = [t for _, t in item.indexed(self._fields)]
             gaps = {text_hash(t): t for t in texts if text_hash(t) not in item.vectors}
             if gaps:
                 missing.update(gaps)
@@ -485,6 +485,7 @@ def _storage(
     database_url: str | None,
     settings: MemorySettings,
     pool_size: int | None,
+    fields: list[str] | None,
 ) -> ItemStorage:
     if database_url is not None:
         from .store.database.connect import POOL_SIZE
@@ -496,4 +497,4 @@ def _storage(
     assert workspace is not None
     if not Path(workspace).expanduser().is_dir():
         raise SettingsError(f"{workspace} is not a folder (create it first)", "workspace")
-    return WorkspaceItems(workspace, settings)
+    return WorkspaceItems(workspace, settings, fields)

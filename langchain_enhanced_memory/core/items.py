@@ -99,6 +99,14 @@ class StoredItem:
             return self
         return replace(self, expires_at=expiry(now, self.ttl))
 
+    def indexed(self, fields: Sequence[str] | None) -> list[tuple[str, str]]:
+        """The sections search indexes: by its own ``index``, else the store's ``fields``.
+
+        The one rule of an item's indexed texts (False or None: the store's), shared
+        by search, the vectors embedded and kept, and a delete's purge.
+        """
+        return sections(self.value, self.index or fields)
+
 
 class ItemStorage(Protocol):
     """Where items live: a workspace's markdown files or a PostgreSQL table.
@@ -340,8 +348,7 @@ def snapshot_of(
     rows: list[tuple[int, str, str, str]] = []  # item, path, field, text
     for i, item in enumerate(items):
         path = "/".join((*item.namespace, item.key))
-        item_fields = None if item.index is False or item.index is None else item.index
-        for name, text in sections(item.value, item_fields if item_fields else fields):
+        for name, text in item.indexed(fields):
             rows.append((i, path, name, text))
     n = len(rows)
     of_item = np.asarray([r[0] for r in rows], dtype=np.int64)

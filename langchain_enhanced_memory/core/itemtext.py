@@ -38,7 +38,7 @@ from typing import Any
 from .errors import ItemError
 from .items import StoredItem
 
-__all__ = ["parse_item", "render_item"]
+__all__ = ["parse_item", "render_item", "with_expiry"]
 
 _META = "<!-- enhanced-memory item "
 _END = " -->"
@@ -98,6 +98,25 @@ def parse_item(text: str) -> StoredItem:
         index=meta.get("index"),
         model=meta.get("model"),
     )
+
+
+def with_expiry(text: str, expires: datetime | None) -> str:
+    """``text`` with only its description line's ``expires_at`` changed (the rest byte for byte).
+
+    Raises:
+        ItemError: Not an item's markdown (its description line is missing or damaged).
+    """
+    parse_item(text)  # the same checks as a read
+    lines = text.split("\n")  # as parse_item splits (a "\r" before "\n" is kept as it is)
+    bare = [ln.removesuffix("\r") for ln in lines]
+    at = max(i for i, ln in enumerate(bare) if ln.startswith(_META) and ln.endswith(_END))
+    meta = json.loads(bare[at][len(_META) : -len(_END)])
+    meta.pop("expires_at", None)
+    if expires is not None:
+        meta["expires_at"] = expires.isoformat()
+    cr = lines[at][len(bare[at]) :]
+    lines[at] = _META + json.dumps(meta, ensure_ascii=True) + _END + cr
+    return "\n".join(lines)
 
 
 def _fields(lines: list[str]) -> dict[str, Any]:

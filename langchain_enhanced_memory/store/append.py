@@ -87,6 +87,7 @@ from .notes import normalize_path
 from .outlines import forget_outline, keep_outline, known_outline
 
 __all__ = [
+    "NOTES_LOCK",
     "AppendResult",
     "Planned",
     "append_block",
@@ -101,7 +102,7 @@ __all__ = [
     "today",
 ]
 
-_LOCK_NAME = ".enhanced-memory-notes.lock"
+NOTES_LOCK = ".enhanced-memory-notes.lock"  # in memory/: every writer of the notes takes it
 _MAX_TEXT = 4000
 _MAX_DEPTH = 4  # folders below memory/
 _MAX_NAME = 200  # bytes of one file or folder name (the file system allows 255)
@@ -166,7 +167,7 @@ def append_memory(
         memory = root / "memory"
         if not writable(memory if memory.is_dir() else root):
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
-        with folder_lock(memory, _LOCK_NAME):
+        with folder_lock(memory, NOTES_LOCK):
             remove_leftovers(real)
             fd, created = open_note(real, rel)
             try:
@@ -449,7 +450,7 @@ def rewrite_note(
             raise WriteError(f"the workspace is read-only: cannot write {rel}")
         if not create and not real.is_file():
             raise WriteError(f"no such memory file: {rel}", PATHS)
-        with folder_lock(memory, _LOCK_NAME):
+        with folder_lock(memory, NOTES_LOCK):
             remove_leftovers(real)
             fd, made = open_note(real, rel)
             try:

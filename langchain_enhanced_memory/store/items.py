@@ -35,18 +35,18 @@ import numpy as np
 
 from ..core.errors import ItemError, WriteError
 from ..core.items import Namespace, Ref, StoredItem, decode_name, encode_name, sections, text_hash
-from ..core.itemtext import parse_item, render_item
+from ..core.itemtext import parse_item, render_item, with_expiry
 from ..core.settings import MemorySettings
-from .append import folder_lock, rewrite_note
+from .append import NOTES_LOCK, folder_lock, rewrite_note
 from .db import index_folder
 from .forget import purge_workspace
 from .locations import make_private, open_private
+from .outlines import forget_outline
 
 __all__ = ["ITEMS_FOLDER", "WorkspaceItems", "item_path"]
 
 ITEMS_FOLDER = "memory/items"
 _NAME_BYTES = 160
-_LOCK = ".enhanced-memory-notes.lock"  # the notes' lock (store.append)
 
 
 def _short(encoded: str) -> str:
@@ -73,15 +73,23 @@ class WorkspaceItems:
     Args:
         workspace: The workspace folder.
         settings: The settings of the index a delete purges.
+        fields: The store's ``index.fields`` (an item put without its own is indexed
+            by them: their texts' vectors are kept, and purged at its delete).
     """
 
-    def __init__(self, workspace: str | Path, settings: MemorySettings | None = None) -> None:
+    def __init__(
+        self,
+        workspace: str | Path,
+        settings: MemorySettings | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> None:
         self.workspace = Path(workspace).expanduser().resolve()
         self.settings = settings or MemorySettings()
+        self.fields = list(fields) if fields is not None else None
         self.root = self.workspace / ITEMS_FOLDER
         self._parsed: dict[str, tuple[tuple[int, int, int], StoredItem]] = {}
         self._lock = threading.Lock()
-        self._vectors = _Vectors(index_folder(self.workspace) / "items.sqlite")
+        self._vectors = _Vectors(index_folder(self.workspace) / "items.sqlite", self.fields)
 
     # -- reading
 
@@ -189,14 +197,14 @@ class WorkspaceItems:
             def edit(old: str, expires: datetime | None = item.expires_at) -> str | None:
                 if not old:
                     return None
-                return render_item(replace(parse_item(old), expires_at=expires))
+                return with_expiry(old, expires)  # all else byte for byte
 
             with contextlib.suppress(WriteError, ItemError):
                 rewrite_note(self.workspace, rel, edit)
 
     def _delete(self, refs: Sequence[Ref]) -> None:
         gone: list[StoredItem] = []
-        with folder_lock(self.workspace / "memory", _LOCK):
+        with folder_lock(self.workspace / "memory", NOTES_LOCK):
             for ref in refs:
                 path = self.workspace / item_path(ref)
                 item = self._read(path)
@@ -204,6 +212,7 @@ class WorkspaceItems:
                     continue
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+                forget_outline(self.workspace / "memory", Path(os.path.realpath(path)))
                 with self._lock:
                     self._parsed.pop(str(path), None)
                 with contextlib.suppress(OSError):
@@ -214,9 +223,8 @@ class WorkspaceItems:
 
     def _purge(self, gone: list[StoredItem]) -> None:
         """Every copy of the deleted items' texts out of the index, the logs and the vectors."""
-        texts = [text for item in gone for _, text in sections(item.value, None)]
-        texts += [text for item in gone for _, text in sections(item.value, item.index or None)]
-        live = {text_hash(t) for item in self.under(()) for _, t in sections(item.value, None)}
+        texts = [t for item in gone for t in _all_texts(item, self.fields)]
+        live = {text_hash(t) for item in self.under(()) for t in _all_texts(item, self.fields)}
         self._vectors.drop({text_hash(t) for t in texts} - live)
         purge_workspace(self.workspace, sorted(set(texts)), self.settings)
 
@@ -230,6 +238,12 @@ class WorkspaceItems:
     def close(self) -> None:
         """Close the vectors' file."""
         self._vectors.close()
+
+
+def _all_texts(item: StoredItem, fields: Sequence[str] | None) -> list[str]:
+    """Every text of ``item`` a file, the index or a vector may hold (sections, indexed)."""
+    both = sections(item.value, None) + item.indexed(fields)
+    return [text for _, text in both]
 
 
 def _replacing(old: str, item: StoredItem, rel: str) -> StoredItem:
@@ -256,8 +270,9 @@ def _replacing(old: str, item: StoredItem, rel: str) -> StoredItem:
 class _Vectors:
     """Section vectors by model and text hash, in a private SQLite file."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fields: Sequence[str] | None) -> None:
         self.path = path
+        self.fields = fields
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -283,8 +298,7 @@ class _Vectors:
             (item.model, text_hash(t))
             for item in items.values()
             if item.model is not None
-            for fields in (None, item.index or None)
-            for _, t in sections(item.value, fields)
+            for t in _all_texts(item, self.fields)
         }
         with self._lock:
             conn = self._connect(create=False)

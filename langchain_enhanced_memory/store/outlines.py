@@ -3,11 +3,15 @@
 ``memory/.enhanced-memory-outlines.json`` (``0600``: it names headers) maps a
 note's real path to the :class:`..core.outline.Outline` of its text and the
 stamp (device, inode, size, mtime, ctime) it had right after the writer's last
-append. The next append uses it only while the note's stamp is exactly that
-(no one can set a ctime: any other write, rename or edit shows), else it reads
-the note whole, as before. The writer holds the notes' lock throughout, a
-rewrite (``forget``, a bullet inside an earlier section) drops the note's entry,
-and a damaged or missing file is only a cache miss.
+append. The next append uses it only while the note's stamp is exactly that,
+else it reads the note whole, as before. A rename, an edit that changes the
+size, or any write in a later timestamp tick shows; a same-size write in place
+within the same tick of a filesystem with coarse timestamps does not (the
+outline is then used as if the note were unchanged). The writer holds the
+notes' lock throughout; a rewrite (``forget``, a bullet inside an earlier
+section) or a deleted item drops the note's entry, an entry whose note is gone
+or changed is dropped at the next write (its headers with it), and a damaged or
+missing file is only a cache miss.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ def known_outline(folder: Path, real: Path, st: os.stat_result) -> tuple[Outline
     except (TypeError, ValueError):
         return None
     if stamp != _stamp(st) or eol not in ("\n", "\r\n"):
+        forget_outline(folder, real)  # changed since: no use, and its headers go
         return None
     note = Outline.loads(text)
     return (note, eol) if note is not None and note.front else None
@@ -61,8 +66,16 @@ def forget_outline(folder: Path, real: Path) -> None:
         _store(folder, str(real), None)
 
 
+def _current(key: str, entry: object) -> bool:
+    """Whether ``entry`` still describes the note at ``key`` (no note, no entry)."""
+    try:
+        return isinstance(entry, list) and entry[0] == _stamp(os.stat(key))
+    except (OSError, IndexError):
+        return False
+
+
 def _store(folder: Path, key: str, entry: list | None) -> None:
-    notes = _load(folder)
+    notes = {k: v for k, v in _load(folder).items() if _current(k, v)}
     notes.pop(key, None)
     if entry is not None:
         notes[key] = entry  # last: the newest

@@ -490,3 +490,25 @@ def test_a_text_the_embedder_missed_at_put_gets_its_vector_at_a_search(
     again = make_store(index={"embed": embeddings, "dims": 32})  # kept: not embedded again
     assert [i.key for i in again.search(("down",), query="osprey nest")][:1] == ["k"]
     assert embeddings.calls == calls
+
+
+def test_a_write_committed_after_a_later_one_is_seen_by_the_next_search(
+    database_url: str,
+) -> None:
+    import psycopg
+
+    set_value = (
+        "UPDATE em_items SET value = %s::jsonb, rev = nextval('em_item_revs') WHERE key = %s"
+    )
+    with EnhancedMemoryStore(database_url=database_url) as store:
+        store.put(("race",), "x", {"v": "x old"})
+        store.put(("race",), "y", {"v": "y old"})
+        with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:
+            a.execute(set_value, ('{"v": "x new"}', "x"))  # its rev drawn first, still open
+            b.execute(set_value, ('{"v": "y new"}', "y"))  # a later rev, committed first
+            b.commit()
+            seen = {i.key: i.value["v"] for i in store.search(("race",))}
+            assert seen == {"x": "x old", "y": "y new"}  # and that snapshot is kept
+            a.commit()
+        seen = {i.key: i.value["v"] for i in store.search(("race",))}
+    assert seen == {"x": "x new", "y": "y new"}

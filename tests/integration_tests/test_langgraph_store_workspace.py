@@ -165,3 +165,44 @@ def test_a_put_racing_a_first_put_keeps_its_created_at(workspace: Path) -> None:
     [kept] = items.under(("users",))
     assert kept.value == {"v": 2} and kept.created_at == first.created_at
     items.close()
+
+
+def test_a_ttl_refresh_on_read_keeps_text_written_above_the_sections(workspace: Path) -> None:
+    with EnhancedMemoryStore(workspace, ttl={"default_ttl": 60}) as store:
+        store.put(("users",), "tea", {"content": "Ada likes green tea"})
+        note = workspace / item_path((("users",), "tea"))
+        text = note.read_text(encoding="utf-8")
+        edited = text.replace("# tea\n", "# Ada's tea\r\n\nA note by hand, above the sections.\n")
+        note.write_bytes(edited.encode("utf-8"))
+        before = store.get(("users",), "tea", refresh_ttl=False)
+        assert before is not None
+        item = store.get(("users",), "tea", refresh_ttl=True)
+        assert item is not None and item.value == {"content": "Ada likes green tea"}
+        after = note.read_bytes().decode("utf-8")
+    assert after.split("<!-- enhanced-memory item ")[0] == edited.split("<!-- enhanced-memory")[0]
+    assert after != edited  # the expiry moved on, in the description line only
+
+
+@pytest.mark.parametrize(
+    ("fields", "value", "indexed"),
+    [
+        (["meta.bio"], {"meta": {"bio": f"Ada keeps bees, {TOKEN}"}}, f"Ada keeps bees, {TOKEN}"),
+        (["tags[*]"], {"tags": [f"beekeeper {TOKEN}", "x"]}, f"beekeeper {TOKEN}"),
+    ],
+)
+def test_delete_purges_the_texts_the_stores_fields_index(
+    workspace: Path, fields: list[str], value: dict, indexed: str
+) -> None:
+    from langchain_enhanced_memory.core.items import text_hash
+
+    index = {"fields": fields, "embed": WordEmbeddings(dim=32), "dims": 32}
+    with EnhancedMemoryStore(workspace, index=index) as store:
+        store.put(("users", "ada"), "bio", value)
+        store.put(("users", "ada"), "other", {"meta": {"bio": "herons"}, "tags": ["herons"]})
+        assert store.search(("users",), query=TOKEN)[0].key == "bio"
+        kept = text_hash(indexed)  # the vector is kept under the text's hash
+        assert files_holding(workspace, kept) != []
+        store.delete(("users", "ada"), "bio")
+        assert store.search(("users",), query="herons")[0].key == "other"
+    assert files_holding(workspace, TOKEN) == []  # notes, index, logs
+    assert files_holding(workspace, kept) == []  # items.sqlite and its -wal

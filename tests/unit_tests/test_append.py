@@ -299,3 +299,32 @@ def test_a_long_note_this_writer_appended_to_last_is_not_read_again(
     assert note.read_text(encoding="utf-8").endswith(
         "- read once\n- not read\n\n## Later\n\n- nor this\n"
     )
+
+
+@pytest.mark.parametrize("by_hand", ["deleted", "replaced"])
+def test_the_outline_sidecar_drops_a_note_gone_or_changed(workspace: Path, by_hand: str) -> None:
+    sidecar = workspace / "memory/.enhanced-memory-outlines.json"
+    header = "Heron-sightings-7731"
+    append_memory(workspace, "a grey heron", section=header, now=NOW)
+    assert header in sidecar.read_text(encoding="utf-8")
+    note = workspace / "memory/2026-02-09.md"
+    if by_hand == "deleted":
+        note.unlink()
+    else:
+        note.write_text("# 2026-02-09\n\nRewritten by hand.\n", encoding="utf-8")
+    append_memory(workspace, "another note", now=NOW.replace(day=10))
+    assert header not in sidecar.read_text(encoding="utf-8")
+
+
+def test_a_deleted_item_leaves_no_outline_behind(workspace: Path) -> None:
+    from langchain_enhanced_memory import EnhancedMemoryStore
+    from langchain_enhanced_memory.store.items import item_path
+
+    sidecar = workspace / "memory/.enhanced-memory-outlines.json"
+    header = "Heron-sightings-7731"
+    with EnhancedMemoryStore(workspace) as store:
+        store.put(("users",), "k", {"content": "an item"})
+        append_memory(workspace, "noted", section=header, file=item_path((("users",), "k")))
+        assert header in sidecar.read_text(encoding="utf-8")
+        store.delete(("users",), "k")
+    assert header not in sidecar.read_text(encoding="utf-8")

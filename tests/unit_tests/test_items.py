@@ -131,3 +131,11 @@ def test_a_snapshot_has_a_row_per_section_dated_by_the_item() -> None:
     assert snap.header == ["content", "tags", "content"]
     assert snap.paths == ["users/u1/k"] * 3 and snap.dates == ["2026-12-07"] * 3
     assert snap.start.tolist() == [1, 2, 3]
+
+
+def test_an_item_delete_takes_the_notes_one_lock() -> None:
+    from langchain_enhanced_memory.store import append, items
+
+    # One name, in store.append: a copy could drift, and two writers would not exclude each other.
+    assert items.NOTES_LOCK is append.NOTES_LOCK == ".enhanced-memory-notes.lock"
+    assert not [v for k, v in vars(items).items() if k != "NOTES_LOCK" and v == append.NOTES_LOCK]

@@ -6,9 +6,12 @@ under a prefix are one range of the index: ``namespace >= 'users/' AND
 namespace < 'users0'``, ``0`` being the byte after ``/``), key, value
 (``jsonb``), times, TTL, the fields indexed, and its sections' vectors (one
 ``bytea`` of float32 rows, the texts' hashes beside it). Every write sets
-``rev`` to the next value of one sequence: the count and the largest ``rev``
-under a prefix change with every put, delete or refresh there, which is what
-a searcher compares before reusing the snapshot it built (one indexed query).
+``rev`` to the next value of one sequence: the count and the sum of ``rev``
+under a prefix change with every put, delete or refresh committed there, which
+is what a searcher compares before reusing the snapshot it built (one indexed
+query). Not the largest ``rev``: it is drawn when the statement runs, not when
+its transaction commits, so a write committed after a later-drawn one would
+leave it where it was (and a stale snapshot in use for good).
 Why one table and not a scope per namespace: docs/design.md, "The LangGraph
 store over PostgreSQL".
 """
@@ -101,10 +104,14 @@ class DatabaseItems:
                 )
 
     def version(self, prefix: Namespace) -> Hashable:
-        """The count and the largest ``rev`` of the items under ``prefix``."""
+        """The count and the sum of ``rev`` of the items under ``prefix``.
+
+        A row's new ``rev`` is above its old one, so any committed change moves the sum,
+        whenever the sequence gave its value.
+        """
         with self.pool.connection("reading items", transaction=False) as conn:
             row = conn.execute(
-                "SELECT count(*), coalesce(max(rev), 0) FROM em_items"
+                "SELECT count(*), coalesce(sum(rev), 0) FROM em_items"
                 " WHERE namespace >= %s AND namespace < %s",
                 _range(prefix),
             ).fetchone()
