@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..analysis.salience import compute as salience
 from ..core.errors import ExportError
-from ..graph import queries, storage, views
+from ..graph import views
 from ..store.notes import normalize_path
 from .common import add_common_arguments, dump, engine_from_args, report_embedder
 
@@ -32,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     """Run one crossref action."""
     engine = engine_from_args(args)
     engine.require_memory()  # before show or graph opens (so creates) the index
-    index = engine.index
     if args.action == "build":
-        engine.update_index()
-        report = storage.build(index, engine.model_id, engine.settings, full=args.full)
+        report = engine.build_crossrefs(full=args.full)
         if args.json:
             dump(report.as_dict())
         else:
@@ -48,16 +46,16 @@ def run(args: argparse.Namespace) -> int:
             )
         return 0
     if args.action == "show":
-        shown = queries.show(index, normalize_path(args.path))
+        shown = engine.crossref(normalize_path(args.path), build=False)
         if args.json:
             dump(shown)
         else:
             print(views.format_show(shown))
         return 0
-    summary = queries.graph_summary(index, top=max(1, args.top))
+    summary = engine.crossref(build=False, top=max(1, args.top))
     if args.html or args.dot:
-        items = salience(index.workspace, engine.settings, top=None)["items"]
-        data = views.collect(index, {i["path"]: i["salience"] for i in items})
+        items = salience(engine.workspace, engine.settings, top=None)["items"]
+        data = engine.crossref_picture({i["path"]: i["salience"] for i in items})
         try:
             if args.html:
                 Path(args.html).write_text(views.to_html(data), encoding="utf-8")

@@ -100,10 +100,9 @@ def run(args: argparse.Namespace) -> int:
         out["compacted"] = {"before_bytes": compacted[0], "after_bytes": compacted[1]}
     if scope is not None:
         with open_database(args, engine.settings, replica=False) as db:
-            done = db.publish(
+            done = engine.publish(
+                db,
                 scope,
-                engine.index,
-                engine.model_id,
                 owner=_owner(engine),
                 take_over=args.take_over,
                 compact=args.compact,
@@ -174,10 +173,9 @@ def _follow(args: argparse.Namespace, engine: MemorySearch, scope: str | None) -
                 embedded = engine.embed_missing()
                 passed: dict = {"generation": generation, "embedded": embedded}
                 if db is not None and scope is not None:
-                    out = db.publish(
+                    out = engine.publish(
+                        db,
                         scope,
-                        engine.index,
-                        engine.model_id,
                         owner=_owner(engine),
                         take_over=args.take_over,
                     )

@@ -28,6 +28,9 @@ from .storage import WorkspaceStorage
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ..graph.storage import BuildReport
+    from ..graph.views import GraphData
+    from ..store.database import Database, PublishReport
     from ..store.upkeep import EmbedJob, ProgressFactory
 
 __all__ = ["MemorySearch"]
@@ -222,24 +225,89 @@ class MemorySearch(SearchEngine):
         """Merge the index's segments and reclaim space: bytes on disk before and after."""
         return self.index.compact()
 
-    def crossref(self, path: str | None = None, *, build: bool = True) -> dict[str, Any]:
-        """Cross-references of ``path`` (a normalised note path), or the graph's overview.
+    def publish(
+        self,
+        database: Database,
+        scope: str,
+        *,
+        owner: str,
+        take_over: bool = False,
+        compact: bool = False,
+    ) -> PublishReport:
+        """Publish this workspace's index (synced, embedded) as folder-backed ``scope``.
+
+        See :meth:`~..store.database.Database.publish` (``owner``, ``take_over``, ``compact``).
 
         Raises:
-            CrossrefError: No graph and ``build`` is False, or it cannot be built.
+            ScopeError: Bad name, a database-backed scope, another owner, missing vectors.
+            DatabaseError: The database failed (nothing was written).
+        """
+        return database.publish(
+            scope, self.index, self.model_id, owner=owner, take_over=take_over, compact=compact
+        )
+
+    # ------------------------------------------------------------- the graph
+    def build_crossrefs(self, *, full: bool = False) -> BuildReport:
+        """Bring the index up to date, then build or update its cross-reference graph.
+
+        Args:
+            full: Rebuild everything even when an incremental update would do.
+
+        Raises:
+            CrossrefError: No vectors, or some chunks lack one of this embedder.
+            EnhancedMemoryError: Updating the index failed (the embedder, or the disk).
+        """
+        from ..graph import storage
+
+        self.update_index()
+        return storage.build(self.index, self.model_id, self.settings, full=full)
+
+    def crossref(
+        self, path: str | None = None, *, build: bool = True, top: int = 15
+    ) -> dict[str, Any]:
+        """Cross-references of ``path`` (a normalised note path), or the graph's overview.
+
+        Args:
+            path: The note (None: totals and the ``top`` most connected files).
+            build: Build the graph when there is none yet.
+            top: Files the overview lists.
+
+        Raises:
+            CrossrefError: No graph and ``build`` is False, or it cannot be built, or
+                ``path`` is not in it.
             EnhancedMemoryError: Building the graph failed (the embedder, or the disk).
         """
-        from ..graph import queries, storage
+        from ..graph import queries
 
         try:
-            summary = queries.graph_summary(self.index)
+            summary = queries.graph_summary(self.index, top)
         except CrossrefError:
             if not build:
                 raise
-            self.update_index()
-            storage.build(self.index, self.model_id, self.settings)
-            summary = queries.graph_summary(self.index)
+            self.build_crossrefs()
+            summary = queries.graph_summary(self.index, top)
         return summary if path is None else queries.show(self.index, path)
+
+    def crossref_picture(self, salience: dict[str, float] | None = None) -> GraphData:
+        """The stored graph's files and links, to draw (``salience``: path -> score shown).
+
+        Raises:
+            CrossrefError: No graph has been built.
+        """
+        from ..graph import views
+
+        return views.collect(self.index, salience)
+
+    def export_crossrefs(self) -> dict[str, Any]:
+        """The graph in the original's ``memory/crossrefs.json`` shape (the index synced first).
+
+        Raises:
+            CrossrefError: No graph has been built.
+        """
+        from ..graph import queries
+
+        self.sync()
+        return queries.export_crossrefs_json(self.index)
 
     def _neighbors(self, snap: Snapshot) -> Neighbors | None:
         if not self.settings.graph_neighbors:

@@ -12,7 +12,7 @@ from ..core.errors import CrossrefError
 from .storage import has_tables
 
 if TYPE_CHECKING:
-    from ..store.index import MemoryIndex
+    from .host import GraphHost
 
 __all__ = ["export_crossrefs_json", "file_graph", "graph_connection", "graph_summary", "show"]
 
@@ -22,7 +22,7 @@ def _meta(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def graph_connection(index: MemoryIndex) -> Iterator[sqlite3.Connection]:
+def graph_connection(index: GraphHost) -> Iterator[sqlite3.Connection]:
     """A connection to the index whose graph tables exist (raises ``CrossrefError`` if not)."""
     with index.connect() as conn:
         if not has_tables(conn):
@@ -36,7 +36,7 @@ def _target(path: str, line: int) -> str:
     return f"{path}:{line}"
 
 
-def file_graph(index: MemoryIndex) -> dict[str, list[dict[str, Any]]]:
+def file_graph(index: GraphHost) -> dict[str, list[dict[str, Any]]]:
     """``{path: [{file, strength}]}``, strongest first (the original's ``file_graph``)."""
     with graph_connection(index) as conn:
         out: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -47,7 +47,7 @@ def file_graph(index: MemoryIndex) -> dict[str, list[dict[str, Any]]]:
         return dict(out)
 
 
-def export_crossrefs_json(index: MemoryIndex) -> dict[str, Any]:
+def export_crossrefs_json(index: GraphHost) -> dict[str, Any]:
     """The graph in the original's ``memory/crossrefs.json`` shape."""
     with graph_connection(index) as conn:
         meta = _meta(conn)
@@ -68,7 +68,7 @@ def export_crossrefs_json(index: MemoryIndex) -> dict[str, Any]:
     }
 
 
-def show(index: MemoryIndex, path: str) -> dict[str, Any]:
+def show(index: GraphHost, path: str) -> dict[str, Any]:
     """One file's linked files, outgoing chunk refs and up to 20 incoming refs."""
     with graph_connection(index) as conn:
         if conn.execute("SELECT 1 FROM crossref_files WHERE path=?", (path,)).fetchone() is None:
@@ -108,7 +108,7 @@ def show(index: MemoryIndex, path: str) -> dict[str, Any]:
     }
 
 
-def graph_summary(index: MemoryIndex, top: int = 15) -> dict[str, Any]:
+def graph_summary(index: GraphHost, top: int = 15) -> dict[str, Any]:
     """Totals and the ``top`` most connected files (links in either direction)."""
     with graph_connection(index) as conn:
         meta = _meta(conn)

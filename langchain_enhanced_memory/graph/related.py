@@ -20,7 +20,7 @@ from ..core.snapshot import Snapshot
 from .storage import has_tables
 
 if TYPE_CHECKING:
-    from ..store.index import MemoryIndex
+    from .host import GraphHost
 
 __all__ = ["add_graph_neighbors", "attach_related"]
 
@@ -31,7 +31,7 @@ log = logging.getLogger("langchain_enhanced_memory")
 _RELATED_CACHE: dict[tuple[str, int, str], dict[tuple[str, int], list[tuple]]] = {}
 
 
-def _current_refs(index: MemoryIndex, generation: int) -> dict[tuple[str, int], list[tuple]]:
+def _current_refs(index: GraphHost, generation: int) -> dict[tuple[str, int], list[tuple]]:
     """Stored refs whose two files are unchanged since the build (stale ones are skipped)."""
     refs: dict[tuple[str, int], list[tuple]] = defaultdict(list)
     try:
@@ -78,7 +78,7 @@ def _related_of(refs: dict, path: str, line: int, n: int) -> list[tuple]:
     return out
 
 
-def attach_related(index: MemoryIndex, generation: int, hits: list[Hit], n: int) -> None:
+def attach_related(index: GraphHost, generation: int, hits: list[Hit], n: int) -> None:
     """Fill each hit's ``related`` with its ``n`` strongest cross-referenced chunks."""
     refs = _current_refs(index, generation)
     if not refs:
@@ -91,7 +91,7 @@ def attach_related(index: MemoryIndex, generation: int, hits: list[Hit], n: int)
 
 
 def add_graph_neighbors(
-    index: MemoryIndex, snap: Snapshot, scores: np.ndarray, settings: MemorySettings
+    index: GraphHost, snap: Snapshot, scores: np.ndarray, settings: MemorySettings
 ) -> None:
     """Give graph neighbours of the top hits a score (in place).
 

@@ -33,7 +33,7 @@ from ..core.snapshot import Snapshot
 from .compute import calibrated_threshold, choose_representatives, top_refs, top_refs_all, unit
 
 if TYPE_CHECKING:
-    from ..store.index import MemoryIndex
+    from .host import GraphHost
 
 __all__ = ["BuildReport", "build", "has_tables", "pick_model"]
 
@@ -95,7 +95,7 @@ def _meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM crossref_meta").fetchall())
 
 
-def pick_model(index: MemoryIndex) -> str | None:
+def pick_model(index: GraphHost) -> str | None:
     """The model whose cached vectors cover the most chunks (None when there are none)."""
     with index.connect() as conn:
         row = conn.execute(
@@ -120,9 +120,9 @@ def _signature(settings: MemorySettings, model: str) -> str:
 
 # -------------------------------------------------------------------- build
 def build(
-    index: MemoryIndex,
-    model: str | None = None,
-    settings: MemorySettings | None = None,
+    index: GraphHost,
+    model: str | None,
+    settings: MemorySettings,
     *,
     full: bool = False,
 ) -> BuildReport:
@@ -130,15 +130,14 @@ def build(
 
     Args:
         index: The (synced, embedded) index.
-        model: Whose vectors to use; defaults to the best-covered model in the cache.
-        settings: Representatives, threshold and caps (defaults to the index's).
+        model: Whose vectors to use; None: the best-covered model in the cache.
+        settings: Representatives, threshold and caps.
         full: Rebuild everything even when an incremental update would do.
 
     Raises:
         CrossrefError: No vectors, or some chunks lack a vector for ``model``.
     """
     t0 = time.perf_counter()
-    settings = settings or index.settings
     model, snap = _embedded_snapshot(index, model)
     with index.connect() as conn:
         hashes = dict(conn.execute("SELECT path, hash FROM files").fetchall())
@@ -183,7 +182,7 @@ def build(
     )
 
 
-def _embedded_snapshot(index: MemoryIndex, model: str | None) -> tuple[str, Snapshot]:
+def _embedded_snapshot(index: GraphHost, model: str | None) -> tuple[str, Snapshot]:
     """The model (the best-covered one when None) and a snapshot where every chunk has its vector.
 
     Raises:

@@ -22,7 +22,7 @@ from ..core.text import escape_controls
 from .queries import graph_connection
 
 if TYPE_CHECKING:
-    from ..store.index import MemoryIndex
+    from .host import GraphHost
 
 __all__ = [
     "COLORS",
@@ -51,7 +51,7 @@ class GraphData:
     totals: dict[str, Any] = field(default_factory=dict)
 
 
-def collect(index: MemoryIndex, salience: dict[str, float] | None = None) -> GraphData:
+def collect(index: GraphHost, salience: dict[str, float] | None = None) -> GraphData:
     """Read the stored graph; ``salience`` (path -> score) is shown in each file's tooltip.
 
     Raises:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.errors import EmbeddingError, ExportError
-from ..graph.queries import export_crossrefs_json
 
 if TYPE_CHECKING:
     from ..engine import MemorySearch
@@ -71,8 +70,7 @@ def crossrefs_json(engine: MemorySearch) -> dict[str, Any]:
     Raises:
         CrossrefError: No graph has been built.
     """
-    engine.sync()
-    return export_crossrefs_json(engine.index)
+    return engine.export_crossrefs()
 
 
 def write_json(obj: Any, dest: str, workspace: Path, default: str) -> Path:
