@@ -61,7 +61,6 @@ class DatabaseSearch(SearchEngine):
     ) -> None:
         self._storage: ScopeStorage = ScopeStorage(database, scope)
         self.database = database
-        self.scope = self._storage.name
         # The embedder's fields only: a database scope has no workspace.
         config = EngineConfig(
             workspace=Path(),
@@ -73,6 +72,11 @@ class DatabaseSearch(SearchEngine):
         )
         self.settings = config.settings
         self.embedder = QueryEmbedder(config, self._stored_dim)
+
+    @property
+    def scope(self) -> str:
+        """The scope searched (and written by :meth:`remember`)."""
+        return self._storage.scope
 
     @classmethod
     def from_config(cls, database: Database, scope: str, config: EngineConfig) -> DatabaseSearch:

@@ -31,6 +31,7 @@ from .search import MemorySearch
 
 if TYPE_CHECKING:
     from ..store.database import Database
+    from ..store.index import SyncReport
     from ..store.upkeep import ProgressFactory
     from .pool import SearchPool
 
@@ -255,14 +256,27 @@ class ScopedSearch:
             return self
         return ScopedSearch(chosen, pool=self._pool)
 
-    def update_index(self, *, progress: ProgressFactory | None = None) -> None:
+    def update_index(
+        self, *, wait: bool = True, progress: ProgressFactory | None = None
+    ) -> tuple[SyncReport | None, int]:
         """Sync and embed each folder's scope (a database scope is embedded by its writer).
+
+        Args:
+            wait: Block on another writer; when False and one is busy, skip.
+            progress: Given the number of texts to embed, a callback per batch.
+
+        Returns:
+            No sync report (several folders have no one report; each engine's own
+            :meth:`~.search.MemorySearch.update_index` gives its), and the number of
+            texts embedded over every scope.
 
         Raises:
             EmbeddingError: An embedder failed (what was embedded is kept).
         """
+        embedded = 0
         for _, searcher in self.members:
-            searcher.update_index(progress=progress)
+            embedded += searcher.update_index(wait=wait, progress=progress)[1]
+        return None, embedded
 
     def check_databases(self) -> bool:
         """Read the generations of its database scopes (one query each database).

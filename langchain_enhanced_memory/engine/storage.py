@@ -254,8 +254,7 @@ class ScopeStorage:
 
     def __init__(self, database: Database, scope: str) -> None:
         self.database = database
-        self.scope: str | None = validate_scope(scope)
-        self.name = self.scope
+        self.scope: str = validate_scope(scope)
         self.last: Snapshot | None = None  # the generation the last search read
         self._stale = False
 
@@ -272,14 +271,14 @@ class ScopeStorage:
             DatabaseError: The database failed and no generation is held (``Database.held``).
         """
         try:
-            snap, stale = self.database.snapshot(self.name, model_id), False
+            snap, stale = self.database.snapshot(self.scope, model_id), False
         except DatabaseError as exc:
-            held = self.database.held(self.name, model_id, copies=exc.unreachable)
+            held = self.database.held(self.scope, model_id, copies=exc.unreachable)
             if held is None:
                 raise
             log.warning(
                 "scope %s answered from generation %d held here (newer writes may be missing): %s",
-                self.name,
+                self.scope,
                 held.generation,
                 exc,
             )
@@ -289,7 +288,7 @@ class ScopeStorage:
 
     def read(self, path: str, from_line: int, lines: int | None) -> MemoryLines:
         """Lines of a note stored in the scope."""
-        return self.database.read(self.name, path, from_line, lines)
+        return self.database.read(self.scope, path, from_line, lines)
 
     def append(
         self,
@@ -302,7 +301,7 @@ class ScopeStorage:
     ) -> AppendResult:
         """Append to the scope's note and index it, in one transaction."""
         return self.database.append(
-            self.name, text, section=section, file=file, now=now, embed=_embedding(embedder)
+            self.scope, text, section=section, file=file, now=now, embed=_embedding(embedder)
         )
 
     def delete(
@@ -317,7 +316,7 @@ class ScopeStorage:
     ) -> list[Forgotten]:
         """Remove lines from the scope's notes and re-index them, in one transaction."""
         return self.database.forget(
-            self.name,
+            self.scope,
             path=path,
             line=line,
             match=match,

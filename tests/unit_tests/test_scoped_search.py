@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from langchain_enhanced_memory.core.request import SearchRequest
 from langchain_enhanced_memory.core.results import Hit, SearchResponse
 from langchain_enhanced_memory.core.scopes import ScopeRef
 from langchain_enhanced_memory.core.settings import MemorySettings
-from langchain_enhanced_memory.engine import EngineConfig
+from langchain_enhanced_memory.engine import EngineConfig, MemorySearch
 from langchain_enhanced_memory.engine.scoped import (
     ScopedSearch,
     narrowed,
@@ -21,6 +22,7 @@ from langchain_enhanced_memory.engine.scoped import (
     scope_specs,
     scoped_search,
 )
+from tests.fakes import WordEmbeddings
 from tests.workspaces import SMALL_WORKSPACE, write_workspace
 
 
@@ -137,3 +139,19 @@ def test_local_scopes_search_their_own_workspaces(tmp_path: Path) -> None:
         assert {h.scope for h in hits} == {"alpha", "beta"}
         assert [h.path for h in hits if h.scope == "beta"] == ["MEMORY.md"]
         assert {h.scope for h in search.only(["beta"]).run(request(10)).hits} <= {"beta"}
+
+
+def test_update_index_over_scopes_answers_as_one_engine_does(tmp_path: Path) -> None:
+    # The same (sync report, texts embedded) as SearchEngine.update_index: no one report
+    # over several folders, and the texts embedded over all of them.
+    notes = {"a": SMALL_WORKSPACE, "b": {"MEMORY.md": "# B\n\nThe ramen place closed.\n"}}
+    config = EngineConfig(workspace=tmp_path, embeddings=WordEmbeddings(dim=32))
+    each = 0
+    for name, files in notes.items():  # each folder alone, in a copy of its own
+        alone = replace(config, workspace=write_workspace(tmp_path / f"alone-{name}", files))
+        with MemorySearch.from_config(alone) as engine:
+            each += engine.update_index()[1]
+    folders = {name: write_workspace(tmp_path / name, files) for name, files in notes.items()}
+    with scoped_search(config, scope_specs(folders)) as search:
+        assert search.update_index() == (None, each)
+        assert search.update_index() == (None, 0)
