@@ -27,11 +27,21 @@ class SearchPool:
     given, password included: it stays in this process, never printed or logged
     (:meth:`status` shows the URL masked).
 
+    A long-lived resident engine is asked for many workspaces, scopes and URLs
+    over its life: each kind is kept to its most recently used ``max_*``, and
+    what falls out is closed (a workspace engine's watcher and embedding thread,
+    a database's connection pools, with its scopes' engines).
+
     Args:
         overrides: Config fields every pooled workspace engine gets (``watch=True``, ...).
     """
 
+    #: Warm workspace engines kept (an eval over many workspaces asks for more).
     max_engines = 16
+    #: Warm scope engines kept, over all databases (an agent fleet's scopes).
+    max_scopes = 64
+    #: Databases kept connected (each key's connection pools: its own connections).
+    max_databases = 4
 
     def __init__(self, **overrides: Any) -> None:
         self.overrides = overrides
@@ -44,9 +54,12 @@ class SearchPool:
 
     def database(self, key: str, connect: Callable[[], Database]) -> Database:
         """The database of ``key`` (its URL and options), connected on first use."""
-        database = self.databases.get(key)
+        database = self.databases.pop(key, None)
         if database is None:
-            database = self.databases[key] = connect()
+            database = connect()
+            while len(self.databases) >= self.max_databases:
+                self._drop_database(next(iter(self.databases)))
+        self.databases[key] = database  # most recently used last
         return database
 
     def scope(
@@ -54,9 +67,12 @@ class SearchPool:
     ) -> DatabaseSearch:
         """The warm engine of scope ``name`` of database ``key`` with ``config`` (built once)."""
         at = (key, name, repr(replace(config, embeddings=None)))
-        engine = self.scopes.get(at)
+        engine = self.scopes.pop(at, None)
         if engine is None:
-            engine = self.scopes[at] = build()
+            engine = build()
+            while len(self.scopes) >= self.max_scopes:
+                self.scopes.pop(next(iter(self.scopes))).close()
+        self.scopes[at] = engine  # most recently used last
         return engine
 
     def get(self, config: EngineConfig) -> MemorySearch:
@@ -71,11 +87,24 @@ class SearchPool:
         engine = self.engines.pop(key, None)
         if engine is None:
             engine = MemorySearch.from_config(config)
-            if len(self.engines) >= self.max_engines:  # an eval over many workspaces
-                oldest = next(iter(self.engines))
-                self.engines.pop(oldest).close()
+            while len(self.engines) >= self.max_engines:
+                self._drop_engine(next(iter(self.engines)))
         self.engines[key] = engine  # most recently used last
         return engine
+
+    def _drop_engine(self, key: str) -> None:
+        """Close the workspace engine of ``key``; forget its folder unless another reads it."""
+        engine = self.engines.pop(key)
+        engine.close()
+        folder = str(engine.index_path.parent)
+        if all(str(e.index_path.parent) != folder for e in self.engines.values()):
+            self.folders.pop(folder, None)
+
+    def _drop_database(self, key: str) -> None:
+        """Close the database of ``key`` (its connection pools) and its scopes' engines."""
+        for at in [at for at in self.scopes if at[0] == key]:
+            self.scopes.pop(at).close()
+        self.databases.pop(key).close()
 
     def busy(self) -> bool:
         """Whether an engine is still embedding in the background."""
