@@ -60,6 +60,10 @@ NOT_EXPORTED = {
     "ScopedSearch": "EnhancedMemoryRetriever.engine with scopes=: built by the faces",
     "Snapshot": "MemorySearch.snapshot: the arrays status and the exports read",
     "SyncReport": "MemorySearch.update_index: what the index command prints",
+    "BuildReport": "MemorySearch.build_crossrefs: what crossref build prints",
+    "GraphData": "MemorySearch.crossref_picture: what crossref graph --html/--dot draws",
+    "Database": "MemorySearch.publish: the database index --scope publishes to",
+    "PublishReport": "MemorySearch.publish: what index --scope prints",
 }
 
 _PACKAGE = "langchain_enhanced_memory"
