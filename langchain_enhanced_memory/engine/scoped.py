@@ -279,7 +279,7 @@ class ScopedSearch:
         return None, embedded
 
     def check_databases(self) -> bool:
-        """Read the generations of its database scopes (one query each database).
+        """Read the generation of each of its database scopes (one query each).
 
         Returns:
             Whether it has database scopes.
@@ -287,16 +287,8 @@ class ScopedSearch:
         Raises:
             DatabaseError: Their database cannot be reached or read.
         """
-        from .database import DatabaseSearch
-
-        by_database: dict[int, tuple[Database, list[str]]] = {}
-        for _, searcher in self.members:
-            if isinstance(searcher, DatabaseSearch):
-                held = by_database.setdefault(id(searcher.database), (searcher.database, []))
-                held[1].append(searcher.scope)
-        for database, names in by_database.values():
-            database.generations(names)
-        return bool(by_database)
+        # A list, not a generator: every member is checked, not the first that has scopes.
+        return any([searcher.check_databases() for _, searcher in self.members])
 
     def run(self, request: SearchRequest) -> SearchResponse:
         """Answer ``request`` over every scope: the ``request.k`` best hits of them all."""

@@ -141,6 +141,14 @@ def _named(node: ast.AST) -> str | None:
     return getattr(node, "id", None) or getattr(node, "attr", None)
 
 
+def _switch(node: ast.AST) -> set[str | None]:
+    """The types an ``isinstance`` call switches on (empty for any other node)."""
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance"):
+        return set()
+    kinds = node.args[1]
+    return {_named(n) for n in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds])}
+
+
 def _reach_throughs(path: Path) -> list[str]:
     """Where ``path`` switches on an engine or store type, or holds or reads an engine's index.
 
@@ -152,12 +160,9 @@ def _reach_throughs(path: Path) -> list[str]:
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         where = f"{path.name}:{getattr(node, 'lineno', 0)}"
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
-            kinds = node.args[1]
-            names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
-            hit = {_named(n) for n in names}
-            if hit & _ENGINE_TYPES:
-                found.append(f"{where} isinstance {sorted(hit & _ENGINE_TYPES)}")
+        hit = _switch(node) & _ENGINE_TYPES
+        if hit:
+            found.append(f"{where} isinstance {sorted(hit)}")
         if isinstance(node, ast.Attribute) and _named(node.value) == "index":
             if isinstance(node.value, ast.Attribute):
                 found.append(f"{where} .index.{node.attr}")
@@ -189,6 +194,21 @@ def test_the_faces_ask_the_engine_not_its_store() -> None:
         for path in sorted(PACKAGE.rglob("*.py"))
         if not any(path.is_relative_to(d) for d in inner)
         for hit in _reach_throughs(path)
+    ]
+    assert found == []
+
+
+def test_not_even_the_engine_switches_on_a_store() -> None:
+    # engine/ holds the stores, yet asks them through their protocol: no switch on which
+    # store (or which store's engine) it has. ScopedSearch is not a store: narrowed() and
+    # one_scope() ask whether a search has scopes.
+    stores = {"DatabaseSearch", "MemorySearch", "MemoryIndex", "Database"}
+    found = [
+        f"{path.name}:{node.lineno} isinstance {sorted(_switch(node) & stores)}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not path.is_relative_to(PACKAGE / "store")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and _switch(node) & stores
     ]
     assert found == []
 
