@@ -30,7 +30,9 @@ class SearchPool:
     A long-lived resident engine is asked for many workspaces, scopes and URLs
     over its life: each kind is kept to its most recently used ``max_*``, and
     what falls out is closed (a workspace engine's watcher and embedding thread,
-    a database's connection pools, with its scopes' engines).
+    a database's connection pools, with its scopes' engines). A scope's last
+    generation stays held by its database (it answers that scope while the
+    database is down) until the database itself falls out.
 
     Args:
         overrides: Config fields every pooled workspace engine gets (``watch=True``, ...).
