@@ -199,6 +199,8 @@ class SectionStream:
         self.fence = bytearray()
         # The scan: front matter (None: not known yet), first unscanned line, open fence run.
         self.front: bool | None = False if r else None
+        # A first line '---' never closed: a line the note grows by may still close it.
+        self.front_unclosed = False
         self.scan_from = r.scan if r else 0
         self.scan_start = 0  # the first line a run may start again at (after front matter)
         self.run = ""
@@ -259,8 +261,8 @@ class SectionStream:
     @property
     def resume(self) -> Resume | None:
         """After :meth:`close`: where the file can be chunked again from if it grows."""
-        if self.mark is None:
-            return None
+        if self.mark is None or self.front_unclosed:
+            return None  # an unclosed front matter may yet close and turn headers into text
         piece, chunk, (line, header, levels, texts, body) = self.mark
         scan = max(piece, line + 1)
         return Resume(piece, scan, chunk, header, levels, texts, body, line)
@@ -315,7 +317,7 @@ class SectionStream:
                 return True
         self.scan_from = self.n  # not closed yet: only the new lines are searched next time
         if final:  # never closed: no front matter, scan it all
-            self.front = False
+            self.front, self.front_unclosed = False, True
             self.scan_from = 0
             return True
         return False
