@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import project  # noqa: E402
 
 from langchain_enhanced_memory.core.settings import MemorySettings  # noqa: E402
+from langchain_enhanced_memory.graph import queries  # noqa: E402
 from langchain_enhanced_memory.graph import storage as crossref  # noqa: E402
 from langchain_enhanced_memory.store.index import MemoryIndex  # noqa: E402
 from langchain_enhanced_memory.store.upkeep import embed_missing  # noqa: E402
@@ -116,7 +117,7 @@ def main() -> None:
             f"  ({inc.mode}, {inc.recomputed} of {inc.representatives} rows recomputed)"
         )
         t1 = time.perf_counter()
-        crossref.graph_summary(index)
+        queries.graph_summary(index)
         print(f"graph summary: {(time.perf_counter() - t1) * 1000:.0f} ms")
     finally:
         if not args.keep:
