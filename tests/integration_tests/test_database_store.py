@@ -6,6 +6,7 @@ Every test gets a fresh database (``database_url``). "Another host" is another
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import random
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+import weakref
 from datetime import date
 from pathlib import Path
 
@@ -477,3 +479,22 @@ def test_a_hosts_copies_of_segments_serve_a_fresh_process_and_follow_the_scope(
     assert len(names) == 2  # this database's and the other one's folder
     mine = [p for p in cache.rglob("*.emseg") if p not in copies]
     assert copies[0] not in list(cache.rglob("*.emseg")) and mine
+
+
+def test_let_go_releases_a_scopes_generation_and_only_its_segments(
+    database_url: str, tmp_path: Path
+) -> None:
+    with Database.connect(database_url, cache=tmp_path / "cache") as db:
+        for scope in ("a", "b"):
+            for i in range(2):
+                db.append(scope, f"the okapi fact {i}", file=f"memory/topics/t{i}.md")
+            db.snapshot(scope, None)
+        held, uses = db._held, {s: set(db._held._uses[s]) for s in ("a", "b")}
+        assert set(held._segments) == uses["a"] | uses["b"] and uses["a"]
+        gone = [weakref.ref(o) for o in (held._snapshots["a"], *map(held._segments.get, uses["a"]))]
+        db.let_go("a")
+        gc.collect()
+        assert [r() for r in gone] == [None] * len(gone)  # nothing else kept them
+        assert set(held._segments) == uses["b"] and list(held._snapshots) == ["b"]
+        assert db.held("a", None) is None and db.held("b", None) is not None
+        assert db.held("a", None, copies=True) is not None  # this host's copies stay for outages

@@ -474,6 +474,14 @@ class Database:
             snap = self._held.recorded(scope)
         return None if snap is None else of_model(snap, model_id)
 
+    def let_go(self, scope: str) -> None:
+        """Forget the generation of ``scope`` last read and its segments no other scope holds.
+
+        For a process that serves many scopes: its next read loads the scope again
+        (or, unreachable, :meth:`held` assembles it from this host's copies).
+        """
+        self._held.let_go(scope)
+
     def _snapshot(self, pool: Pool, scope: str, floor: int) -> Snapshot | None:
         """The scope's generation read from ``pool``; None when it is older than ``floor``."""
         with pool.connection(f"reading scope {scope}", transaction=False) as conn:

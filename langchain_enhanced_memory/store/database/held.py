@@ -3,8 +3,9 @@
 Segments are immutable, so a segment fetched once (from the database, or
 mapped from this host's copy, :mod:`.cache`) is kept decoded by id and
 shared by every scope's snapshot and every write that merges it. A scope's
-last assembled generation is kept until the scope moves on; the segments no
-held generation uses are let go.
+last assembled generation is kept until the scope moves on, or until a process
+serving many scopes lets it go (:meth:`Held.let_go`); the segments no held
+generation uses are let go.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ class Held:
         if self.cache is not None:
             self.cache.keep(scope, ids)
 
+    def let_go(self, scope: str) -> None:
+        """Forget ``scope``'s last generation and the decoded segments no other scope holds.
+
+        This host's copies stay: :meth:`recorded` assembles the scope from them again.
+        """
+        with self._lock:
+            self._snapshots.pop(scope, None)
+            self._uses.pop(scope, None)
+            self._drop_unused()
+
     def recorded(self, scope: str) -> Snapshot | None:
         """The generation of ``scope`` this host last loaded, from its copies (None: not all)."""
         cache = self.cache
@@ -95,10 +106,14 @@ class Held:
         snap = assemble(loaded.generation, segs, rows, loaded.model)
         with self._lock:
             self._snapshots[scope], self._uses[scope] = snap, ids
-            keep = {i for used in self._uses.values() for i in used}
             self._segments.update(segments)  # those mapped from copies too
-            self._segments = {i: s for i, s in self._segments.items() if i in keep}
+            self._drop_unused()
         return snap
+
+    def _drop_unused(self) -> None:
+        """Let go of the decoded segments no held generation uses (under the lock)."""
+        keep = {i for used in self._uses.values() for i in used}
+        self._segments = {i: s for i, s in self._segments.items() if i in keep}
 
     def load(self, conn: psycopg.Connection, scope: str, pool: Pool) -> Snapshot:
         """Read the scope's generation, its files and segments as of one moment; assemble it."""
