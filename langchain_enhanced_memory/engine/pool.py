@@ -31,8 +31,8 @@ class SearchPool:
     over its life: each kind is kept to its most recently used ``max_*``, and
     what falls out is closed (a workspace engine's watcher and embedding thread,
     a database's connection pools, with its scopes' engines). A scope's last
-    generation stays held by its database (it answers that scope while the
-    database is down) until the database itself falls out.
+    generation, which its database holds to answer it while the server is down,
+    is let go with the scope's last engine (one URL may serve thousands of scopes).
 
     Args:
         overrides: Config fields every pooled workspace engine gets (``watch=True``, ...).
@@ -72,9 +72,9 @@ class SearchPool:
         engine = self.scopes.pop(at, None)
         if engine is None:
             engine = build()
-            while len(self.scopes) >= self.max_scopes:
-                self.scopes.pop(next(iter(self.scopes))).close()
         self.scopes[at] = engine  # most recently used last
+        while len(self.scopes) > max(self.max_scopes, 1):  # never the one just asked for
+            self._drop_scope(next(iter(self.scopes)))
         return engine
 
     def get(self, config: EngineConfig) -> MemorySearch:
@@ -101,6 +101,13 @@ class SearchPool:
         folder = str(engine.index_path.parent)
         if all(str(e.index_path.parent) != folder for e in self.engines.values()):
             self.folders.pop(folder, None)
+
+    def _drop_scope(self, at: tuple[str, str, str]) -> None:
+        """Close the scope engine at ``at``; the scope is let go unless another engine reads it."""
+        engine = self.scopes.pop(at)
+        engine.close()
+        if not any(other[:2] == at[:2] for other in self.scopes):
+            engine.database.let_go(engine.scope)
 
     def _drop_database(self, key: str) -> None:
         """Close the database of ``key`` (its connection pools) and its scopes' engines."""

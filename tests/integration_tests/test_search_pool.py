@@ -73,11 +73,30 @@ def test_scope_engines_are_kept_to_the_most_recently_used(
         assert _search(pool, config, database_url, name) == [name]
     assert [at[1] for at in pool.scopes] == ["b", "c"]
     warm = pool.scopes[next(at for at in pool.scopes if at[1] == "b")]
+    database = pool.databases[next(iter(pool.databases))]
+    assert database.held("a", None) is None  # a fell out: its generation went with it
     assert _search(pool, config, database_url, "a") == ["a"]  # built again, b falls out
     assert [at[1] for at in pool.scopes] == ["c", "a"]
+    assert database.held("b", None) is None and database.held("c", None) is not None
     assert _search(pool, config, database_url, "c") == ["c"]  # a warm one is reused
     assert [at[1] for at in pool.scopes] == ["a", "c"] and warm not in pool.scopes.values()
     assert len(pool.databases) == 1  # one connection per URL for all of them
+
+
+def test_a_scope_stays_held_while_another_engine_of_it_is_warm(
+    database_url: str, tmp_path: Path, pool: SearchPool
+) -> None:
+    with Database.connect(database_url, cache=None) as db:
+        for name in ("a", "b"):
+            db.append(name, f"kestrel seen by {name}", now=DAY)
+    one, two = (EngineConfig(workspace=tmp_path / w, embedder="none") for w in ("1", "2"))
+    pool.max_scopes = 2
+    for config, name in ((one, "a"), (two, "a"), (one, "b")):  # a's first engine falls out
+        assert _search(pool, config, database_url, name) == [name]
+    database = pool.databases[next(iter(pool.databases))]
+    assert database.held("a", None) is not None  # its other engine still reads it
+    assert _search(pool, two, database_url, "b") == ["b"]  # a's last engine falls out
+    assert database.held("a", None) is None and database.held("b", None) is not None
 
 
 def test_a_database_that_falls_out_is_closed_with_its_scopes(
