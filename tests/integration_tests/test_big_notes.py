@@ -119,3 +119,17 @@ def test_a_long_note_changed_otherwise_is_read_again_whole(tmp_path: Path, chang
     assert [row[1:] for row in after] == from_scratch(ws, tmp_path)
     if change != "append a header":  # a plain append keeps the rows before the tail
         assert not {row[0] for row in after} & {row[0] for row in before}
+
+
+def test_a_note_opened_by_a_rule_that_closes_as_front_matter_is_chunked_as_rebuilt(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    note = ws / "memory" / "2026-12-07.md"
+    note.write_text("---\n# Plans\n- the okapi migration\n")  # a rule, as far as it goes
+    db = index(ws)
+    with open(note, "a") as fh:  # and now front matter: '# Plans' is no header
+        fh.write("---\n")
+    index(ws)
+    assert [row[1:] for row in chunks(db)] == from_scratch(ws, tmp_path)
