@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -301,6 +302,26 @@ def test_the_sweeper_deletes_expired_items(make_store: MakeStore) -> None:
     assert store.stop_ttl_sweeper(timeout=10)
     assert store.sweep_ttl() == 0  # nothing left to sweep: the sweeper did it
     assert [i.key for i in store.search(("sweep",))] == ["stays"]
+
+
+def test_the_sweeper_is_a_future_as_langgraphs_stores_return(store: EnhancedMemoryStore) -> None:
+    """``start_ttl_sweeper`` returns what PostgresStore's and SqliteStore's do: a future
+    resolved when the sweeper stops; cancelling it stops the sweeper."""
+    done = store.start_ttl_sweeper(sweep_interval_minutes=60)
+    assert isinstance(done, Future) and not done.done()
+    assert store.start_ttl_sweeper() is done  # running: not started twice
+    assert store.stop_ttl_sweeper(timeout=10)
+    assert done.result(timeout=10) is None
+    again = store.start_ttl_sweeper(sweep_interval_minutes=60)  # stopped: a new one
+    assert again is not done and not again.done()
+    thread = store._sweeper.thread  # type: ignore[union-attr]
+    assert again.cancel()
+    thread.join(10)
+    assert not thread.is_alive()  # cancelled: its thread ended, with no stop_ttl_sweeper
+    third = store.start_ttl_sweeper(sweep_interval_minutes=60)
+    assert third is not again and not third.done()
+    store.close()  # stops it too
+    assert third.result(timeout=10) is None
 
 
 def test_async_variants(store: EnhancedMemoryStore) -> None:
