@@ -92,8 +92,11 @@ class DatabaseItems:
         return {item.ref: item for item in items}
 
     def put_many(self, items: Sequence[StoredItem], deletes: Sequence[Ref]) -> None:
-        """Upsert ``items`` and delete ``deletes`` in one transaction (``created_at`` kept)."""
-        with self.pool.connection("writing items") as conn, conn.cursor() as cur:
+        """Upsert ``items`` and delete ``deletes`` in one transaction (``created_at`` kept).
+
+        Pipelined: the items' statements and their versions' go in one round trip.
+        """
+        with self.pool.connection("writing items") as conn, conn.pipeline(), conn.cursor() as cur:
             if items:
                 cur.executemany(
                     f"INSERT INTO em_items ({_COLUMNS})"
