@@ -17,10 +17,12 @@ items and kept in a bounded LRU (:data:`CACHED_PREFIXES`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +45,7 @@ from langgraph.store.base import (
 
 from .core.errors import ItemError, SettingsError
 from .core.items import (
+    HeldPrefix,
     ItemStorage,
     Namespace,
     Ref,
@@ -50,7 +53,6 @@ from .core.items import (
     check_key,
     check_namespace,
     expiry,
-    matches,
     namespace_matches,
     sections,
     snapshot_of,
@@ -58,7 +60,6 @@ from .core.items import (
 )
 from .core.request import MAX_K, SearchRequest
 from .core.settings import MemorySettings
-from .core.snapshot import Snapshot
 from .core.text import clean_json
 from .engine.answer import ranked_hits
 from .engine.config import Embedder, EngineConfig
@@ -73,27 +74,26 @@ CACHED_PREFIXES = 2048
 _KINDS = ("auto", "local", "ollama", "none")
 
 
-class _Held:
-    """A prefix's items at one version, and their snapshot once a query needed it."""
+class _Sweeper:
+    """A TTL sweeper: its thread, its stop event, and the future its end resolves."""
 
-    __slots__ = ("expires", "items", "of_item", "snap", "version")
+    def __init__(self, sweep: Callable[[], int], interval: float) -> None:
+        self.sweep, self.interval = sweep, interval
+        self.stop = threading.Event()  # its own: a sweeper started after it never revives it
+        self.done: Future[None] = Future()
+        self.done.add_done_callback(lambda f: self.stop.set() if f.cancelled() else None)
+        self.thread = threading.Thread(target=self._loop, name="ttl-sweeper", daemon=True)
 
-    def __init__(self, version: Hashable, items: list[StoredItem]) -> None:
-        self.version, self.items = version, items
-        self.snap: Snapshot | None = None
-        self.of_item = np.zeros(0, dtype=np.int64)
-        # Each item's expiry as a timestamp (inf: never), so a search masks expired items at once.
-        self.expires = np.asarray(
-            [i.expires_at.timestamp() if i.expires_at else np.inf for i in items], dtype=float
-        )
-
-    def live(self, now: datetime, flt: dict[str, Any] | None) -> np.ndarray:
-        """Which items are unexpired at ``now`` and match ``flt`` (checked on those only)."""
-        live = self.expires > now.timestamp()
-        if flt:
-            for i in np.flatnonzero(live):
-                live[i] = matches(self.items[i].value, flt)
-        return live
+    def _loop(self) -> None:
+        try:
+            while not self.stop.wait(self.interval):
+                try:
+                    self.sweep()
+                except Exception as exc:  # noqa: BLE001 (a failed sweep is tried again next time)
+                    log.warning("TTL sweep failed: %s", exc)
+        finally:
+            with contextlib.suppress(InvalidStateError):  # cancelled: done already
+                self.done.set_result(None)
 
 
 class EnhancedMemoryStore(BaseStore):
@@ -140,11 +140,10 @@ class EnhancedMemoryStore(BaseStore):
         self._fields = _fields(self.index_config)
         self._embedder = _embedder(self.index_config, workspace, self.settings)
         self._storage = _storage(workspace, database_url, self.settings, pool_size, self._fields)
-        self._held: OrderedDict[Namespace, _Held] = OrderedDict()
+        self._held: OrderedDict[Namespace, HeldPrefix] = OrderedDict()
         self._cached = max(1, int(cached_prefixes))
         self._lock = threading.Lock()
-        self._sweeper: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._sweeper: _Sweeper | None = None
 
     # ------------------------------------------------------------------ BaseStore
 
@@ -263,7 +262,7 @@ class EnhancedMemoryStore(BaseStore):
             self._storage.refresh([item])
         return _item(item)
 
-    def _held_items(self, prefix: Namespace) -> _Held:
+    def _held_items(self, prefix: Namespace) -> HeldPrefix:
         """The items under ``prefix`` at their current version (kept for the next search)."""
         version = self._storage.version(prefix)
         with self._lock:
@@ -271,7 +270,7 @@ class EnhancedMemoryStore(BaseStore):
             if held is not None and held.version == version:
                 self._held.move_to_end(prefix)
                 return held
-        held = _Held(version, sorted(self._storage.under(prefix), key=_newest_first))
+        held = HeldPrefix(version, sorted(self._storage.under(prefix), key=_newest_first))
         with self._lock:
             self._held[prefix] = held
             self._held.move_to_end(prefix)
@@ -300,7 +299,7 @@ class EnhancedMemoryStore(BaseStore):
         return [_item(it, score) for it, (_, score) in zip(items, found, strict=True)]
 
     def _ranked(
-        self, held: _Held, query: str, live: np.ndarray, need: int
+        self, held: HeldPrefix, query: str, live: np.ndarray, need: int
     ) -> list[tuple[int, float]]:
         """The first ``need`` live items matching ``query``, each with its best section's score.
 
@@ -333,7 +332,7 @@ class EnhancedMemoryStore(BaseStore):
                 return sorted(best.items(), key=lambda pair: -pair[1])
             k *= 4
 
-    def _fill_vectors(self, held: _Held) -> None:
+    def _fill_vectors(self, held: HeldPrefix) -> None:
         """Embed the sections of embedded items that lack a vector (up to ``embed_inline_max``).
 
         A section edited by hand, or one whose embedding failed at its put, gets
@@ -394,35 +393,33 @@ class EnhancedMemoryStore(BaseStore):
         """:meth:`sweep_ttl` on a worker thread."""
         return await asyncio.to_thread(self.sweep_ttl)
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread:
-        """Sweep on a daemon thread every ``sweep_interval_minutes`` (default: the TTL config's)."""
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweep on a daemon thread every ``sweep_interval_minutes`` (default: the TTL config's).
+
+        Returns:
+            As LangGraph's stores: a future resolved when the sweeper stops
+            (:meth:`stop_ttl_sweeper`, :meth:`close`); cancelling it stops the
+            sweeper. A sweeper already running is not started twice: its future.
+        """
         minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
         interval = 60.0 * float(minutes or 5)
         with self._lock:
-            if self._sweeper is not None and self._sweeper.is_alive():
-                return self._sweeper
-            self._stop.clear()
-            self._sweeper = threading.Thread(
-                target=self._sweep_loop, args=(interval,), name="ttl-sweeper", daemon=True
-            )
-            self._sweeper.start()
-            return self._sweeper
-
-    def _sweep_loop(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self.sweep_ttl()
-            except Exception as exc:  # noqa: BLE001 (a failed sweep is tried again next time)
-                log.warning("TTL sweep failed: %s", exc)
+            running = self._sweeper
+            if running is not None and running.thread.is_alive() and not running.stop.is_set():
+                return running.done
+            sweeper = _Sweeper(self.sweep_ttl, interval)
+            self._sweeper = sweeper
+        sweeper.thread.start()
+        return sweeper.done
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; whether it has stopped."""
-        self._stop.set()
+        """Stop the sweeper thread; whether it has stopped (True when none ran)."""
         sweeper = self._sweeper
         if sweeper is None:
             return True
-        sweeper.join(timeout)
-        return not sweeper.is_alive()
+        sweeper.stop.set()
+        sweeper.thread.join(timeout)
+        return not sweeper.thread.is_alive()
 
     # ------------------------------------------------------------------ lifetime
 

@@ -31,6 +31,7 @@ from .text import PHRASE_SEP, path_text, tokenize
 from .vectorset import VectorSet
 
 __all__ = [
+    "HeldPrefix",
     "ItemStorage",
     "Namespace",
     "Ref",
@@ -106,6 +107,32 @@ class StoredItem:
         by search, the vectors embedded and kept, and a delete's purge.
         """
         return sections(self.value, self.index or fields)
+
+
+class HeldPrefix:
+    """A prefix's items at one version, and their snapshot once a query needed it.
+
+    A search keeps it for the next search of the prefix while the version holds.
+    """
+
+    __slots__ = ("expires", "items", "of_item", "snap", "version")
+
+    def __init__(self, version: Hashable, items: list[StoredItem]) -> None:
+        self.version, self.items = version, items
+        self.snap: Snapshot | None = None
+        self.of_item = np.zeros(0, dtype=np.int64)
+        # Each item's expiry as a timestamp (inf: never), so a search masks expired items at once.
+        self.expires = np.asarray(
+            [i.expires_at.timestamp() if i.expires_at else np.inf for i in items], dtype=float
+        )
+
+    def live(self, now: datetime, flt: dict[str, Any] | None) -> np.ndarray:
+        """Which items are unexpired at ``now`` and match ``flt`` (checked on those only)."""
+        live = self.expires > now.timestamp()
+        if flt:
+            for i in np.flatnonzero(live):
+                live[i] = matches(self.items[i].value, flt)
+        return live
 
 
 class ItemStorage(Protocol):

@@ -93,7 +93,7 @@ class WorkspaceItems:
 
     # -- reading
 
-    def _read(self, path: Path) -> StoredItem | None:
+    def _read(self, path: str | Path) -> StoredItem | None:
         """The item in ``path`` (parsed once per version of the file), None when gone."""
         try:
             st = os.stat(path)
@@ -103,7 +103,8 @@ class WorkspaceItems:
                 held = self._parsed.get(key)
             if held is not None and held[0] == stamp:
                 return held[1]
-            item = parse_item(path.read_text(encoding="utf-8"))
+            with open(path, encoding="utf-8") as f:
+                item = parse_item(f.read())
         except (FileNotFoundError, UnicodeDecodeError, ItemError):
             return None  # gone meanwhile, or not an item (a note someone put here)
         with self._lock:
@@ -132,19 +133,24 @@ class WorkspaceItems:
         keep = [n for n in names if not want or n == want or n.startswith(want + ".")]
         return [self.root / n for n in sorted(keep)]
 
-    def _files(self, prefix: Namespace) -> list[tuple[Path, tuple[int, int, int]]]:
+    def _files(self, prefix: Namespace) -> list[tuple[str, tuple[int, int, int]]]:
+        """Each item file under ``prefix`` and its stamp, sorted.
+
+        Paths as strings: making and sorting 10,000 ``Path`` objects took 400 ms a search.
+        """
         out = []
         for folder in self._folders(prefix):
             with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
                 for e in entries:
                     if e.name.endswith(".md") and e.is_file(follow_symlinks=False):
                         st = e.stat(follow_symlinks=False)
-                        out.append((Path(e.path), (st.st_mtime_ns, st.st_size, st.st_ino)))
-        return sorted(out)
+                        out.append((e.path, (st.st_mtime_ns, st.st_size, st.st_ino)))
+        out.sort()
+        return out
 
     def version(self, prefix: Namespace) -> Hashable:
         """Each item file's path and stamp under ``prefix`` (an edit by hand changes it)."""
-        return tuple((str(p), s) for p, s in self._files(prefix))
+        return tuple(self._files(prefix))
 
     def under(self, prefix: Namespace) -> list[StoredItem]:
         """Every item whose namespace starts with ``prefix``."""

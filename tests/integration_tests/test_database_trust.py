@@ -260,7 +260,7 @@ def test_the_upgrade_starts_generations_past_every_one_a_reader_may_hold(
         assert db.generations(["team", "other"]) == {"team": 43, "other": 42}
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT version FROM em_schema").fetchall() == [(len(MIGRATIONS),)]
-    assert len(MIGRATIONS) == 4
+    assert len(MIGRATIONS) == 5
 
 
 # ------------------------------------------------- item 11: a streaming replica, the pool size

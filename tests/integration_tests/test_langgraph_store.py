@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -303,6 +304,26 @@ def test_the_sweeper_deletes_expired_items(make_store: MakeStore) -> None:
     assert [i.key for i in store.search(("sweep",))] == ["stays"]
 
 
+def test_the_sweeper_is_a_future_as_langgraphs_stores_return(store: EnhancedMemoryStore) -> None:
+    """``start_ttl_sweeper`` returns what PostgresStore's and SqliteStore's do: a future
+    resolved when the sweeper stops; cancelling it stops the sweeper."""
+    done = store.start_ttl_sweeper(sweep_interval_minutes=60)
+    assert isinstance(done, Future) and not done.done()
+    assert store.start_ttl_sweeper() is done  # running: not started twice
+    assert store.stop_ttl_sweeper(timeout=10)
+    assert done.result(timeout=10) is None
+    again = store.start_ttl_sweeper(sweep_interval_minutes=60)  # stopped: a new one
+    assert again is not done and not again.done()
+    thread = store._sweeper.thread  # type: ignore[union-attr]
+    assert again.cancel()
+    thread.join(10)
+    assert not thread.is_alive()  # cancelled: its thread ended, with no stop_ttl_sweeper
+    third = store.start_ttl_sweeper(sweep_interval_minutes=60)
+    assert third is not again and not third.done()
+    store.close()  # stops it too
+    assert third.result(timeout=10) is None
+
+
 def test_async_variants(store: EnhancedMemoryStore) -> None:
     async def run() -> None:
         ns = ("async", "u")
@@ -496,20 +517,115 @@ def test_a_text_the_embedder_missed_at_put_gets_its_vector_at_a_search(
 def test_a_write_committed_after_a_later_one_is_seen_by_the_next_search(
     database_url: str,
 ) -> None:
+    """Two writers under one prefix (each as ``put_many`` writes: the item, then its
+    namespace's version), the one that wrote first committing last."""
     import psycopg
 
-    set_value = (
-        "UPDATE em_items SET value = %s::jsonb, rev = nextval('em_item_revs') WHERE key = %s"
-    )
+    from langchain_enhanced_memory.store.database.items import _bump
+
+    def write(conn: psycopg.Connection, key: str, value: str) -> None:
+        conn.execute("UPDATE em_items SET value = %s::jsonb WHERE key = %s", (value, key))
+        with conn.cursor() as cur:
+            _bump(cur, [f"race/{key}/"])
+
     with EnhancedMemoryStore(database_url=database_url) as store:
-        store.put(("race",), "x", {"v": "x old"})
-        store.put(("race",), "y", {"v": "y old"})
+        store.put(("race", "x"), "x", {"v": "x old"})
+        store.put(("race", "y"), "y", {"v": "y old"})
         with psycopg.connect(database_url) as a, psycopg.connect(database_url) as b:
-            a.execute(set_value, ('{"v": "x new"}', "x"))  # its rev drawn first, still open
-            b.execute(set_value, ('{"v": "y new"}', "y"))  # a later rev, committed first
+            write(a, "x", '{"v": "x new"}')  # written first, still open
+            write(b, "y", '{"v": "y new"}')  # written later, committed first
             b.commit()
             seen = {i.key: i.value["v"] for i in store.search(("race",))}
             assert seen == {"x": "x old", "y": "y new"}  # and that snapshot is kept
             a.commit()
         seen = {i.key: i.value["v"] for i in store.search(("race",))}
     assert seen == {"x": "x new", "y": "y new"}
+
+
+def test_a_search_of_an_unchanged_prefix_reads_no_item_row(database_url: str) -> None:
+    """The version check reads the namespaces' version rows only: with every item row
+    locked away from readers, a search of a prefix already searched still answers."""
+    import psycopg
+
+    with EnhancedMemoryStore(database_url=database_url) as store:
+        store.put(("users", "ada"), "k", {"content": "heron by the lake"})
+        assert [i.key for i in store.search(("users", "ada"), query="heron")] == ["k"]
+        found: list[list[str]] = []
+        with psycopg.connect(database_url) as locker:
+            locker.execute("LOCK TABLE em_items IN ACCESS EXCLUSIVE MODE")
+            reader = threading.Thread(
+                target=lambda: found.append(
+                    [i.key for i in store.search(("users", "ada"), query="heron")]
+                ),
+                daemon=True,
+            )
+            reader.start()
+            reader.join(30)  # not a speed bound: a search reading em_items waits for good
+            blocked = reader.is_alive()
+            locker.rollback()
+        reader.join()
+    assert not blocked, "the search waited for the item rows"
+    assert found == [["k"]]
+
+
+def test_every_write_moves_its_prefixes_versions_and_only_theirs(database_url: str) -> None:
+    with EnhancedMemoryStore(database_url=database_url, ttl={"default_ttl": 60}) as store:
+        storage = store._storage
+        ada, bob = ("users", "ada"), ("users", "bob")
+        store.put(ada, "k", {"v": 1})
+        store.put(bob, "k", {"v": 1}, ttl=None)
+        seen = {p: storage.version(p) for p in [(), ("users",), ada, bob]}
+
+        def moved() -> set[tuple[str, ...]]:
+            now = {p: storage.version(p) for p in seen}
+            changed = {p for p in seen if now[p] != seen[p]}
+            seen.update(now)
+            return changed
+
+        store.put(ada, "k2", {"v": 2})
+        assert moved() == {(), ("users",), ada}
+        assert store.get(ada, "k", refresh_ttl=True) is not None  # a TTL refresh
+        assert moved() == {(), ("users",), ada}
+        assert store.get(bob, "k", refresh_ttl=True) is not None  # no TTL: nothing written
+        assert moved() == set()
+        store.delete(bob, "k")
+        assert moved() == {(), ("users",), bob}
+        store.delete(bob, "k")  # nothing there: nothing written
+        assert moved() == set()
+        store.put(ada, "gone", {"v": 3}, ttl=0.0001)
+        moved()
+        time.sleep(0.05)
+        assert store.sweep_ttl() == 1
+        assert moved() == {(), ("users",), ada}
+
+
+def test_a_schema_4_database_is_upgraded_in_place(database_url: str) -> None:
+    """Items written under schema 4 (a write number per row) gain their namespaces'
+    version rows; the upgraded store finds them and versions every write after."""
+    import psycopg
+
+    from langchain_enhanced_memory.store.database.schema import MIGRATIONS
+
+    with psycopg.connect(database_url) as conn:  # a database as schema 4 left it
+        conn.execute("CREATE TABLE em_schema (version integer NOT NULL)")
+        for sql in [s for steps in MIGRATIONS[:4] for s in steps]:
+            conn.execute(sql)
+        conn.execute("INSERT INTO em_schema VALUES (4)")
+        conn.execute(
+            "INSERT INTO em_items (namespace, key, value, created_at, updated_at, rev) VALUES"
+            " ('users/ada/', 'k', '{\"content\": \"heron by the lake\"}', now(), now(),"
+            " nextval('em_item_revs'))"
+        )
+    with EnhancedMemoryStore(database_url=database_url) as store:
+        assert [i.key for i in store.search(("users",), query="heron")] == ["k"]
+        store.put(("users", "ada"), "k2", {"content": "a heron again"})
+        assert {i.key for i in store.search(("users",), query="heron")} == {"k", "k2"}
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT version FROM em_schema").fetchall() == [(5,)]
+        rows = conn.execute("SELECT namespace, version FROM em_item_versions").fetchall()
+        assert rows == [("users/ada/", 2)]  # the item counted at the upgrade, the put after
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'em_items'"
+        ).fetchall()
+        assert ("rev",) not in columns
+        assert conn.execute("SELECT to_regclass('em_item_revs')").fetchone() == (None,)

@@ -5,13 +5,17 @@ A row is an item: its namespace as :func:`..core.items.namespace_path`
 under a prefix are one range of the index: ``namespace >= 'users/' AND
 namespace < 'users0'``, ``0`` being the byte after ``/``), key, value
 (``jsonb``), times, TTL, the fields indexed, and its sections' vectors (one
-``bytea`` of float32 rows, the texts' hashes beside it). Every write sets
-``rev`` to the next value of one sequence: the count and the sum of ``rev``
-under a prefix change with every put, delete or refresh committed there, which
-is what a searcher compares before reusing the snapshot it built (one indexed
-query). Not the largest ``rev``: it is drawn when the statement runs, not when
-its transaction commits, so a write committed after a later-drawn one would
-leave it where it was (and a stale snapshot in use for good).
+``bytea`` of float32 rows, the texts' hashes beside it).
+
+``em_item_versions`` counts each namespace's committed writes: every put,
+delete, refresh or sweep adds one to the row of each namespace it wrote, in
+its own transaction, last (the rows locked in sorted order, after the items,
+so writers of one namespace queue there and never deadlock on it). A prefix's
+version is the sum of its namespaces' rows, what a searcher compares before
+reusing the snapshot it built: one row's read for a namespace. Rows are never
+deleted, so the sum grows with every write committed under the prefix, in
+whatever order the writers' transactions commit. Expiry needs no write: a
+search masks the expired items of the snapshot it holds.
 Why one table and not a scope per namespace: docs/design.md, "The LangGraph
 store over PostgreSQL".
 """
@@ -19,15 +23,18 @@ store over PostgreSQL".
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...core.items import Namespace, Ref, StoredItem, decode_name, namespace_path
 from .connect import POOL_SIZE, Pool, release, shared_pool, shown_url
 from .schema import migrate
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["DatabaseItems"]
 
@@ -85,16 +92,19 @@ class DatabaseItems:
         return {item.ref: item for item in items}
 
     def put_many(self, items: Sequence[StoredItem], deletes: Sequence[Ref]) -> None:
-        """Upsert ``items`` and delete ``deletes`` in one transaction (``created_at`` kept)."""
-        with self.pool.connection("writing items") as conn, conn.cursor() as cur:
+        """Upsert ``items`` and delete ``deletes`` in one transaction (``created_at`` kept).
+
+        Pipelined: the items' statements and their versions' go in one round trip.
+        """
+        with self.pool.connection("writing items") as conn, conn.pipeline(), conn.cursor() as cur:
             if items:
                 cur.executemany(
-                    f"INSERT INTO em_items ({_COLUMNS}, rev)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, nextval('em_item_revs'))"
+                    f"INSERT INTO em_items ({_COLUMNS})"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                     " ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value,"
                     " updated_at = excluded.updated_at, expires_at = excluded.expires_at,"
                     " ttl = excluded.ttl, fields = excluded.fields, model = excluded.model,"
-                    " hashes = excluded.hashes, vectors = excluded.vectors, rev = excluded.rev",
+                    " hashes = excluded.hashes, vectors = excluded.vectors",
                     [_row(item) for item in items],
                 )
             if deletes:
@@ -102,16 +112,13 @@ class DatabaseItems:
                     "DELETE FROM em_items WHERE namespace = %s AND key = %s",
                     [(namespace_path(ns), key) for ns, key in deletes],
                 )
+            _bump(cur, [namespace_path(i.namespace) for i in items] + _paths(deletes))
 
     def version(self, prefix: Namespace) -> Hashable:
-        """The count and the sum of ``rev`` of the items under ``prefix``.
-
-        A row's new ``rev`` is above its old one, so any committed change moves the sum,
-        whenever the sequence gave its value.
-        """
+        """The number of writes committed under ``prefix`` (its namespaces' version rows)."""
         with self.pool.connection("reading items", transaction=False) as conn:
             row = conn.execute(
-                "SELECT count(*), coalesce(sum(rev), 0) FROM em_items"
+                "SELECT count(*), coalesce(sum(version), 0) FROM em_item_versions"
                 " WHERE namespace >= %s AND namespace < %s",
                 _range(prefix),
             ).fetchone()
@@ -149,10 +156,10 @@ class DatabaseItems:
         """Store the new ``expires_at`` of ``items``."""
         with self.pool.connection("refreshing TTLs") as conn, conn.cursor() as cur:
             cur.executemany(
-                "UPDATE em_items SET expires_at = %s, rev = nextval('em_item_revs')"
-                " WHERE namespace = %s AND key = %s",
+                "UPDATE em_items SET expires_at = %s WHERE namespace = %s AND key = %s",
                 [(i.expires_at, namespace_path(i.namespace), i.key) for i in items],
             )
+            _bump(cur, _paths(i.ref for i in items))
 
     def keep_vectors(self, items: Sequence[StoredItem]) -> None:
         """Store the vectors ``items`` carry, on rows still holding the same value."""
@@ -171,17 +178,37 @@ class DatabaseItems:
 
     def sweep(self, now: datetime) -> int:
         """Delete the items expired at ``now``; how many."""
-        with self.pool.connection("sweeping expired items") as conn:
-            cur = conn.execute(
-                "DELETE FROM em_items WHERE expires_at IS NOT NULL AND expires_at <= %s", (now,)
+        with self.pool.connection("sweeping expired items") as conn, conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM em_items WHERE expires_at IS NOT NULL AND expires_at <= %s"
+                " RETURNING namespace",
+                (now,),
             )
-            return int(cur.rowcount or 0)
+            swept = [row[0] for row in cur.fetchall()]
+            _bump(cur, swept)
+            return len(swept)
 
     def close(self) -> None:
         """Release the connections."""
         pool, self._pool = self._pool, None
         if pool is not None:
             release(pool)
+
+
+def _paths(refs: Iterable[Ref]) -> list[str]:
+    return [namespace_path(ns) for ns, _ in refs]
+
+
+def _bump(cur: psycopg.Cursor[Any], paths: Iterable[str]) -> None:
+    """Add one to the version of each namespace in ``paths`` (rows locked in sorted order)."""
+    ordered = sorted(set(paths))
+    if ordered:
+        cur.execute(
+            "INSERT INTO em_item_versions (namespace, version)"
+            " SELECT path, 1 FROM unnest(%s::text[]) WITH ORDINALITY AS t(path, n) ORDER BY n"
+            " ON CONFLICT (namespace) DO UPDATE SET version = em_item_versions.version + 1",
+            (ordered,),
+        )
 
 
 def _row(item: StoredItem) -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ Tables (all prefixed ``em_``; a scope's rows are found by their ``scope``):
 * ``em_notes``: each note's text (``get`` and ``export`` without the folder).
 * ``em_identity``: one UUID, made once (hosts key their copies of segments by it).
 * ``em_items``: the LangGraph store's items, every namespace in one table
-  (:mod:`.items`; ``em_item_revs`` numbers their writes).
+  (:mod:`.items`); ``em_item_versions``: each namespace's count of committed writes.
 
 The three per-scope tables are partitioned by ``HASH (scope)`` (16 parts): a
 scope's rows sit in one part, and the step past one server (Citus) distributes
@@ -120,6 +120,19 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE em_items ALTER COLUMN vectors SET STORAGE EXTERNAL",
         "CREATE INDEX IF NOT EXISTS em_items_expiry ON em_items (expires_at)"
         " WHERE expires_at IS NOT NULL",
+    ],
+    [
+        # A version row per namespace, bumped by every write in the writer's transaction: a
+        # search's version check reads these rows, not every item under its prefix. Rows are
+        # never deleted (a prefix's sum only grows). The items' per-row write numbers go: a
+        # host still on the previous package fails its writes rather than bump no version.
+        "CREATE TABLE IF NOT EXISTS em_item_versions ("
+        ' namespace text COLLATE "C" PRIMARY KEY,'
+        " version bigint NOT NULL)",
+        "INSERT INTO em_item_versions SELECT namespace, count(*) FROM em_items"
+        " GROUP BY namespace ON CONFLICT (namespace) DO NOTHING",
+        "ALTER TABLE em_items DROP COLUMN IF EXISTS rev",
+        "DROP SEQUENCE IF EXISTS em_item_revs",
     ],
 ]
 
