@@ -22,9 +22,9 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import quantize
 from .db import rollback
-from .spool import Spool, append
+from .spool import append
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import VectorSegment, hash_keys
+from .vector_segments import Keyed, hash_keys, held
 
 __all__ = [
     "CacheWriter",
@@ -167,27 +167,15 @@ class MissingPlan:
         return self.part(conn, settings, 0, self.rows)
 
 
-def missing_plan(
-    model: str,
-    settings: MemorySettings,
-    keys: RowKeys,
-    files: list[VectorSegment | Spool],
-) -> MissingPlan:
-    """Which of the chunks ``keys`` names, and of their lines, lack a vector for ``model``.
+def missing_plan(settings: MemorySettings, keys: RowKeys, files: list[Keyed]) -> MissingPlan:
+    """Which of the chunks ``keys`` names, and of their lines, lack a vector in ``files``.
 
-    A vector is there when it is in one of ``model``'s segment files or its
-    spool, ``files`` (the caller passes only the chunks no segment maps to a row).
+    ``files`` are a model's segment files and its spool (the caller passes
+    only the chunks no segment maps to a row).
     """
-
-    def lacking(k: np.ndarray) -> np.ndarray:
-        found = np.zeros(k.size, dtype=bool)
-        for vf in files:
-            found |= vf.lookup(k) >= 0
-        return ~found
-
-    rows = np.flatnonzero(lacking(keys.chunks))
+    rows = np.flatnonzero(~held(files, keys.chunks))
     if settings.line_vector_share and keys.lines.size:
-        lines = np.flatnonzero(lacking(keys.lines))
+        lines = np.flatnonzero(~held(files, keys.lines))
     else:
         lines = np.zeros(0, dtype=np.int64)
     # Each key once, at its first row (a chunk's own text before its lines):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,12 @@ from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
 from .vector_segments import (
+    Keyed,
     Layout,
     VectorSegment,
     current_layouts,
     hash_keys,
+    held,
     key_prefix,
     layouts_json,
     parse_layouts,
@@ -165,15 +168,28 @@ def cached_vectors(
     if not hashes:
         return {}
     _, files, spool, _ = _open_named(conn, folder, model)
-    keys = hash_keys(hashes)
+    sources: list[Keyed] = [*files, *([spool] if spool is not None else [])]
     out: dict[str, np.ndarray] = {}
-    sources: list[VectorSegment | Spool] = [*files, *([spool] if spool is not None else [])]
-    for source in sources:  # oldest first: newer copies win
-        pos = source.lookup(keys)
-        at = np.flatnonzero(pos >= 0)
-        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
+    for source, at, pos in _newest(sources, hash_keys(hashes)):
+        rows = dequantize(np.asarray(source.matrix[pos]), np.asarray(source.scale[pos]))
         out.update(zip([hashes[i] for i in at], rows, strict=True))
     return out
+
+
+def _newest(
+    sources: list[Keyed], keys: np.ndarray
+) -> Iterator[tuple[Keyed, np.ndarray, np.ndarray]]:
+    """Each source, the positions of ``keys`` whose newest copy it holds, and their rows there.
+
+    ``sources`` are oldest first (segments in naming order, then the spool):
+    a key's copy in a later source wins.
+    """
+    found = [source.lookup(keys) for source in sources]
+    later = np.zeros(keys.shape, dtype=bool)
+    for source, pos in reversed(list(zip(sources, found, strict=True))):
+        at = np.flatnonzero((pos >= 0) & ~later)
+        later[at] = True
+        yield source, at, pos[at]
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -249,37 +265,28 @@ def assemble(
     m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
     dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
-    # Where each wanted key is: (row positions or -1, rows, scales); the spool
-    # comes last and so wins over a file's copy: it is the newer.
-    sources = [(vf.lookup(wanted), vf.matrix, vf.scale) for vf in cov.files]
-    if cov.spool is not None:
-        sources.append((cov.spool.lookup(wanted), cov.spool.matrix, cov.spool.scale))
+    sources: list[Keyed] = [*cov.files, *([cov.spool] if cov.spool is not None else [])]
+    newest = list(_newest(sources, wanted))
     found = np.zeros(wanted.size, dtype=bool)
-    for pos, _, _ in sources:
-        found |= pos >= 0
+    for _, at, _ in newest:
+        found[at] = True
     has = found[:m]
     lines = np.flatnonzero(found[m:] & has[keys.owner])  # lines of the chunks that have one
     pick = np.concatenate([np.flatnonzero(has), m + lines])
+    slot = np.full(wanted.size, -1, dtype=np.int64)  # each picked key's row in the delta
+    slot[pick] = np.arange(pick.size)
     matrix = np.zeros((pick.size, dim), dtype=np.int8)
     scale = np.zeros(pick.size, dtype=np.float32)
-    for pos, src, src_scale in sources:
-        sel = np.flatnonzero(pos[pick] >= 0)
-        if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is much slower
-            whole = f"V{dim}"
-            # A slice at a time: the gathered rows are never copied whole beside the matrix.
-            for lo in range(0, sel.size, GATHER_ROWS):
-                part = sel[lo : lo + GATHER_ROWS]
-                matrix.view(whole)[part] = src.view(whole)[pos[pick[part]]]
-        scale[sel] = src_scale[pos[pick[sel]]]
+    for source, at, pos in newest:
+        to = slot[at]
+        _copy_rows(matrix, scale, to[to >= 0], source, pos[to >= 0])
     k = int(has.sum())
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
     delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
     spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
-    spool_used = np.isin(spooled, wanted)
-    for i in keep:
-        spool_used |= cov.files[i].lookup(spooled) >= 0
+    spool_used = np.isin(spooled, wanted) | held([cov.files[i] for i in keep], spooled)
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return GenerationVectors(
         VectorSet(parts, cov.live_ids.size),
@@ -298,6 +305,19 @@ def assemble(
         spool=cov.spool.state if cov.spool is not None else None,
         spooled_unused=spooled[~spool_used],
     )
+
+
+def _copy_rows(
+    matrix: np.ndarray, scale: np.ndarray, to: np.ndarray, source: Keyed, rows: np.ndarray
+) -> None:
+    """Copy ``source``'s ``rows`` into ``matrix`` and ``scale`` at ``to``."""
+    if matrix.shape[1]:  # whole rows as one opaque item each: a fancy index of int8 rows is slower
+        whole = f"V{matrix.shape[1]}"
+        # A slice at a time: the gathered rows are never copied whole beside the matrix.
+        for lo in range(0, to.size, GATHER_ROWS):
+            part = slice(lo, lo + GATHER_ROWS)
+            matrix.view(whole)[to[part]] = source.matrix.view(whole)[rows[part]]
+    scale[to] = source.scale[rows]
 
 
 def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
@@ -327,7 +347,7 @@ def missing_plan(
         return embed_cache.MissingPlan.empty()
     keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return embed_cache.missing_plan(model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_plan(settings, keys, [*cov.files, *spool])
 
 
 def fold(
@@ -389,12 +409,7 @@ def _gone_keys(folder: Path, files: list[VectorSegment], layouts: list[Layout]) 
     if not dropped:
         return np.zeros(0, dtype=np.uint64)
     keys = np.unique(np.concatenate([vf.keys for vf in dropped]))
-    keep = np.zeros(keys.size, dtype=bool)
-    for lay in layouts:
-        vf = VectorSegment.open(folder, lay)
-        if vf is not None:
-            keep |= vf.lookup(keys) >= 0
-    return keys[~keep]
+    return keys[~held(_opened(folder, layouts), keys)]
 
 
 def forget_lost(db: IndexDB, model: str) -> None:
@@ -439,16 +454,18 @@ def _delete_unbacked_rows(
     conn: sqlite3.Connection, folder: Path, model: str, layouts: list[Layout]
 ) -> None:
     """Delete ``model``'s cache rows whose vector none of the segments ``layouts`` holds."""
-    held = [h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))]
-    keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
-    for layout in layouts:
-        vf = VectorSegment.open(folder, layout)
-        if vf is not None:
-            found |= vf.lookup(keys) >= 0
+    rows = conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))
+    hashes = [h for (h,) in rows]
+    found = held(_opened(folder, layouts), hash_keys(hashes))
     conn.executemany(
         "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
-        [(model, h) for h, f in zip(held, found, strict=True) if not f],
+        [(model, h) for h, f in zip(hashes, found, strict=True) if not f],
     )
+
+
+def _opened(folder: Path, layouts: list[Layout]) -> list[VectorSegment]:
+    """The segment files of ``layouts`` that open."""
+    return [vf for vf in (VectorSegment.open(folder, lay) for lay in layouts) if vf is not None]
 
 
 def kept_files(conn: sqlite3.Connection) -> set[str]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .locations import make_private, open_private
 from .sync import sha
-from .vector_segments import fsync_dir
+from .vector_segments import find_sorted, fsync_dir
 
 __all__ = ["SUFFIX", "Spool", "SpoolState", "append", "drop_state", "spool_state"]
 
@@ -122,11 +122,7 @@ class Spool:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The record of each key, -1 when absent."""
-        have, record = self._sorted
-        if have.size == 0:
-            return np.full(keys.shape, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(have, keys), have.size - 1)
-        return np.where(have[at] == keys, record[at], -1).astype(np.int64)
+        return find_sorted(*self._sorted, keys)
 
 
 def append(

@@ -21,8 +21,10 @@ import json
 import os
 import sqlite3
 import weakref
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -32,12 +34,15 @@ from .locations import make_private, open_private
 __all__ = [
     "Fd",
     "FileRows",
+    "Keyed",
     "READ_ABOVE",
     "Layout",
     "VectorSegment",
     "current_layouts",
+    "find_sorted",
     "fsync_dir",
     "hash_keys",
+    "held",
     "key_prefix",
     "layouts_json",
     "parse_layouts",
@@ -129,10 +134,7 @@ class VectorSegment:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
-        if self.keys.size == 0:
-            return np.full(keys.shape, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-        return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
+        return find_sorted(self.keys, self.rows, keys)
 
     def line_rows(self, folder: Path) -> tuple[FileRows, FileRows] | None:
         """The line rows and their scales, read on demand.
@@ -277,6 +279,32 @@ def side_folder(index_path: Path) -> Path:
 def hash_keys(hashes: list[str]) -> np.ndarray:
     """The 64-bit key of each hex text hash (its first 16 digits)."""
     return np.fromiter((int(h[:16], 16) for h in hashes), dtype=np.uint64, count=len(hashes))
+
+
+def find_sorted(have: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The row of each of ``keys`` (``rows[i]`` is sorted ``have[i]``'s), -1 when absent."""
+    if have.size == 0:
+        return np.full(keys.shape, -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(have, keys), have.size - 1)
+    return np.where(have[at] == keys, rows[at], -1).astype(np.int64)
+
+
+class Keyed(Protocol):
+    """Vectors by text-hash key: a segment file or the spool."""
+
+    matrix: np.ndarray
+    scale: np.ndarray
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each key, -1 when absent."""
+
+
+def held(sources: Iterable[Keyed], keys: np.ndarray) -> np.ndarray:
+    """Whether any of ``sources`` holds a vector of each of ``keys``."""
+    found = np.zeros(keys.shape, dtype=bool)
+    for source in sources:
+        found |= source.lookup(keys) >= 0
+    return found
 
 
 def key_prefix(key: int) -> str:
