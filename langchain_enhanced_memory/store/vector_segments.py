@@ -55,6 +55,8 @@ _ALIGN = 8
 # Arrays read by scattered rows are read with pread above this size; a smaller
 # one stays a map: its few pages cost little RSS, and a map is faster to read.
 READ_ABOVE = 4 << 20
+# Flags of a layout that every release wrote true (read and dropped).
+_ALWAYS = frozenset({"ids", "codes"})
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,9 @@ class Layout:
         lines: Line rows after them.
         keys: Distinct text-hash keys.
         lines_complete: Whether every line of its chunks has its row.
-        ids: It holds its chunk rows' chunk ids (always: a layout without them,
-            or the next field, is of a format no release wrote, and is not read).
-        codes: It holds its chunk rows' sign bits and their mean
-            (:func:`..core.vectorset.sign_codes`).
+
+    Every file also holds its chunk rows' chunk ids and sign bits
+    (:func:`..core.vectorset.sign_codes`), as every release wrote them.
     """
 
     file: str
@@ -80,8 +81,6 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
-    ids: bool
-    codes: bool
 
     def to_json(self) -> str:
         """The ``catalog`` row's data."""
@@ -91,10 +90,11 @@ class Layout:
     def from_json(cls, data: bytes | str) -> Layout | None:
         """Parse a ``catalog`` row (None when it is not a layout of this format)."""
         try:
-            layout = cls(**json.loads(data))
-        except (TypeError, ValueError):
+            fields = json.loads(data)
+            # 0.1.0 also wrote "ids" and "codes", always true: the sections are the same.
+            return cls(**{k: v for k, v in fields.items() if k not in _ALWAYS})
+        except (AttributeError, TypeError, ValueError):
             return None
-        return layout if layout.ids and layout.codes else None
 
     def sections(self) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
         """``(name, dtype, shape, offset)`` of each array, 8-byte aligned."""
@@ -347,8 +347,6 @@ def write(
         lines=int(matrix.shape[0]) - chunks,
         keys=int(keys.size),
         lines_complete=lines_complete,
-        ids=True,
-        codes=True,
     )
     arrays = {
         "matrix": matrix,
