@@ -3,10 +3,10 @@
 Writes a seeded synthetic workspace (``synthetic.generate``), syncs its text,
 then profiles ``MemorySearch.embed_missing`` with the fake embedder
 (``synthetic.ProjectionEmbeddings``) and prints the cumulative seconds of each
-step of the way: the plan, the batches' spool appends and cache rows (the
-flushes), then the seal (the gather from the spool and segments, and the
-segment file written), with how many calls each took: a flush written as a
-file of its own would add a rename made durable per flush (the last row).
+step of the way: the plan, the batches' spool appends (the flushes), then the
+seal (the gather from the spool and segments, and the segment file written),
+with how many calls each took: a flush written as a file of its own would add
+a rename made durable per flush (the last row).
 These are the figures that say whether the spool and the fold earn their
 place (issue 38): under a profiler, so compare the shares, not the totals,
 with ``speed.py``. The profiler sees the run's own thread only: the
@@ -39,9 +39,8 @@ STEPS = [
     ("folding.py", "missing_plan", "plan: what lacks a vector"),
     ("embed_cache.py", "part", "texts read from SQLite, a part at a time"),
     ("upkeep.py", "feed", "chunk vectors as their lines' means"),
-    ("embed_cache.py", "flush", "flushes: spool append + cache rows, committed"),
+    ("embed_cache.py", "flush", "flushes: spool append + its count, committed"),
     ("spool.py", "append", "  of which the spool append (fsync)"),
-    ("embed_cache.py", "_insert_rows", "  of which the cache rows"),
     ("snapshots.py", "seal", "seal: the generation's segment file"),
     ("folding.py", "assemble", "  of which the gather from spool and segments"),
     ("vector_segments.py", "write", "  of which the segment file written (fsync)"),

@@ -1,20 +1,19 @@
 """A generation's vectors: the segment files that cover it, a gathered delta, then a fold.
 
-A model's vectors live in segment files (:mod:`.vector_segments`), oldest first; each
-holds the rows of some chunks, by chunk id, and the rows of their lines.
-:func:`coverage` maps them onto the generation's live chunks (a chunk a later
-change replaced is masked out). :func:`assemble` gathers the rest, the chunks
-no segment covers, from the named files and the model's spool (by text
-hash). :func:`fold` writes them as a delta segment and, in the commit that
-names it, drops the spool and deletes the cache rows no generation uses
-(garbage collection after a run, never during); then the files no row names
-go. When there are too many segments, or the masked rows pass a share of
-all rows, the small or mostly masked ones are gathered into one new segment
-instead (the segments' one policy, :func:`.segment.merge_pick`). Writes run
-under the writer lock, in the embedding run (its last step) and ``index
---compact``; a search only reads (:func:`coverage`, :func:`assemble`), and
-reads past a named file that is lost until the next embedding run forgets it
-(:func:`forget_lost`).
+A model's vectors live in segment files (:mod:`.vector_segments`), oldest first;
+each holds the rows of some chunks, by chunk id, and the rows of their lines.
+:func:`coverage` maps them onto the generation's live chunks (a chunk a later change
+replaced is masked out). :func:`assemble` gathers the rest, the chunks no segment
+covers, from the named files and the model's spool (by text hash). :func:`fold`
+writes them as a delta segment and, in the commit that names it, drops the spool;
+then the files no row names go, and with them the vectors no generation uses
+(garbage collection after a run, never during). When there are too many segments, or
+the masked rows pass a share of all rows, the small or mostly masked ones are
+gathered into one new segment instead (the segments' one policy,
+:func:`.segment.merge_pick`). Writes run under the writer lock, in the embedding run
+(its last step) and ``index --compact``; a search only reads (:func:`coverage`,
+:func:`assemble`), and reads past a named file that is lost until the next embedding
+run forgets it (:func:`forget_lost`).
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ from .vector_segments import (
     VectorSegment,
     current_layouts,
     hash_keys,
-    held,
-    key_prefix,
     layouts_json,
     parse_layouts,
     side_folder,
@@ -60,9 +57,11 @@ __all__ = [
     "drop_lost",
     "fold",
     "forget_lost",
+    "held_keys",
     "kept_files",
     "mapped",
     "missing_plan",
+    "vector_models",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -176,6 +175,25 @@ def cached_vectors(
     return out
 
 
+def vector_models(conn: sqlite3.Connection) -> list[str]:
+    """The models with vectors: a named segment file or a spool."""
+    rows = conn.execute(
+        "SELECT name FROM catalog WHERE name LIKE 'vectors:%' OR name LIKE 'spool:%'"
+    )
+    return sorted({name.split(":", 1)[1] for (name,) in rows})
+
+
+def held_keys(conn: sqlite3.Connection, folder: Path, model: str) -> np.ndarray:
+    """The keys (:func:`.vector_segments.hash_keys`) ``model`` has a vector of, sorted, once each.
+
+    What its named segment files and its spool hold, the one record of which
+    texts a model has a vector of.
+    """
+    _, files, spool, _ = _open_named(conn, folder, model)
+    keys = [vf.keys for vf in files] + ([spool.distinct_keys] if spool is not None else [])
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+
+
 def _newest(
     sources: list[Keyed], keys: np.ndarray
 ) -> Iterator[tuple[Keyed, np.ndarray, np.ndarray]]:
@@ -226,7 +244,6 @@ class GenerationVectors:
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
     delta: dict | None = None  # the gathered rows, as :func:`.vector_segments.write` takes them
     spool: SpoolState | None = None  # the spool read, which a fold drops
-    spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
     @property
     def merged(self) -> bool:
@@ -285,8 +302,6 @@ def assemble(
     delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
-    spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
-    spool_used = np.isin(spooled, wanted) | held([cov.files[i] for i in keep], spooled)
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return GenerationVectors(
         VectorSet(parts, cov.live_ids.size),
@@ -303,7 +318,6 @@ def assemble(
             "ids": cov.live_ids[rows[has]],
         },
         spool=cov.spool.state if cov.spool is not None else None,
-        spooled_unused=spooled[~spool_used],
     )
 
 
@@ -356,7 +370,6 @@ def fold(
     model: str,
     generation: int,
     vec: GenerationVectors,
-    files: list[VectorSegment],
 ) -> list[Layout] | None:
     """Write ``vec``'s delta as a segment and name it with the kept ones (writer lock held).
 
@@ -380,36 +393,18 @@ def fold(
                 "INSERT OR REPLACE INTO catalog VALUES (?, ?, ?)",
                 (f"vectors:{model}", generation, layouts_json(layouts)),
             )
-            gone = _gone_keys(folder, files, layouts)
             if vec.spool is not None:
                 drop_state(conn, model)
-                gone = np.union1d(gone, vec.spooled_unused)
-            conn.executemany(
-                "DELETE FROM embed_cache WHERE model=? AND text_hash >= ? AND text_hash < ?",
-                [(model, p, p + "g") for p in map(key_prefix, map(int, gone))],
-            )
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
             (folder / layout.file).unlink(missing_ok=True)
             raise
-        log.debug(
-            "vectors of generation %s in %s (%d rows freed)", generation, layout.file, gone.size
-        )
+        log.debug("vectors of generation %s in %s", generation, layout.file)
         sweep(folder, kept_files(conn))
     if vec.spool is not None:
         (folder / vec.spool.file).unlink(missing_ok=True)
     return layouts
-
-
-def _gone_keys(folder: Path, files: list[VectorSegment], layouts: list[Layout]) -> np.ndarray:
-    """Keys of the files no longer named that no named file holds (their cache rows go)."""
-    names = {lay.file for lay in layouts}
-    dropped = [vf for vf in files if vf.layout.file not in names]
-    if not dropped:
-        return np.zeros(0, dtype=np.uint64)
-    keys = np.unique(np.concatenate([vf.keys for vf in dropped]))
-    return keys[~held(_opened(folder, layouts), keys)]
 
 
 def forget_lost(db: IndexDB, model: str) -> None:
@@ -427,11 +422,10 @@ def forget_lost(db: IndexDB, model: str) -> None:
 
 
 def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
-    """A side file of ``model`` is gone (deleted by hand): forget the vectors it held.
+    """A side file of ``model`` is gone (deleted by hand): stop naming it (writer lock held).
 
-    They are embedded again by the next index run (writer lock held). A lost
-    segment takes every vector with it (the cache rows do not say which file
-    holds theirs); a lost spool, the rows of the vectors no segment holds.
+    The vectors it held, and only those, are embedded again by the next index
+    run: the files still named hold the others.
     """
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
@@ -440,32 +434,17 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
             if spool_state(conn, model) == lost:
                 log.warning("vector file %s is damaged or missing: embedding again", lost.file)
                 drop_state(conn, model)
-                layouts = current[1] if current else []
-                _delete_unbacked_rows(conn, side_folder(db.path), model, layouts)
         elif current and lost in current[1]:
             log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
-            conn.execute("DELETE FROM catalog WHERE name=?", (f"vectors:{model}",))
-            drop_state(conn, model)
-            conn.execute("DELETE FROM embed_cache WHERE model=?", (model,))
+            left = [lay for lay in current[1] if lay != lost]
+            if left:  # named for no generation: not complete (is_complete) until a fold
+                conn.execute(
+                    "UPDATE catalog SET generation=-1, data=? WHERE name=?",
+                    (layouts_json(left), f"vectors:{model}"),
+                )
+            else:
+                conn.execute("DELETE FROM catalog WHERE name=?", (f"vectors:{model}",))
         conn.execute("COMMIT")
-
-
-def _delete_unbacked_rows(
-    conn: sqlite3.Connection, folder: Path, model: str, layouts: list[Layout]
-) -> None:
-    """Delete ``model``'s cache rows whose vector none of the segments ``layouts`` holds."""
-    rows = conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))
-    hashes = [h for (h,) in rows]
-    found = held(_opened(folder, layouts), hash_keys(hashes))
-    conn.executemany(
-        "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
-        [(model, h) for h, f in zip(hashes, found, strict=True) if not f],
-    )
-
-
-def _opened(folder: Path, layouts: list[Layout]) -> list[VectorSegment]:
-    """The segment files of ``layouts`` that open."""
-    return [vf for vf in (VectorSegment.open(folder, lay) for lay in layouts) if vf is not None]
 
 
 def kept_files(conn: sqlite3.Connection) -> set[str]:

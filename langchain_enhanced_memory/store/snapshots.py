@@ -165,7 +165,7 @@ class SnapshotCache:
     ) -> GenerationVectors:
         """Write the generation's delta segment (writer lock held), and map it."""
         try:
-            layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
+            layouts = fold(self.db, self.folder, model, generation, vec)
         except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
             log.debug("could not write the vector file: %s", exc)
             return vec

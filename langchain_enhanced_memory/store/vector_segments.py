@@ -43,7 +43,6 @@ __all__ = [
     "fsync_dir",
     "hash_keys",
     "held",
-    "key_prefix",
     "layouts_json",
     "parse_layouts",
     "side_folder",
@@ -305,11 +304,6 @@ def held(sources: Iterable[Keyed], keys: np.ndarray) -> np.ndarray:
     for source in sources:
         found |= source.lookup(keys) >= 0
     return found
-
-
-def key_prefix(key: int) -> str:
-    """The hex digits a key was made of (to find its cache rows)."""
-    return f"{key:016x}"
 
 
 def write(

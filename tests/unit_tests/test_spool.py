@@ -105,7 +105,7 @@ def test_a_fold_leaves_a_spool_that_grew_after_it_was_read(tmp_path: Path) -> No
         generation = generation_of(conn)
     _store(idx, emb, texts[3:5])  # committed after the fold read the spool
     with idx.db.writer_lock():
-        assert fold(idx.db, folder, MODEL, generation, vec, cov.files) is None
+        assert fold(idx.db, folder, MODEL, generation, vec) is None
     with idx.db.open() as conn:
         state = spool_state(conn, MODEL)
     assert state is not None and state.records == 5

@@ -247,15 +247,13 @@ def test_compact_merges_vector_segments_and_collects_the_masked_rows(
         idx.sync()
         embed_missing(idx, MODEL, _embed(emb))
     assert len(_named_vec(idx)) == 4
-    with sqlite3.connect(idx.path) as conn:
-        rows_before = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    held_before = idx.stats()["cached_vectors"]
     q = np.asarray(emb.embed_query("kestrel owl"), np.float32)
     before = rank(idx.snapshot(MODEL), "kestrel owl", NOW, MemorySettings(), q).scores
     idx.compact()
     (one,) = _named_vec(idx)
     assert [p.name for p in side_folder(idx.path).glob("*.vec")] == [one]
-    with sqlite3.connect(idx.path) as conn:  # the replaced chunks' vectors are collected
-        assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] < rows_before
+    assert idx.stats()["cached_vectors"] < held_before  # the replaced chunks' are collected
     after = MemoryIndex(ws).snapshot(MODEL)
     assert after.vectors is not None and len(after.vectors.parts) == 1
     assert np.allclose(rank(after, "kestrel owl", NOW, MemorySettings(), q).scores, before)
