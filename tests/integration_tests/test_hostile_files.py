@@ -359,9 +359,9 @@ def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, ver
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     (line,) = r.stderr.strip().splitlines()
     kind = {3: "an unreleased", 99: "a newer"}[version]
-    assert f"{kind} format (schema {version}, not 6)" in line and "rebuilding" in line, line
+    assert f"{kind} format (schema {version}, not 7)" in line and "rebuilding" in line, line
     assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
     r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
