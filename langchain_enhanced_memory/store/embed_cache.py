@@ -21,9 +21,9 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import quantize
 from .db import rollback
-from .spool import append, spool_state
+from .spool import append
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import Keyed, current_layouts, hash_keys, held
+from .vector_segments import Keyed, hash_keys, held
 
 __all__ = [
     "CacheWriter",
@@ -34,7 +34,6 @@ __all__ = [
     "generation_keys",
     "missing_plan",
     "store_vectors",
-    "vector_dim",
 ]
 
 
@@ -275,12 +274,3 @@ class CacheWriter:
         self._held = []
         self._last = time.monotonic()
         self._wait = min(max(self.flush_s, 10 * (self._last - started)), _MAX_WAIT_S)
-
-
-def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
-    """Dimension of the vectors cached for ``model``, None when there are none."""
-    state = spool_state(conn, model)
-    if state is not None:
-        return state.dim
-    current = current_layouts(conn, model)
-    return current[1][0].dim if current and current[1] else None

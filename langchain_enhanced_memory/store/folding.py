@@ -31,7 +31,6 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet, dequantize
 from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
-from .embed_cache import vector_dim
 from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
@@ -61,6 +60,7 @@ __all__ = [
     "kept_files",
     "mapped",
     "missing_plan",
+    "vector_dim",
     "vector_models",
 ]
 
@@ -192,6 +192,15 @@ def held_keys(conn: sqlite3.Connection, folder: Path, model: str) -> np.ndarray:
     _, files, spool, _ = _open_named(conn, folder, model)
     keys = [vf.keys for vf in files] + ([spool.distinct_keys] if spool is not None else [])
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+
+
+def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
+    """Dimension of the vectors cached for ``model``, None when there are none."""
+    state = spool_state(conn, model)
+    if state is not None:
+        return state.dim
+    current = current_layouts(conn, model)
+    return current[1][0].dim if current and current[1] else None
 
 
 def _newest(

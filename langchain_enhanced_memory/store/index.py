@@ -46,6 +46,7 @@ from .folding import (
     held_keys,
     kept_files,
     missing_plan,
+    vector_dim,
     vector_models,
 )
 from .postings import compact_postings, sweep_segments
@@ -228,7 +229,7 @@ class MemoryIndex:
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
         with self.db.reader() as conn:
-            return embed_cache.vector_dim(conn, model)
+            return vector_dim(conn, model)
 
     def forget_vectors(self, model: str) -> None:
         """Drop this process's copy of ``model``'s matrices (new vectors were stored)."""
