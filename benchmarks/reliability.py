@@ -86,8 +86,7 @@ def table(res: dict[str, list[bool]], stats: Path) -> str:
             (
                 f"SIGKILL around the vector side files ({ph['new vectors spooled']} with new"
                 f" vectors committed to the spool, {ph['writing the vector file']} while a file"
-                " was written): named files and the spool whole, no cache row pointing at a"
-                " missing vector,"
+                " was written): named files and the spool whole,"
                 " postings and vector segments named whole, a search answers (hybrid after"
                 " the next run); only named segment files left after it",
                 vkills["kills"],

@@ -3,12 +3,14 @@
 Writes a seeded synthetic workspace (``synthetic.generate``), syncs its text,
 then profiles ``MemorySearch.embed_missing`` with the fake embedder
 (``synthetic.ProjectionEmbeddings``) and prints the cumulative seconds of each
-step of the way: the plan, the batches' spool appends and cache rows (the
-flushes), then the seal (the gather from the spool and segments, and the
-segment file written). These are the figures that say whether the spool and
-the fold earn their place (issue 38): under a profiler, so compare the shares,
-not the totals, with ``speed.py``. The profiler sees the run's own thread only:
-the embedder's batches run on threads of their own, and the time the run waits
+step of the way: the plan, the batches' spool appends (the flushes), then the
+seal (the gather from the spool and segments, and the segment file written),
+with how many calls each took: a flush written as a file of its own would add
+a rename made durable per flush (the last row).
+These are the figures that say whether the spool and the fold earn their
+place (issue 38): under a profiler, so compare the shares, not the totals,
+with ``speed.py``. The profiler sees the run's own thread only: the
+embedder's batches run on threads of their own, and the time the run waits
 for them is in the total, not in a step.
 
 Run ``python benchmarks/vector_path.py --size 10000``.
@@ -37,12 +39,12 @@ STEPS = [
     ("folding.py", "missing_plan", "plan: what lacks a vector"),
     ("embed_cache.py", "part", "texts read from SQLite, a part at a time"),
     ("upkeep.py", "feed", "chunk vectors as their lines' means"),
-    ("embed_cache.py", "flush", "flushes: spool append + cache rows, committed"),
+    ("embed_cache.py", "flush", "flushes: spool append + its count, committed"),
     ("spool.py", "append", "  of which the spool append (fsync)"),
-    ("embed_cache.py", "_insert_rows", "  of which the cache rows"),
     ("snapshots.py", "seal", "seal: the generation's segment file"),
     ("folding.py", "assemble", "  of which the gather from spool and segments"),
     ("vector_segments.py", "write", "  of which the segment file written (fsync)"),
+    ("vector_segments.py", "fsync_dir", "a rename made durable (the folder's fsync)"),
 ]
 
 
@@ -63,12 +65,14 @@ def main() -> None:
         profile.disable()
         total = time.perf_counter() - started
         stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
-        cumulative = {(Path(f).name, name): row[3] for (f, _, name), row in stats.items()}
+        # (calls, cumulative seconds) of each function
+        cumulative = {(Path(f).name, name): (row[1], row[3]) for (f, _, name), row in stats.items()}
         print(f"{embedded} texts embedded in {total:.2f} s (profiled), {a.size} chunks")
-        print("| step | s | share |\n|---|---|---|")
+        print("| step | calls | s | share |\n|---|---|---|---|")
         for module, name, what in STEPS:
-            s = cumulative.get((module, name), 0.0)
-            print(f"| {what} (`{module.removesuffix('.py')}.{name}`) | {s:.2f} | {s / total:.0%} |")
+            calls, s = cumulative.get((module, name), (0, 0.0))
+            step = f"{what} (`{module.removesuffix('.py')}.{name}`)"
+            print(f"| {step} | {calls} | {s:.3f} | {s / total:.0%} |")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

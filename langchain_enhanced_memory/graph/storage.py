@@ -98,11 +98,10 @@ def _meta(conn: sqlite3.Connection) -> dict[str, str]:
 def pick_model(index: GraphHost) -> str | None:
     """The model whose cached vectors cover the most chunks (None when there are none)."""
     with index.connect() as conn:
-        row = conn.execute(
-            "SELECT e.model, count(*) n FROM chunks c JOIN embed_cache e"
-            " ON e.text_hash = c.embed_hash GROUP BY e.model ORDER BY n DESC LIMIT 1"
-        ).fetchone()
-    return row[0] if row else None
+        hashes = [h for (h,) in conn.execute("SELECT embed_hash FROM chunks")]
+    counts = {m: int(index.with_vector(m, hashes).sum()) for m in index.vector_models()}
+    best = max(counts, key=lambda m: counts[m], default=None)
+    return best if best is not None and counts[best] else None
 
 
 def _signature(settings: MemorySettings, model: str) -> str:

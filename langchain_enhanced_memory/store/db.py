@@ -57,14 +57,16 @@ __all__ = [
 log = logging.getLogger("langchain_enhanced_memory")
 
 # An index of any other version is rebuilt. 5: the table ``derived`` named ``catalog``;
-# 6: ``embed_cache`` without its ``vector`` column (the vectors are in side files).
-SCHEMA_VERSION = 6
+# 6: ``embed_cache`` without its ``vector`` column (the vectors are in side files);
+# 7: no ``embed_cache`` (which texts a model has a vector of is in those files alone).
+SCHEMA_VERSION = 7
 _FIRST_RELEASED = 4  # 0.1.0's; versions before it were never released
 # A released version's steps to the next one, applied in place: an upgrade keeps the
 # embedding cache (vectors that may have taken hours of a remote embedder).
 _UPGRADES: dict[int, tuple[str, ...]] = {
     4: ("ALTER TABLE derived RENAME TO catalog",),
     5: ("ALTER TABLE embed_cache DROP COLUMN vector",),
+    6: ("DROP TABLE embed_cache",),
 }
 INDEX_FILENAME = "index.sqlite"
 WAL_LIMIT = 64 << 20  # bytes the WAL is cut back to once a checkpoint empties it
@@ -75,8 +77,6 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Tables every schema version of ours has: a SQLite file without them is someone else's.
 _OUR_TABLES = frozenset({"meta", "files", "chunks"})
 
-# An embed_cache row says the model has the text's vector (of ``dim`` values),
-# which is in the model's spool or a segment file (.spool, .vector_segments).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -89,10 +89,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     text TEXT NOT NULL, embed_hash TEXT NOT NULL, terms TEXT NOT NULL, line_hashes BLOB
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
-CREATE TABLE IF NOT EXISTS embed_cache (
-    model TEXT NOT NULL, text_hash TEXT NOT NULL, dim INTEGER NOT NULL,
-    PRIMARY KEY (model, text_hash)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS catalog (
     name TEXT PRIMARY KEY, generation INTEGER NOT NULL, data BLOB NOT NULL
 );

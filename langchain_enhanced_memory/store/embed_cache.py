@@ -3,14 +3,13 @@
 A changed file re-embeds only its changed chunks, and switching models
 re-embeds once. Line vectors need no table of their own: a chunk's lines are
 derived from its text (:func:`..core.chunking.line_texts`), their hashes are
-stored with the chunk, and they are cached by hash like chunks. A cache row
-says a model has a text's vector; the vector is in the model's spool
-(:mod:`.spool`) until a generation's segment file holds it (:mod:`.vector_segments`).
+stored with the chunk, and they are cached by hash like chunks. A model has a
+text's vector when its spool (:mod:`.spool`) or one of its named segment files
+(:mod:`.vector_segments`) holds the hash's key: no table says it a second time.
 """
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -22,9 +21,9 @@ from ..core.chunking import Chunk, line_texts
 from ..core.settings import MemorySettings
 from ..core.vectorset import quantize
 from .db import rollback
-from .spool import Spool, append
+from .spool import append
 from .sync import embed_text, lines_make_chunks, mean_line_hashes, sha
-from .vector_segments import VectorSegment, hash_keys
+from .vector_segments import Keyed, hash_keys, held
 
 __all__ = [
     "CacheWriter",
@@ -35,7 +34,6 @@ __all__ = [
     "generation_keys",
     "missing_plan",
     "store_vectors",
-    "vector_dim",
 ]
 
 
@@ -167,27 +165,15 @@ class MissingPlan:
         return self.part(conn, settings, 0, self.rows)
 
 
-def missing_plan(
-    model: str,
-    settings: MemorySettings,
-    keys: RowKeys,
-    files: list[VectorSegment | Spool],
-) -> MissingPlan:
-    """Which of the chunks ``keys`` names, and of their lines, lack a vector for ``model``.
+def missing_plan(settings: MemorySettings, keys: RowKeys, files: list[Keyed]) -> MissingPlan:
+    """Which of the chunks ``keys`` names, and of their lines, lack a vector in ``files``.
 
-    A vector is there when it is in one of ``model``'s segment files or its
-    spool, ``files`` (the caller passes only the chunks no segment maps to a row).
+    ``files`` are a model's segment files and its spool (the caller passes
+    only the chunks no segment maps to a row).
     """
-
-    def lacking(k: np.ndarray) -> np.ndarray:
-        found = np.zeros(k.size, dtype=bool)
-        for vf in files:
-            found |= vf.lookup(k) >= 0
-        return ~found
-
-    rows = np.flatnonzero(lacking(keys.chunks))
+    rows = np.flatnonzero(~held(files, keys.chunks))
     if settings.line_vector_share and keys.lines.size:
-        lines = np.flatnonzero(lacking(keys.lines))
+        lines = np.flatnonzero(~held(files, keys.lines))
     else:
         lines = np.zeros(0, dtype=np.int64)
     # Each key once, at its first row (a chunk's own text before its lines):
@@ -230,33 +216,15 @@ def store_vectors(
     writer.store(hashes, *quantize(vectors))
 
 
-_INSERT = "INSERT OR REPLACE INTO embed_cache VALUES "
-# Rows a statement inserts: sqlite3 lets other threads run around each step, and
-# while embedder threads are busy, taking the GIL back after each row's step
-# cost more than the row.
-_PER_STEP = 256
-
-
-def _insert_rows(conn: sqlite3.Connection, rows: list[tuple]) -> None:
-    whole = len(rows) - len(rows) % _PER_STEP
-    if whole:
-        steps = range(0, whole, _PER_STEP)
-        params = (tuple(itertools.chain.from_iterable(rows[i : i + _PER_STEP])) for i in steps)
-        conn.executemany(_INSERT + ",".join(["(?,?,?)"] * _PER_STEP), params)
-    conn.executemany(_INSERT + "(?,?,?)", rows[whole:])
-
-
 _MAX_WAIT_S = 60.0
-CACHE_KIB = 128 << 10  # the embedding run's SQLite page cache
 
 
 class CacheWriter:
     """Stores batches of vectors for one model on one connection, committed together.
 
     The vectors go to the model's spool (:mod:`.spool`), each a record
-    appended; the cache rows saying they are there are keyed by hash, so each
-    lands on its own page of the table, and a commit writes every page it
-    touched to the WAL. Batches are held in memory and committed together once
+    appended, and the commit names how many it holds. Batches are held in
+    memory and committed together once
     ``flush_s`` seconds, or ten times the last commit's duration (a minute at
     most), have passed since the last commit (and by :meth:`flush`): commits
     take about a tenth of a run or less, a slow embedder's vectors are
@@ -274,10 +242,6 @@ class CacheWriter:
         self, conn: sqlite3.Connection, folder: Path, model: str, flush_s: float = 0.5
     ) -> None:
         self.conn = conn
-        # Hash keys put a run's rows on pages all over the table; with SQLite's
-        # default 2 MB page cache, a 1M-chunk cold index read most of them back
-        # from the OS once per commit.
-        conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         self.folder = folder
         self.model = model
         self.flush_s = flush_s
@@ -293,20 +257,16 @@ class CacheWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Append the batches held to the spool and commit their rows (in key order)."""
+        """Append the batches held to the spool and commit its new count."""
         started = time.monotonic()
         if self._held:
             hashes = [h for batch, _, _ in self._held for h in batch]
             q = np.concatenate([b[1] for b in self._held])
             scale = np.concatenate([b[2] for b in self._held])
-            dim = q.shape[1]
-            # In key order: the pages they touch one after another (the spool's later copy wins).
-            rows = sorted((self.model, h, dim) for h in dict.fromkeys(hashes))
             conn = self.conn
             conn.execute("BEGIN IMMEDIATE")
             try:
                 append(conn, self.folder, self.model, hash_keys(hashes), q, scale)
-                _insert_rows(conn, rows)
             except BaseException:
                 rollback(conn)
                 raise
@@ -314,9 +274,3 @@ class CacheWriter:
         self._held = []
         self._last = time.monotonic()
         self._wait = min(max(self.flush_s, 10 * (self._last - started)), _MAX_WAIT_S)
-
-
-def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
-    """Dimension of the vectors cached for ``model``, None when there are none."""
-    row = conn.execute("SELECT dim FROM embed_cache WHERE model=? LIMIT 1", (model,)).fetchone()
-    return int(row[0]) if row else None

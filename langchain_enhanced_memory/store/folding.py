@@ -1,26 +1,26 @@
 """A generation's vectors: the segment files that cover it, a gathered delta, then a fold.
 
-A model's vectors live in segment files (:mod:`.vector_segments`), oldest first; each
-holds the rows of some chunks, by chunk id, and the rows of their lines.
-:func:`coverage` maps them onto the generation's live chunks (a chunk a later
-change replaced is masked out). :func:`assemble` gathers the rest, the chunks
-no segment covers, from the named files and the model's spool (by text
-hash). :func:`fold` writes them as a delta segment and, in the commit that
-names it, drops the spool and deletes the cache rows no generation uses
-(garbage collection after a run, never during); then the files no row names
-go. When there are too many segments, or the masked rows pass a share of
-all rows, the small or mostly masked ones are gathered into one new segment
-instead (the segments' one policy, :func:`.segment.merge_pick`). Writes run
-under the writer lock, in the embedding run (its last step) and ``index
---compact``; a search only reads (:func:`coverage`, :func:`assemble`), and
-reads past a named file that is lost until the next embedding run forgets it
-(:func:`forget_lost`).
+A model's vectors live in segment files (:mod:`.vector_segments`), oldest first;
+each holds the rows of some chunks, by chunk id, and the rows of their lines.
+:func:`coverage` maps them onto the generation's live chunks (a chunk a later change
+replaced is masked out). :func:`assemble` gathers the rest, the chunks no segment
+covers, from the named files and the model's spool (by text hash). :func:`fold`
+writes them as a delta segment and, in the commit that names it, drops the spool;
+then the files no row names go, and with them the vectors no generation uses
+(garbage collection after a run, never during). When there are too many segments, or
+the masked rows pass a share of all rows, the small or mostly masked ones are
+gathered into one new segment instead (the segments' one policy,
+:func:`.segment.merge_pick`). Writes run under the writer lock, in the embedding run
+(its last step) and ``index --compact``; a search only reads (:func:`coverage`,
+:func:`assemble`), and reads past a named file that is lost until the next embedding
+run forgets it (:func:`forget_lost`).
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,16 +31,15 @@ from ..core.settings import MemorySettings
 from ..core.vectorset import VectorPart, VectorSet, dequantize
 from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
-from .embed_cache import vector_dim
 from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
 from .sync import sha
 from .vector_segments import (
+    Keyed,
     Layout,
     VectorSegment,
     current_layouts,
     hash_keys,
-    key_prefix,
     layouts_json,
     parse_layouts,
     side_folder,
@@ -57,9 +56,12 @@ __all__ = [
     "drop_lost",
     "fold",
     "forget_lost",
+    "held_keys",
     "kept_files",
     "mapped",
     "missing_plan",
+    "vector_dim",
+    "vector_models",
 ]
 
 log = logging.getLogger("langchain_enhanced_memory")
@@ -165,15 +167,56 @@ def cached_vectors(
     if not hashes:
         return {}
     _, files, spool, _ = _open_named(conn, folder, model)
-    keys = hash_keys(hashes)
+    sources: list[Keyed] = [*files, *([spool] if spool is not None else [])]
     out: dict[str, np.ndarray] = {}
-    sources: list[VectorSegment | Spool] = [*files, *([spool] if spool is not None else [])]
-    for source in sources:  # oldest first: newer copies win
-        pos = source.lookup(keys)
-        at = np.flatnonzero(pos >= 0)
-        rows = dequantize(np.asarray(source.matrix[pos[at]]), np.asarray(source.scale[pos[at]]))
+    for source, at, pos in _newest(sources, hash_keys(hashes)):
+        rows = dequantize(np.asarray(source.matrix[pos]), np.asarray(source.scale[pos]))
         out.update(zip([hashes[i] for i in at], rows, strict=True))
     return out
+
+
+def vector_models(conn: sqlite3.Connection) -> list[str]:
+    """The models with vectors: a named segment file or a spool."""
+    rows = conn.execute(
+        "SELECT name FROM catalog WHERE name LIKE 'vectors:%' OR name LIKE 'spool:%'"
+    )
+    return sorted({name.split(":", 1)[1] for (name,) in rows})
+
+
+def held_keys(conn: sqlite3.Connection, folder: Path, model: str) -> np.ndarray:
+    """The keys (:func:`.vector_segments.hash_keys`) ``model`` has a vector of, sorted, once each.
+
+    What its named segment files and its spool hold, the one record of which
+    texts a model has a vector of.
+    """
+    _, files, spool, _ = _open_named(conn, folder, model)
+    keys = [vf.keys for vf in files] + ([spool.distinct_keys] if spool is not None else [])
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.uint64)
+
+
+def vector_dim(conn: sqlite3.Connection, model: str) -> int | None:
+    """Dimension of the vectors cached for ``model``, None when there are none."""
+    state = spool_state(conn, model)
+    if state is not None:
+        return state.dim
+    current = current_layouts(conn, model)
+    return current[1][0].dim if current and current[1] else None
+
+
+def _newest(
+    sources: list[Keyed], keys: np.ndarray
+) -> Iterator[tuple[Keyed, np.ndarray, np.ndarray]]:
+    """Each source, the positions of ``keys`` whose newest copy it holds, and their rows there.
+
+    ``sources`` are oldest first (segments in naming order, then the spool):
+    a key's copy in a later source wins.
+    """
+    found = [source.lookup(keys) for source in sources]
+    later = np.zeros(keys.shape, dtype=bool)
+    for source, pos in reversed(list(zip(sources, found, strict=True))):
+        at = np.flatnonzero((pos >= 0) & ~later)
+        later[at] = True
+        yield source, at, pos[at]
 
 
 def _plan(cov: Coverage, full: bool) -> tuple[list[int], np.ndarray, bool]:
@@ -210,7 +253,6 @@ class GenerationVectors:
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
     delta: dict | None = None  # the gathered rows, as :func:`.vector_segments.write` takes them
     spool: SpoolState | None = None  # the spool read, which a fold drops
-    spooled_unused: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
     @property
     def merged(self) -> bool:
@@ -249,37 +291,26 @@ def assemble(
     m = keys.chunks.size
     wanted = np.concatenate([keys.chunks, keys.lines])
     dim = cov.files[0].layout.dim if cov.files else (vector_dim(conn, model) or 0)
-    # Where each wanted key is: (row positions or -1, rows, scales); the spool
-    # comes last and so wins over a file's copy: it is the newer.
-    sources = [(vf.lookup(wanted), vf.matrix, vf.scale) for vf in cov.files]
-    if cov.spool is not None:
-        sources.append((cov.spool.lookup(wanted), cov.spool.matrix, cov.spool.scale))
+    sources: list[Keyed] = [*cov.files, *([cov.spool] if cov.spool is not None else [])]
+    newest = list(_newest(sources, wanted))
     found = np.zeros(wanted.size, dtype=bool)
-    for pos, _, _ in sources:
-        found |= pos >= 0
+    for _, at, _ in newest:
+        found[at] = True
     has = found[:m]
     lines = np.flatnonzero(found[m:] & has[keys.owner])  # lines of the chunks that have one
     pick = np.concatenate([np.flatnonzero(has), m + lines])
+    slot = np.full(wanted.size, -1, dtype=np.int64)  # each picked key's row in the delta
+    slot[pick] = np.arange(pick.size)
     matrix = np.zeros((pick.size, dim), dtype=np.int8)
     scale = np.zeros(pick.size, dtype=np.float32)
-    for pos, src, src_scale in sources:
-        sel = np.flatnonzero(pos[pick] >= 0)
-        if dim:  # whole rows as one opaque item each: a fancy index of int8 rows is much slower
-            whole = f"V{dim}"
-            # A slice at a time: the gathered rows are never copied whole beside the matrix.
-            for lo in range(0, sel.size, GATHER_ROWS):
-                part = sel[lo : lo + GATHER_ROWS]
-                matrix.view(whole)[part] = src.view(whole)[pos[pick[part]]]
-        scale[sel] = src_scale[pos[pick[sel]]]
+    for source, at, pos in newest:
+        to = slot[at]
+        _copy_rows(matrix, scale, to[to >= 0], source, pos[to >= 0])
     k = int(has.sum())
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
     delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
-    spooled = cov.spool.distinct_keys if cov.spool is not None else np.zeros(0, dtype=np.uint64)
-    spool_used = np.isin(spooled, wanted)
-    for i in keep:
-        spool_used |= cov.files[i].lookup(spooled) >= 0
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
     return GenerationVectors(
         VectorSet(parts, cov.live_ids.size),
@@ -296,8 +327,20 @@ def assemble(
             "ids": cov.live_ids[rows[has]],
         },
         spool=cov.spool.state if cov.spool is not None else None,
-        spooled_unused=spooled[~spool_used],
     )
+
+
+def _copy_rows(
+    matrix: np.ndarray, scale: np.ndarray, to: np.ndarray, source: Keyed, rows: np.ndarray
+) -> None:
+    """Copy ``source``'s ``rows`` into ``matrix`` and ``scale`` at ``to``."""
+    if matrix.shape[1]:  # whole rows as one opaque item each: a fancy index of int8 rows is slower
+        whole = f"V{matrix.shape[1]}"
+        # A slice at a time: the gathered rows are never copied whole beside the matrix.
+        for lo in range(0, to.size, GATHER_ROWS):
+            part = slice(lo, lo + GATHER_ROWS)
+            matrix.view(whole)[to[part]] = source.matrix.view(whole)[rows[part]]
+    scale[to] = source.scale[rows]
 
 
 def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) -> bool:
@@ -327,7 +370,7 @@ def missing_plan(
         return embed_cache.MissingPlan.empty()
     keys = embed_cache.generation_keys(conn, settings, ids[cov.uncovered])
     spool = [cov.spool] if cov.spool is not None else []
-    return embed_cache.missing_plan(model, settings, keys, [*cov.files, *spool])
+    return embed_cache.missing_plan(settings, keys, [*cov.files, *spool])
 
 
 def fold(
@@ -336,7 +379,6 @@ def fold(
     model: str,
     generation: int,
     vec: GenerationVectors,
-    files: list[VectorSegment],
 ) -> list[Layout] | None:
     """Write ``vec``'s delta as a segment and name it with the kept ones (writer lock held).
 
@@ -360,41 +402,18 @@ def fold(
                 "INSERT OR REPLACE INTO catalog VALUES (?, ?, ?)",
                 (f"vectors:{model}", generation, layouts_json(layouts)),
             )
-            gone = _gone_keys(folder, files, layouts)
             if vec.spool is not None:
                 drop_state(conn, model)
-                gone = np.union1d(gone, vec.spooled_unused)
-            conn.executemany(
-                "DELETE FROM embed_cache WHERE model=? AND text_hash >= ? AND text_hash < ?",
-                [(model, p, p + "g") for p in map(key_prefix, map(int, gone))],
-            )
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
             (folder / layout.file).unlink(missing_ok=True)
             raise
-        log.debug(
-            "vectors of generation %s in %s (%d rows freed)", generation, layout.file, gone.size
-        )
+        log.debug("vectors of generation %s in %s", generation, layout.file)
         sweep(folder, kept_files(conn))
     if vec.spool is not None:
         (folder / vec.spool.file).unlink(missing_ok=True)
     return layouts
-
-
-def _gone_keys(folder: Path, files: list[VectorSegment], layouts: list[Layout]) -> np.ndarray:
-    """Keys of the files no longer named that no named file holds (their cache rows go)."""
-    names = {lay.file for lay in layouts}
-    dropped = [vf for vf in files if vf.layout.file not in names]
-    if not dropped:
-        return np.zeros(0, dtype=np.uint64)
-    keys = np.unique(np.concatenate([vf.keys for vf in dropped]))
-    keep = np.zeros(keys.size, dtype=bool)
-    for lay in layouts:
-        vf = VectorSegment.open(folder, lay)
-        if vf is not None:
-            keep |= vf.lookup(keys) >= 0
-    return keys[~keep]
 
 
 def forget_lost(db: IndexDB, model: str) -> None:
@@ -412,11 +431,10 @@ def forget_lost(db: IndexDB, model: str) -> None:
 
 
 def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
-    """A side file of ``model`` is gone (deleted by hand): forget the vectors it held.
+    """A side file of ``model`` is gone (deleted by hand): stop naming it (writer lock held).
 
-    They are embedded again by the next index run (writer lock held). A lost
-    segment takes every vector with it (the cache rows do not say which file
-    holds theirs); a lost spool, the rows of the vectors no segment holds.
+    The vectors it held, and only those, are embedded again by the next index
+    run: the files still named hold the others.
     """
     with db.open() as conn:
         conn.execute("BEGIN IMMEDIATE")
@@ -425,30 +443,17 @@ def drop_lost(db: IndexDB, model: str, lost: Layout | SpoolState) -> None:
             if spool_state(conn, model) == lost:
                 log.warning("vector file %s is damaged or missing: embedding again", lost.file)
                 drop_state(conn, model)
-                layouts = current[1] if current else []
-                _delete_unbacked_rows(conn, side_folder(db.path), model, layouts)
         elif current and lost in current[1]:
             log.warning("vector file %s is missing: its vectors get embedded again", lost.file)
-            conn.execute("DELETE FROM catalog WHERE name=?", (f"vectors:{model}",))
-            drop_state(conn, model)
-            conn.execute("DELETE FROM embed_cache WHERE model=?", (model,))
+            left = [lay for lay in current[1] if lay != lost]
+            if left:  # named for no generation: not complete (is_complete) until a fold
+                conn.execute(
+                    "UPDATE catalog SET generation=-1, data=? WHERE name=?",
+                    (layouts_json(left), f"vectors:{model}"),
+                )
+            else:
+                conn.execute("DELETE FROM catalog WHERE name=?", (f"vectors:{model}",))
         conn.execute("COMMIT")
-
-
-def _delete_unbacked_rows(
-    conn: sqlite3.Connection, folder: Path, model: str, layouts: list[Layout]
-) -> None:
-    """Delete ``model``'s cache rows whose vector none of the segments ``layouts`` holds."""
-    held = [h for (h,) in conn.execute("SELECT text_hash FROM embed_cache WHERE model=?", (model,))]
-    keys, found = hash_keys(held), np.zeros(len(held), dtype=bool)
-    for layout in layouts:
-        vf = VectorSegment.open(folder, layout)
-        if vf is not None:
-            found |= vf.lookup(keys) >= 0
-    conn.executemany(
-        "DELETE FROM embed_cache WHERE model=? AND text_hash=?",
-        [(model, h) for h, f in zip(held, found, strict=True) if not f],
-    )
 
 
 def kept_files(conn: sqlite3.Connection) -> set[str]:

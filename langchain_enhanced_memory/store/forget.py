@@ -9,7 +9,6 @@ still what was read (else read and matched again), every other byte kept.
 
 Then the workspace's index drops the text (:func:`purge_index`): the notes are
 synced again (the other profile's index file too: ``index-original.sqlite``),
-the embedding cache's rows of the texts no chunk holds any more are deleted,
 query-log entries holding the text are removed (:func:`.logs.forget_queries`),
 and the index is compacted (segments and vector files rewritten without dead
 rows, SQLite's file rewritten by ``VACUUM``, its WAL truncated), so no byte of
@@ -224,40 +223,14 @@ def _removed(rel: str, lines: list[str], spans: list[tuple[int, int]]) -> list[F
 def purge_index(index: MemoryIndex, texts: list[str]) -> None:
     """Drop every copy of ``texts`` (lines forgotten from the notes) from ``index`` and the logs.
 
-    The notes are synced again; the embedding cache's rows of chunk and line
-    texts the sync dropped are deleted; query-log entries holding a text (or a
-    query a forgotten text holds) are removed; then :meth:`MemoryIndex.compact`
-    rewrites segments and vector files without dead rows and ``VACUUM``s SQLite.
+    The notes are synced again; query-log entries holding a text (or a query
+    a forgotten text holds) are removed; then :meth:`MemoryIndex.compact`
+    rewrites segments and vector files without dead rows (the vectors of the
+    texts the sync dropped with them) and ``VACUUM``s SQLite.
     """
-    with index.connect() as conn:
-        before = _text_hashes(conn)
     index.sync()
-    with index.connect() as conn:
-        gone = sorted(before - _text_hashes(conn))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for k in range(0, len(gone), 500):
-                part = gone[k : k + 500]
-                conn.execute(
-                    f"DELETE FROM embed_cache WHERE text_hash IN ({','.join('?' * len(part))})",
-                    part,
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     forget_queries(index.workspace, texts)
     index.compact()
-
-
-def _text_hashes(conn: Any) -> set[str]:
-    """Every text hash the chunks of the index hold (chunks' and their lines')."""
-    out: set[str] = set()
-    for embed_hash, digests in conn.execute("SELECT embed_hash, line_hashes FROM chunks"):
-        out.add(embed_hash)
-        digests = digests or b""
-        out.update(digests[i : i + 32].hex() for i in range(0, len(digests), 32))
-    return out
 
 
 def forget(

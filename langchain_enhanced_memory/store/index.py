@@ -1,8 +1,7 @@
 """The persistent, incremental index of one workspace: one SQLite file.
 
 Layout: ``files`` (path, size, mtime, hash), ``chunks`` (spans, headers, text,
-terms, line hashes), ``embed_cache`` (which texts each model has a vector of,
-keyed by text hash) and ``catalog`` (the names of the generation's postings
+terms, line hashes) and ``catalog`` (the names of the generation's postings
 segments, of each model's vector segments and of its spool). Beside it,
 ``index.vectors/`` holds those side files, opened read-only by searchers.
 The work is split by concern: :mod:`.db` opens the file and holds the writer
@@ -41,11 +40,19 @@ from .db import (
     get_meta,
     rollback,
 )
-from .folding import cached_vectors, forget_lost, kept_files, missing_plan
+from .folding import (
+    cached_vectors,
+    forget_lost,
+    held_keys,
+    kept_files,
+    missing_plan,
+    vector_dim,
+    vector_models,
+)
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
-from .vector_segments import side_folder, sweep
+from .vector_segments import hash_keys, side_folder, sweep
 
 __all__ = ["MemoryIndex", "SyncReport"]
 
@@ -208,10 +215,21 @@ class MemoryIndex:
             # What the run wrote is in the file now: its WAL need not stay on disk.
             self.db.truncate_wal()
 
+    def vector_models(self) -> list[str]:
+        """The models with vectors in the index."""
+        with self.db.open() as conn:
+            return vector_models(conn)
+
+    def with_vector(self, model: str, hashes: list[str]) -> np.ndarray:
+        """Whether ``model`` has a vector of each of ``hashes``."""
+        with self.db.open() as conn:
+            keys = held_keys(conn, side_folder(self.path), model)
+        return np.isin(hash_keys(hashes), keys)
+
     def vector_dim(self, model: str) -> int | None:
         """Dimension of the vectors cached for ``model``, None when there are none."""
         with self.db.reader() as conn:
-            return embed_cache.vector_dim(conn, model)
+            return vector_dim(conn, model)
 
     def forget_vectors(self, model: str) -> None:
         """Drop this process's copy of ``model``'s matrices (new vectors were stored)."""
@@ -238,9 +256,7 @@ class MemoryIndex:
             Bytes on disk before and after.
         """
         before = self.disk_bytes()
-        with self.db.open() as conn:
-            names = conn.execute("SELECT name FROM catalog WHERE name LIKE 'vectors:%'").fetchall()
-        models = [n.split(":", 1)[1] for (n,) in names]
+        models = self.vector_models()
         for model in models:  # as an embedding run does first: their vectors get embedded
             self.forget_lost(model)
         with self.db.writer_lock():
@@ -266,11 +282,13 @@ class MemoryIndex:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def stats(self) -> dict[str, int]:
-        """Counts of files, chunks and cached vectors."""
+        """Counts of files, chunks and cached vectors (of every model)."""
         with self.db.open() as conn:
+            folder = side_folder(self.path)
+            held = sum(held_keys(conn, folder, m).size for m in vector_models(conn))
             return {
                 "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
                 "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
-                "cached_vectors": conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0],
+                "cached_vectors": int(held),
                 "generation": generation_of(conn),
             }

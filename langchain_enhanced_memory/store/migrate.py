@@ -269,11 +269,10 @@ def seed_from_vectors_json(
 def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: MigrationReport) -> None:
     with index.connect() as conn:
         rows = conn.execute(
-            "SELECT c.embed_hash, c.path, c.text, c.line_hashes FROM chunks c"
-            " LEFT JOIN embed_cache e"
-            " ON e.model=? AND e.text_hash=c.embed_hash WHERE e.text_hash IS NULL ORDER BY c.id",
-            (model_id,),
+            "SELECT embed_hash, path, text, line_hashes FROM chunks ORDER BY id"
         ).fetchall()
+    has = index.with_vector(model_id, [r[0] for r in rows])
+    rows = [row for row, held in zip(rows, has, strict=True) if not held]
     hashes: list[str] = []
     vecs: list[np.ndarray] = []
     seen: set[str] = set()

@@ -10,9 +10,9 @@ segment and line rows read with ``pread`` as a query needs them). A loaded snaps
 kept until the generation changes.
 
 Loading writes nothing and takes no lock: rows no vector segment covers yet
-(an embedding run not yet folded, or killed before its fold) are read from the
-spool's committed records and the cache. Only :meth:`SnapshotCache.seal`,
-under the writer lock, folds them into a segment.
+(an embedding run not yet folded, or killed before its fold) are gathered by
+text hash from the spool's committed records and the named segments. Only
+:meth:`SnapshotCache.seal`, under the writer lock, folds them into a segment.
 """
 
 from __future__ import annotations
@@ -146,8 +146,9 @@ class SnapshotCache:
         """What the generation names, read: the segments, and the rows they leave gathered.
 
         The read path: it writes nothing. Rows no segment covers (a run not yet
-        folded, or killed before its fold) come from the spool's committed
-        records and the cache; a lost file's rows are read as lacking a vector.
+        folded, or killed before its fold) are gathered by text hash from the
+        spool's committed records and the segments; a lost file's rows are read
+        as lacking a vector.
         """
         cached = self._vector_cache.get(model)
         if cached and cached[0] == generation:
@@ -164,7 +165,7 @@ class SnapshotCache:
     ) -> GenerationVectors:
         """Write the generation's delta segment (writer lock held), and map it."""
         try:
-            layouts = fold(self.db, self.folder, model, generation, vec, cov.files)
+            layouts = fold(self.db, self.folder, model, generation, vec)
         except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
             log.debug("could not write the vector file: %s", exc)
             return vec

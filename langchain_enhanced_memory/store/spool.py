@@ -2,20 +2,19 @@
 
 A record is a text hash's key (:func:`.vector_segments.hash_keys`), the row's float32
 scale and its int8 values. A run appends the records it holds, flushes them,
-and in one transaction with their cache rows sets the
-``catalog`` row ``spool:MODEL`` to the file and how many records are
-committed. That commit is the switch: readers read up to the committed count,
-and bytes past it (a kill between the write and the commit) are cut off by
-the next append. The fold that writes a generation's segment
-(:mod:`.folding`) drops the row in the commit naming the segment; the file
-goes after it.
+and in one transaction sets the ``catalog`` row ``spool:MODEL`` to the file
+and how many records are committed. That commit is the switch: readers read up
+to the committed count, and bytes past it (a kill between the write and the
+commit) are cut off by the next append. The fold that writes a generation's
+segment (:mod:`.folding`) drops the row in the commit naming the segment; the
+file goes after it.
 
 Every file is created, written and named inside one write transaction of the
 index (an append holds it), so a spool file no row names is a crash's leftover,
 and the next new spool removes it.
 
 A cold index at 1M chunks used to put 2.8M int8 blobs through SQLite (committed
-on random pages of the cache table, read back, emptied and VACUUMed away);
+on random pages of a cache table, read back, emptied and VACUUMed away);
 here they are written once, in order, and read back from the page cache.
 """
 
@@ -32,7 +31,7 @@ import numpy as np
 
 from .locations import make_private, open_private
 from .sync import sha
-from .vector_segments import fsync_dir
+from .vector_segments import find_sorted, fsync_dir
 
 __all__ = ["SUFFIX", "Spool", "SpoolState", "append", "drop_state", "spool_state"]
 
@@ -122,11 +121,7 @@ class Spool:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The record of each key, -1 when absent."""
-        have, record = self._sorted
-        if have.size == 0:
-            return np.full(keys.shape, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(have, keys), have.size - 1)
-        return np.where(have[at] == keys, record[at], -1).astype(np.int64)
+        return find_sorted(*self._sorted, keys)
 
 
 def append(
@@ -139,8 +134,8 @@ def append(
 ) -> SpoolState:
     """Write records after ``model``'s committed ones, flushed, and set the state to commit.
 
-    The caller holds a write transaction (``BEGIN IMMEDIATE``) and commits it
-    with the cache rows of these vectors; without a committed spool (a fold took
+    The caller holds a write transaction (``BEGIN IMMEDIATE``) and commits it;
+    without a committed spool (a fold took
     it, or it is lost), a new file is started.
 
     Raises:

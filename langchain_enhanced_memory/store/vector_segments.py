@@ -21,8 +21,10 @@ import json
 import os
 import sqlite3
 import weakref
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -32,13 +34,15 @@ from .locations import make_private, open_private
 __all__ = [
     "Fd",
     "FileRows",
+    "Keyed",
     "READ_ABOVE",
     "Layout",
     "VectorSegment",
     "current_layouts",
+    "find_sorted",
     "fsync_dir",
     "hash_keys",
-    "key_prefix",
+    "held",
     "layouts_json",
     "parse_layouts",
     "side_folder",
@@ -50,6 +54,8 @@ _ALIGN = 8
 # Arrays read by scattered rows are read with pread above this size; a smaller
 # one stays a map: its few pages cost little RSS, and a map is faster to read.
 READ_ABOVE = 4 << 20
+# Flags of a layout that every release wrote true (read and dropped).
+_ALWAYS = frozenset({"ids", "codes"})
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,9 @@ class Layout:
         lines: Line rows after them.
         keys: Distinct text-hash keys.
         lines_complete: Whether every line of its chunks has its row.
-        ids: It holds its chunk rows' chunk ids (always: a layout without them,
-            or the next field, is of a format no release wrote, and is not read).
-        codes: It holds its chunk rows' sign bits and their mean
-            (:func:`..core.vectorset.sign_codes`).
+
+    Every file also holds its chunk rows' chunk ids and sign bits
+    (:func:`..core.vectorset.sign_codes`), as every release wrote them.
     """
 
     file: str
@@ -75,8 +80,6 @@ class Layout:
     lines: int
     keys: int
     lines_complete: bool
-    ids: bool
-    codes: bool
 
     def to_json(self) -> str:
         """The ``catalog`` row's data."""
@@ -86,10 +89,11 @@ class Layout:
     def from_json(cls, data: bytes | str) -> Layout | None:
         """Parse a ``catalog`` row (None when it is not a layout of this format)."""
         try:
-            layout = cls(**json.loads(data))
-        except (TypeError, ValueError):
+            fields = json.loads(data)
+            # 0.1.0 also wrote "ids" and "codes", always true: the sections are the same.
+            return cls(**{k: v for k, v in fields.items() if k not in _ALWAYS})
+        except (AttributeError, TypeError, ValueError):
             return None
-        return layout if layout.ids and layout.codes else None
 
     def sections(self) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
         """``(name, dtype, shape, offset)`` of each array, 8-byte aligned."""
@@ -129,10 +133,7 @@ class VectorSegment:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The row of each key in this file, -1 when absent."""
-        if self.keys.size == 0:
-            return np.full(keys.shape, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-        return np.where(self.keys[at] == keys, self.rows[at], -1).astype(np.int64)
+        return find_sorted(self.keys, self.rows, keys)
 
     def line_rows(self, folder: Path) -> tuple[FileRows, FileRows] | None:
         """The line rows and their scales, read on demand.
@@ -279,9 +280,30 @@ def hash_keys(hashes: list[str]) -> np.ndarray:
     return np.fromiter((int(h[:16], 16) for h in hashes), dtype=np.uint64, count=len(hashes))
 
 
-def key_prefix(key: int) -> str:
-    """The hex digits a key was made of (to find its cache rows)."""
-    return f"{key:016x}"
+def find_sorted(have: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The row of each of ``keys`` (``rows[i]`` is sorted ``have[i]``'s), -1 when absent."""
+    if have.size == 0:
+        return np.full(keys.shape, -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(have, keys), have.size - 1)
+    return np.where(have[at] == keys, rows[at], -1).astype(np.int64)
+
+
+class Keyed(Protocol):
+    """Vectors by text-hash key: a segment file or the spool."""
+
+    matrix: np.ndarray
+    scale: np.ndarray
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The row of each key, -1 when absent."""
+
+
+def held(sources: Iterable[Keyed], keys: np.ndarray) -> np.ndarray:
+    """Whether any of ``sources`` holds a vector of each of ``keys``."""
+    found = np.zeros(keys.shape, dtype=bool)
+    for source in sources:
+        found |= source.lookup(keys) >= 0
+    return found
 
 
 def write(
@@ -319,8 +341,6 @@ def write(
         lines=int(matrix.shape[0]) - chunks,
         keys=int(keys.size),
         lines_complete=lines_complete,
-        ids=True,
-        codes=True,
     )
     arrays = {
         "matrix": matrix,

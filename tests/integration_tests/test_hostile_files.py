@@ -299,6 +299,17 @@ def _local(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli(*args, timeout=300, ENHANCED_MEMORY_EMBEDDER="local")
 
 
+def _held(db: Path) -> int:
+    """Vectors the index's side files hold, of every model."""
+    import sqlite3
+
+    from langchain_enhanced_memory.store.folding import held_keys, vector_models
+    from langchain_enhanced_memory.store.vector_segments import side_folder
+
+    with sqlite3.connect(db) as conn:
+        return sum(held_keys(conn, side_folder(db), m).size for m in vector_models(conn))
+
+
 def test_a_released_index_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
     import sqlite3
 
@@ -307,19 +318,24 @@ def test_a_released_index_is_upgraded_in_place_keeping_its_vectors(tmp_path: Pat
     ws = write_workspace(tmp_path / "ws", SMALL_WORKSPACE)
     assert _local("index", "--workspace", str(ws)).returncode == 0
     db = ws / ".enhanced-memory" / "index.sqlite"
+    cached = _held(db)
+    assert cached > 0
     with sqlite3.connect(db) as conn:  # as 0.1.0 wrote it (schema 4)
         conn.execute("ALTER TABLE catalog RENAME TO derived")
-        conn.execute("ALTER TABLE embed_cache ADD COLUMN vector BLOB")
+        conn.execute(
+            "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL,"
+            " dim INTEGER NOT NULL, vector BLOB, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+        )
+        conn.execute("INSERT INTO embed_cache SELECT DISTINCT 'm', embed_hash, 3, NULL FROM chunks")
         conn.execute("PRAGMA user_version=4")
-        cached = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
-    assert cached > 0
     r = _local("search", "ramen Fifth street", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     assert not list(db.parent.glob("index.sqlite.schema4-*"))
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
-        assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] == cached
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "embed_cache" not in tables and _held(db) == cached
     r = _local("index", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["embedded"] == 0  # nothing embedded again
 
@@ -343,9 +359,9 @@ def test_an_index_of_another_schema_is_set_aside_and_rebuilt(tmp_path: Path, ver
     assert json.loads(r.stdout)["results"][0]["path"] == "memory/2026-02-08.md"
     (line,) = r.stderr.strip().splitlines()
     kind = {3: "an unreleased", 99: "a newer"}[version]
-    assert f"{kind} format (schema {version}, not 6)" in line and "rebuilding" in line, line
+    assert f"{kind} format (schema {version}, not 7)" in line and "rebuilding" in line, line
     assert len(list(db.parent.glob(f"index.sqlite.schema{version}-*"))) == 1
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
     r = _cli("search", "ramen Fifth street", "--workspace", str(ws), "--json")
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr

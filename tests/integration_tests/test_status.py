@@ -113,7 +113,7 @@ def test_an_index_of_another_schema_is_reported_not_set_aside(tmp_path: Path) ->
         conn.execute("PRAGMA user_version = 3")
     data = index.read_bytes()
     got = status_json(ws, "--embedder", "none")
-    assert got["indexed"] is False and "schema 3, not 6" in got["problem"]
+    assert got["indexed"] is False and "schema 3, not 7" in got["problem"]
     assert sorted(p.name for p in index.parent.iterdir()) == ["index.sqlite"]
     assert index.read_bytes() == data
 

@@ -255,12 +255,12 @@ class KillReport:
 
 def index_counts(ws: Path, model: str) -> tuple[int, int]:
     """(generation, vectors cached for ``ollama/model``), read-only."""
+    from langchain_enhanced_memory.store.folding import held_keys
+
     uri = f"file:{index_path(ws)}?mode=ro"
     with sqlite3.connect(uri, uri=True, timeout=30) as conn:
         gen = conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-        n = conn.execute(
-            "SELECT count(*) FROM embed_cache WHERE model=?", (f"ollama/{model}",)
-        ).fetchone()[0]
+        n = held_keys(conn, index_path(ws).with_suffix(".vectors"), f"ollama/{model}").size
     return int(gen[0]) if gen else 0, int(n)
 
 
@@ -469,7 +469,7 @@ class SerializeReport:
     ok: int = 0
     embedded: list[int] = field(default_factory=list)
     chunks: int = 0
-    texts: int = 0  # distinct texts in the embedding cache: chunks and their lines
+    texts: int = 0  # distinct texts with a vector: chunks and their lines
     problems: list[str] = field(default_factory=list)
 
 
@@ -505,13 +505,19 @@ def concurrent_index_runs(root: Path, delay: float = 0.02) -> SerializeReport:
             report.chunks = info["chunks"]
     if integrity(root) != "ok":
         report.problems.append("integrity_check failed")
+    from langchain_enhanced_memory.store.folding import held_keys, vector_models
+    from langchain_enhanced_memory.store.vector_segments import hash_keys
+
     with sqlite3.connect(f"file:{index_path(root)}?mode=ro", uri=True, timeout=30) as conn:
-        # Texts the model saw: the cache less the chunk vectors taken as their lines' mean
-        # (chunks with two or more embedded lines, 32 bytes of line hash each).
-        report.texts = conn.execute(
-            "SELECT count(*) FROM embed_cache WHERE text_hash NOT IN"
-            " (SELECT embed_hash FROM chunks WHERE length(line_hashes) >= 64)"
-        ).fetchone()[0]
+        # Texts the model saw: the vectors held less the chunk vectors taken as their
+        # lines' mean (chunks with two or more embedded lines, 32 bytes of line hash each).
+        means = conn.execute("SELECT embed_hash FROM chunks WHERE length(line_hashes) >= 64")
+        mean_keys = hash_keys([h for (h,) in means])
+        folder = index_path(root).with_suffix(".vectors")
+        report.texts = sum(
+            int((~np.isin(held_keys(conn, folder, m), mean_keys)).sum())
+            for m in vector_models(conn)
+        )
     report.problems += check_index_state(wsp)
     report.problems += [f"set aside: {p.name}" for p in set_aside_files(root)]
     # Each distinct text embedded once in all: a second run that embedded again overlapped.

@@ -79,13 +79,9 @@ def _unnamed_file(ws: Path, known: set[str]) -> bool:
 
 
 def check_vectors(ws: Path) -> list[str]:
-    """Every named side file opens whole; each cache row's vector is in one of them."""
+    """Every named side file opens whole, and so does every committed spool."""
     from langchain_enhanced_memory.store.spool import Spool, spool_state
-    from langchain_enhanced_memory.store.vector_segments import (
-        VectorSegment,
-        hash_keys,
-        parse_layouts,
-    )
+    from langchain_enhanced_memory.store.vector_segments import VectorSegment, parse_layouts
 
     problems = []
     folder = index_path(ws).with_suffix(".vectors")
@@ -96,26 +92,11 @@ def check_vectors(ws: Path) -> list[str]:
             files = [VectorSegment.open(folder, lay) for lay in layouts]
             if not layouts or any(vf is None for vf in files):
                 problems.append(f"{name}: side file missing or not whole")
-                continue
-            model = name.split(":", 1)[1]
-            state = spool_state(conn, model)
-            spool = Spool.open(folder, state) if state else None
-            if state and spool is None:
+        spools = conn.execute("SELECT name FROM catalog WHERE name LIKE 'spool:%'")
+        for (name,) in spools.fetchall():
+            state = spool_state(conn, name.split(":", 1)[1])
+            if state is None or Spool.open(folder, state) is None:
                 problems.append(f"{name}: spool missing or shorter than committed")
-            held = [
-                h
-                for (h,) in conn.execute(
-                    "SELECT text_hash FROM embed_cache WHERE model=?", (model,)
-                )
-            ]
-            keys = hash_keys(held)
-            found = np.zeros(keys.size, dtype=bool)
-            for vf in [*files, spool]:
-                if vf is not None:
-                    found |= vf.lookup(keys) >= 0
-            lost = int((~found).sum())
-            if lost:
-                problems.append(f"{name}: {lost} cache rows point at vectors no file holds")
     return problems
 
 

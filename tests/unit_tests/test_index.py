@@ -313,8 +313,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     got, half_step = _chunk_vector(snap, row)
     assert np.allclose(got, total / np.linalg.norm(total), atol=half_step)
     # Once complete, the generation's vectors are one side file (chunk rows mapped
-    # read-only, line rows read from it when scored), and the cache rows it holds
-    # are emptied: each vector is stored once.
+    # read-only, line rows read from it when scored): each vector is stored once.
     assert snap.vectors is not None and len(snap.vectors.parts) == 1
     part = snap.vectors.parts[0]
     assert isinstance(part.matrix, np.memmap) and not part.matrix.flags.writeable
@@ -323,9 +322,7 @@ def test_lines_of_a_chunk_are_embedded_stored_and_reloaded(tmp_path: Path) -> No
     assert len(files) == 1
     with sqlite3.connect(idx.path) as conn:
         names = {n for (n,) in conn.execute("SELECT name FROM catalog")}
-        columns = [c[1] for c in conn.execute("PRAGMA table_info(embed_cache)")]
-        assert columns == ["model", "text_hash", "dim"]  # the cache holds no vector itself
-    assert "vectors:fake/m" in names
+    assert "vectors:fake/m" in names and "spool:fake/m" not in names
     again = MemoryIndex(ws).snapshot("fake/m")
     assert _lines(again)[0].tolist() == [row] * 3
     assert np.array_equal(_lines(again)[1], lines)
@@ -522,21 +519,39 @@ def test_a_failed_batch_keeps_exactly_the_batches_before_it(tmp_path: Path, fail
     assert left == {h for h, _ in order[30:]}
 
 
-def test_a_schema_5_index_drops_the_cache_vector_column_keeping_its_vectors(
-    tmp_path: Path,
+def _as_schema(path: Path, version: int) -> None:
+    """Make an index file look as schema ``version`` (5 or 6) wrote it: a row per cached text."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        vector = ", vector BLOB" if version == 5 else ""
+        conn.execute(
+            "CREATE TABLE embed_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL,"
+            f" dim INTEGER NOT NULL{vector}, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
+        )
+        conn.execute(
+            "INSERT INTO embed_cache (model, text_hash, dim)"
+            " SELECT DISTINCT 'fake/m', embed_hash, 3 FROM chunks"
+        )
+        conn.execute(f"PRAGMA user_version={version}")
+
+
+@pytest.mark.parametrize("version", [5, 6])
+def test_an_index_with_a_cache_table_is_upgraded_keeping_its_vectors_and_scores(
+    tmp_path: Path, version: int
 ) -> None:
     idx, emb = _notes_index(tmp_path)
     cached = idx.stats()["cached_vectors"]
-    with contextlib.closing(sqlite3.connect(idx.path)) as conn, conn:  # as schema 5 was
-        conn.execute("ALTER TABLE embed_cache ADD COLUMN vector BLOB")
-        conn.execute("PRAGMA user_version=5")
+    q = np.asarray(emb.embed_query("cats and coffee"), dtype=np.float32)
+    scores = idx.snapshot("fake/m").dense_vectors() @ q
+    _as_schema(idx.path, version)
     again = MemoryIndex(idx.workspace)
     assert again.stats()["cached_vectors"] == cached > 0
     with contextlib.closing(sqlite3.connect(idx.path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
-        columns = [c[1] for c in conn.execute("PRAGMA table_info(embed_cache)")]
-    assert columns == ["model", "text_hash", "dim"]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "embed_cache" not in tables
+    assert not list(idx.path.parent.glob("index.sqlite.schema*"))  # not set aside
     emb.texts.clear()
     assert embed_missing(again, "fake/m", _embed(emb)) == 0 and emb.texts == []
     snap = again.snapshot("fake/m")
     assert snap.has_vector is not None and snap.has_vector.all()
+    assert np.array_equal(snap.dense_vectors() @ q, scores)

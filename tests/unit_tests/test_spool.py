@@ -105,7 +105,7 @@ def test_a_fold_leaves_a_spool_that_grew_after_it_was_read(tmp_path: Path) -> No
         generation = generation_of(conn)
     _store(idx, emb, texts[3:5])  # committed after the fold read the spool
     with idx.db.writer_lock():
-        assert fold(idx.db, folder, MODEL, generation, vec, cov.files) is None
+        assert fold(idx.db, folder, MODEL, generation, vec) is None
     with idx.db.open() as conn:
         state = spool_state(conn, MODEL)
     assert state is not None and state.records == 5
@@ -128,7 +128,7 @@ def test_a_spool_deleted_by_hand_is_forgotten_and_embedded_again(
         embed_missing(idx, MODEL, lambda t: np.asarray(emb.embed_documents(t), dtype=np.float32))
     assert "damaged or missing" in caplog.text
     assert len(emb.texts) == len(texts)  # the run that forgot the spool embedded its vectors
-    with sqlite3.connect(idx.path) as conn:  # no cache row claims a vector no file holds
+    with sqlite3.connect(idx.path) as conn:  # no state names a spool no file holds
         assert spool_state(conn, MODEL) is None
     full = idx.snapshot(MODEL)
     assert full.has_vector is not None and full.has_vector.all()

@@ -247,15 +247,13 @@ def test_compact_merges_vector_segments_and_collects_the_masked_rows(
         idx.sync()
         embed_missing(idx, MODEL, _embed(emb))
     assert len(_named_vec(idx)) == 4
-    with sqlite3.connect(idx.path) as conn:
-        rows_before = conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    held_before = idx.stats()["cached_vectors"]
     q = np.asarray(emb.embed_query("kestrel owl"), np.float32)
     before = rank(idx.snapshot(MODEL), "kestrel owl", NOW, MemorySettings(), q).scores
     idx.compact()
     (one,) = _named_vec(idx)
     assert [p.name for p in side_folder(idx.path).glob("*.vec")] == [one]
-    with sqlite3.connect(idx.path) as conn:  # the replaced chunks' vectors are collected
-        assert conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0] < rows_before
+    assert idx.stats()["cached_vectors"] < held_before  # the replaced chunks' are collected
     after = MemoryIndex(ws).snapshot(MODEL)
     assert after.vectors is not None and len(after.vectors.parts) == 1
     assert np.allclose(rank(after, "kestrel owl", NOW, MemorySettings(), q).scores, before)
@@ -288,19 +286,25 @@ def test_a_fold_killed_before_its_commit_leaves_the_named_segments(
     assert on_disk == set(_named_vec(idx)) != set(named)  # the new segment, the orphan gone
 
 
+def _rewrite_layouts(idx: MemoryIndex, change) -> None:
+    """Rewrite the model's ``vectors:`` row, each layout changed in place by ``change``."""
+    with sqlite3.connect(idx.path) as conn:
+        (data,) = conn.execute("SELECT data FROM catalog WHERE name=?", (f"vectors:{MODEL}",))
+        state = json.loads(data[0])
+        for layout in state["segments"]:
+            change(layout)
+        conn.execute(
+            "UPDATE catalog SET data=? WHERE name=?", (json.dumps(state), f"vectors:{MODEL}")
+        )
+
+
 def test_a_vector_file_of_an_unreleased_format_is_not_read_but_embedded_again(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(4)
     ws, idx, emb = _embedded(tmp_path, rng, 5)
     (name,) = _named_vec(idx)
-    with sqlite3.connect(idx.path) as conn:  # a layout without chunk ids or sign bits
-        (data,) = conn.execute("SELECT data FROM catalog WHERE name=?", (f"vectors:{MODEL}",))
-        layout = json.loads(data[0])["segments"][0]
-        del layout["ids"], layout["codes"]
-        conn.execute(
-            "UPDATE catalog SET data=? WHERE name=?", (json.dumps(layout), f"vectors:{MODEL}")
-        )
+    _rewrite_layouts(idx, lambda layout: layout.pop("keys"))  # a layout no release wrote
     old = MemoryIndex(ws)
     assert old.missing_embeddings(MODEL)
     emb.texts.clear()
@@ -309,6 +313,24 @@ def test_a_vector_file_of_an_unreleased_format_is_not_read_but_embedded_again(
     (new,) = _named_vec(old)
     assert new != name and not (side_folder(idx.path) / name).exists()
     assert MemoryIndex(ws).snapshot(MODEL).has_vector.all()
+
+
+def test_a_vector_layout_as_0_1_0_wrote_it_is_read_as_it_is(tmp_path: Path) -> None:
+    # 0.1.0 named each file with the flags "ids" and "codes" (always true) as well.
+    rng = random.Random(6)
+    ws, idx, emb = _embedded(tmp_path, rng, 5)
+    names = _named_vec(idx)
+    q = np.asarray(emb.embed_query("kestrel owl"), np.float32)
+    before = rank(idx.snapshot(MODEL), "kestrel owl", NOW, MemorySettings(), q).scores
+    _rewrite_layouts(idx, lambda layout: layout.update(ids=True, codes=True))
+    old = MemoryIndex(ws)
+    assert not old.missing_embeddings(MODEL)
+    after = old.snapshot(MODEL)
+    assert after.has_vector is not None and after.has_vector.all()
+    assert np.array_equal(rank(after, "kestrel owl", NOW, MemorySettings(), q).scores, before)
+    emb.texts.clear()
+    embed_missing(old, MODEL, _embed(emb))
+    assert not emb.texts and _named_vec(old) == names
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 300])

@@ -52,7 +52,7 @@ def test_vectors_stay_in_the_spool_until_a_generation_is_complete(tmp_path: Path
     assert not list(folder.glob("*.spool"))
     with sqlite3.connect(idx.path) as conn:
         assert spool_state(conn, MODEL) is None
-    # A row per text embedded, and one per chunk whose vector is its lines' mean.
+    # A vector per text embedded, and one per chunk whose vector is its lines' mean.
     assert _rows(idx) == len(todo.texts) + len(todo.means)
     assert not idx.missing_embeddings(MODEL)
 
@@ -69,8 +69,7 @@ def _indexed(tmp_path: Path) -> tuple[MemoryIndex, WordEmbeddings]:
 
 
 def _rows(idx: MemoryIndex) -> int:
-    with sqlite3.connect(idx.path) as conn:
-        return conn.execute("SELECT count(*) FROM embed_cache").fetchone()[0]
+    return idx.stats()["cached_vectors"]
 
 
 def test_quantize_round_trips_within_half_a_step() -> None:
@@ -105,15 +104,38 @@ def test_a_change_writes_a_new_side_file_and_collects_what_no_generation_uses(
     assert second not in first
     # The edited chunk's old vector and its dropped line's are gone; the rest were moved.
     assert _rows(idx) == rows_before
-    with sqlite3.connect(idx.path) as conn:
-        hashes = {h for (h,) in conn.execute("SELECT text_hash FROM embed_cache")}
-    assert sha("- Booked the dentist.") not in hashes and sha("- Called the plumber.") in hashes
+    gone, kept = sha("- Booked the dentist."), sha("- Called the plumber.")
+    assert idx.with_vector(MODEL, [gone, kept]).tolist() == [False, True]
     # A fresh process maps the new file and needs nothing embedded.
     again = MemoryIndex(idx.workspace)
     assert not again.missing_embeddings(MODEL)
     fresh = again.snapshot(MODEL)
     assert fresh.vectors is not None and isinstance(fresh.vectors.parts[0].matrix, np.memmap)
     assert np.array_equal(fresh.dense_vectors(), snap.dense_vectors())
+
+
+def test_a_lost_segment_costs_its_own_vectors_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segment, "MERGE_SHARE", 10.0)  # the change's delta stays a segment
+    idx, emb = _indexed(tmp_path)
+    note = idx.workspace / "memory/2026-02-09.md"
+    note.write_text("# 2026-02-09\n\n- Paid the rent.\n- Called the plumber.\n")
+    idx.sync()
+    embed_missing(idx, MODEL, _embed(emb))
+    whole = idx.snapshot(MODEL).dense_vectors()
+    folder = side_folder(idx.path)
+    base, _ = sorted(folder.glob("*.vec"), key=lambda p: p.stat().st_size, reverse=True)
+    base.unlink()  # deleted by hand
+    emb.texts.clear()
+    embed_missing(idx, MODEL, _embed(emb))
+    # The base's texts are embedded again, the delta's are not: it still holds them.
+    assert any("dark roast" in t for t in emb.texts)
+    assert not {"- Paid the rent.", "- Called the plumber."} & set(emb.texts)
+    again = MemoryIndex(idx.workspace).snapshot(MODEL)
+    assert again.has_vector is not None and again.has_vector.all()
+    assert np.array_equal(again.dense_vectors(), whole)
+    assert not idx.missing_embeddings(MODEL)
 
 
 def test_compact_removes_orphans_and_reclaims_space(tmp_path: Path) -> None:
