@@ -19,11 +19,14 @@ Each phase runs in a fresh process (peak RSS is the child's ``ru_maxrss``):
 ``cold`` (index from nothing, vectors from the model-free fake embedder),
 ``load`` (a fresh process: load, then one hybrid query), ``search`` (keyword,
 vector and hybrid queries: p50 of ``rank`` + top-5 + reading the top rows'
-path and text; the top-10s for the agreement check; ``retriever.invoke``)
-and ``onechange`` (append a section to the latest daily note, bring the index
-up to date; the note is restored afterwards).
+path and text; the top-10s for the agreement check; ``retriever.invoke``;
+for B', FTS5's own top-:data:`TOP_N` candidates alone, the floor of a B' that
+re-scores only those), ``turns`` (every store's keyword-only ``retriever.invoke``
+in one process, taking turns, so the machine's load falls on all alike) and
+``onechange`` (append a section to the latest daily note, bring the index up
+to date; the note is restored afterwards).
 
-Run ``python benchmarks/storage.py --sizes 10000,100000 --runs 2`` (about 10
+Run ``python benchmarks/storage.py --sizes 10000,100000 --runs 2`` (about 20
 minutes on 2 busy cores; workspaces and indexes go under ``--root``).
 """
 
@@ -55,6 +58,8 @@ from storage_variants import BlobStore, FtsStore  # noqa: E402
 EDIT = "\n## Added later\n\nBenchmark edit: moved the retro to Thursday with Grace.\n"
 PROTOTYPES = {"B'": FtsStore, "C": BlobStore}
 STORES = ("A", *PROTOTYPES)
+TURNS = 3  # rounds of phase_turns
+TOP_N = 200  # a top-N B''s candidates: the exact top-10 is most often among them (printed)
 # A's modules a prototype stands in for: segment files a generation names, loading them, folds.
 A_INDEX = [f"store/{m}.py" for m in ("postings", "snapshots", "folding")]
 
@@ -152,32 +157,92 @@ def phase_search(a: argparse.Namespace) -> dict[str, Any]:
         out[f"top_{name}"] = [[key(j) for j in top(i)] for i in idx]
     # The store and its queries alone: before the retrievers below add their own engines.
     out["store_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if a.store == "B'":
+        out.update(_top_n(a.workspace, snap, settings, qs, out["top_keyword"]))
     out.update(_invokes(a, snap, qs))
     return out
 
 
-def _invokes(a: argparse.Namespace, snap: Any, qs: list[str]) -> dict[str, list[float]]:
-    """``retriever.invoke`` timings, keyword-only and hybrid (B', C: its snapshot in the engine).
+def _top_n(
+    workspace: str, snap: Any, settings: Any, qs: list[str], tops: list[list[str]]
+) -> dict[str, Any]:
+    """The floor of a top-N B': FTS5's top :data:`TOP_N` candidates alone, and what they hold.
 
-    A prototype's engines keep A's freshness check (a watcher or a stat per file: the
+    ``held``: the share of the exact keyword top-10 (``tops``) among the candidates,
+    so the most a re-scoring of only them could agree with A.
+    """
+    from langchain_enhanced_memory.core.recipe import recipe
+
+    store = FtsStore(workspace)
+    strategies = recipe(settings)
+
+    def terms(q: str) -> list[str]:
+        text = strategies.dates.keyword_text(q, strategies.dates.parse(q, synthetic.NOW))
+        return sorted(set(strategies.lexical.terms(text)[0]))
+
+    qterms = [terms(q) for q in qs]
+    idx = list(range(len(qs)))
+    key = {int(i): f"{snap.paths[r]}:{int(snap.start[r])}" for r, i in enumerate(snap.ids)}
+    held = []
+    for i in idx:
+        got = {key[c] for c, _ in store.candidates(qterms[i], TOP_N)}
+        held.append(len(got & set(tops[i])) / max(len(tops[i]), 1))
+    timed = speed._timed(lambda i: store.candidates(qterms[i], TOP_N), idx)
+    return {"top_n_s": timed, "top_n_held": float(np.mean(held))}
+
+
+def _retriever(workspace: str, snap: Any, prototype: bool, **kw: Any) -> Any:
+    """A retriever over the workspace; a prototype's ``snap`` in its engine.
+
+    A prototype's engine keeps A's freshness check (a watcher or a stat per file: the
     same for any store); everything from the snapshot on reads the prototype.
     """
     from langchain_enhanced_memory import EnhancedMemoryRetriever
 
+    retriever = EnhancedMemoryRetriever(workspace=workspace, k=5, **kw)
+    if prototype:
+        retriever.engine.index.snapshot = lambda model_id=None: snap
+    return retriever
+
+
+def _invokes(a: argparse.Namespace, snap: Any, qs: list[str]) -> dict[str, list[float]]:
+    """``retriever.invoke`` timings, keyword-only and hybrid, in the store's own process."""
     out = {}
     for name, kw in (
         ("invoke_keyword_s", {"embedder": "none"}),
         ("invoke_hybrid_s", {"embeddings": synthetic.ProjectionEmbeddings()}),
     ):
-        retriever = EnhancedMemoryRetriever(workspace=a.workspace, k=5, **kw)
-        if a.store != "A":
-            retriever.engine.index.snapshot = lambda model_id=None: snap
+        retriever = _retriever(a.workspace, snap, a.store != "A", **kw)
         out[name] = speed._timed(lambda q, r=retriever: r.invoke(q, now=synthetic.NOW), qs)
     return out
 
 
+def phase_turns(a: argparse.Namespace) -> dict[str, list[float]]:
+    """Every store's keyword-only ``retriever.invoke`` in one process, taking turns.
+
+    The per-store phases run minutes apart on a shared machine; here each of
+    :data:`TURNS` rounds runs every store's queries one store after the other, so
+    a swing in the machine's load falls on all of them alike.
+    """
+    qs = synthetic.queries(a.queries)
+    retrievers = {
+        store: _retriever(
+            a.workspace,
+            PROTOTYPES[store](a.workspace).snapshot() if store in PROTOTYPES else None,
+            store in PROTOTYPES,
+            embedder="none",
+        )
+        for store in STORES
+    }
+    out: dict[str, list[float]] = {store: [] for store in STORES}
+    for _ in range(TURNS):
+        for store, r in retrievers.items():
+            out[store] += speed._timed(lambda q, r=r: r.invoke(q, now=synthetic.NOW), qs)
+    return out
+
+
 PHASES = {"cold": phase_cold, "onechange": phase_onechange, "load": phase_load}
-PHASES["search"] = phase_search
+PHASES.update(search=phase_search, turns=phase_turns)
 
 
 # --------------------------------------------------------------------- driver
@@ -208,6 +273,10 @@ def bench_size(a: argparse.Namespace, size: int) -> dict[str, Any]:
             for store in STORES:
                 print(f"  {size}: {store} {name} ...", file=sys.stderr, flush=True)
                 res[store][name] = run_phase(name, a, store)
+        print(f"  {size}: every store's invoke, taking turns ...", file=sys.stderr, flush=True)
+        for store, times in run_phase("turns", a, "A").items():
+            if store in STORES:  # not the phase's own peak RSS
+                res[store]["search"]["turns_s"] = times
         with changed.open("a", encoding="utf-8") as fh:
             fh.write(EDIT)
         for store in STORES:
@@ -263,6 +332,11 @@ def table(results: list[dict[str, Any]]) -> str:
     def reindex(x: dict[str, Any]) -> str:
         return f"{x['onechange']['s']:.3f} ({x['onechange']['changed']})"
 
+    def top_n(x: dict[str, Any]) -> str:
+        if "top_n_s" not in x["search"]:
+            return "-"
+        return p50("search", "top_n_s")(x) + f" ({x['search']['top_n_held']:.3f})"
+
     def rss(x: dict[str, Any]) -> str:
         return f"{x['search']['store_rss_mb']:.0f} / {x['search']['rss_mb']:.0f}"
 
@@ -278,10 +352,12 @@ def table(results: list[dict[str, Any]]) -> str:
         ("query p50 / p95, hybrid, ms", p50("search", "hybrid_s")),
         ("retriever.invoke p50 / p95, keyword-only, ms", p50("search", "invoke_keyword_s")),
         ("retriever.invoke p50 / p95, hybrid, ms", p50("search", "invoke_hybrid_s")),
+        (f"the same, keyword-only, stores in turns ({TURNS} rounds), ms", p50("search", "turns_s")),
         ("one-file re-index, s (files it re-read)", reindex),
         ("  of which text / vector rewrite, s", split),
         ("fresh process: load, s", lambda x: f"{x['load']['load_s']:.3f}"),
         ("fresh process: first hybrid query, s", lambda x: f"{x['load']['first_s']:.3f}"),
+        (f"B' top-{TOP_N} candidates alone p50 / p95, ms (exact top-10 held)", top_n),
         ("search RSS: store + ranking / + two retrievers, MB", rss),
         ("index size on disk, MB", lambda x: f"{x['cold']['index_bytes'] / 2**20:.1f}"),
         ("  of which vector files, MB", lambda x: f"{x['cold']['vector_bytes'] / 2**20:.1f}"),

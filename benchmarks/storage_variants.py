@@ -211,7 +211,12 @@ class FtsColumns:
 
 
 class FtsStore(ProtoStore):
-    """B': FTS5 for candidates (all matches), the package's BM25 over them, vectors per segment."""
+    """B': FTS5 for candidates, the package's BM25 over them, vectors per segment.
+
+    N is every match: each query term's FTS5 matches are its candidates, so the
+    package's BM25 over them is exact (a top-N cut by FTS5's bm25() is measured
+    apart, :meth:`candidates`).
+    """
 
     NAME = "b2"
     SCHEMA = """
@@ -239,6 +244,16 @@ class FtsStore(ProtoStore):
             name: FtsColumns(self.conn, cols[name], doc_len[name], tokens, row_of, name == "phrase")
             for name in FIELDS
         }
+
+    def candidates(self, terms: list[str], n: int) -> list[tuple[int, str]]:
+        """FTS5's top ``n`` chunks by its own bm25() for any of ``terms`` (OR-ed), with their terms.
+
+        What a top-N B' reads before re-scoring: each candidate's id and its
+        terms (to count their frequencies); the re-scoring itself is not done.
+        """
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        query = "SELECT rowid, terms FROM ft WHERE ft MATCH ? ORDER BY rank LIMIT ?"
+        return self.conn.execute(query, (match, n)).fetchall() if terms else []
 
     def build(self) -> dict[str, Any]:
         """Index from nothing; check FTS5's frequencies are the package's (``terms_round_trip``)."""
