@@ -379,8 +379,13 @@ def fold(
     model: str,
     generation: int,
     vec: GenerationVectors,
+    complete: bool = True,
 ) -> list[Layout] | None:
     """Write ``vec``'s delta as a segment and name it with the kept ones (writer lock held).
+
+    ``complete`` False (a merge of a generation some chunks lack vectors of)
+    names the files for no generation, as :func:`drop_lost` does, so the next
+    run plans what they lack (:func:`is_complete`).
 
     Returns the new layouts, or None when the index moved on meanwhile (another
     generation, or another process folded this one first).
@@ -400,7 +405,7 @@ def fold(
                 return None
             conn.execute(
                 "INSERT OR REPLACE INTO catalog VALUES (?, ?, ?)",
-                (f"vectors:{model}", generation, layouts_json(layouts)),
+                (f"vectors:{model}", generation if complete else -1, layouts_json(layouts)),
             )
             if vec.spool is not None:
                 drop_state(conn, model)

@@ -122,8 +122,11 @@ class SnapshotCache:
                 if vec is None or (full and not vec.merged):
                     vec = assemble(conn, model, self.settings, cov, full)
                     wants_lines = bool(self.settings.line_vector_share)
-                    if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
-                        vec = self._fold(model, generation, vec, cov)
+                    whole = vec.complete and (vec.lines_complete or not wants_lines)
+                    # A merge folds what it has: the rows of texts no chunk holds (a forget's) go
+                    # now, and the chunks still lacking a vector are planned by the next run.
+                    if vec.vectors.dim and (whole or full):
+                        vec = self._fold(model, generation, vec, cov, complete=whole)
             finally:
                 conn.execute("COMMIT")
         with self._lock:
@@ -161,11 +164,11 @@ class SnapshotCache:
         return vec
 
     def _fold(
-        self, model: str, generation: int, vec: GenerationVectors, cov: Coverage
+        self, model: str, generation: int, vec: GenerationVectors, cov: Coverage, complete: bool
     ) -> GenerationVectors:
         """Write the generation's delta segment (writer lock held), and map it."""
         try:
-            layouts = fold(self.db, self.folder, model, generation, vec)
+            layouts = fold(self.db, self.folder, model, generation, vec, complete)
         except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
             log.debug("could not write the vector file: %s", exc)
             return vec

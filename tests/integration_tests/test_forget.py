@@ -10,6 +10,7 @@ copies is searched for it. Every other byte of the notes stays.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,11 @@ from typing import Any
 import anyio
 import psycopg
 
-from langchain_enhanced_memory import create_memory_tools
+from langchain_enhanced_memory import MemorySettings, create_memory_tools
 from langchain_enhanced_memory.store.append import rewrite_note
+from langchain_enhanced_memory.store.embed_cache import generation_keys
+from langchain_enhanced_memory.store.folding import held_keys, vector_models
+from langchain_enhanced_memory.store.vector_segments import side_folder
 from tests.cli_run import run_cli
 from tests.fake_ollama import FakeOllama
 from tests.integration_tests.test_mcp import call, error_of, stdio_session
@@ -55,6 +59,15 @@ def files_holding(folder: Path, text: str) -> list[str]:
 
 def snapshot_bytes(ws: Path) -> dict[str, bytes]:
     return {str(p.relative_to(ws)): p.read_bytes() for p in ws.rglob("*.md")}
+
+
+def dead_vector_keys(index_file: Path) -> tuple[int, int]:
+    """How many vector keys the index's side files hold, and how many of those no live text has."""
+    with sqlite3.connect(index_file) as conn:
+        live = generation_keys(conn, MemorySettings())
+        used = set(live.chunks.tolist()) | set(live.lines.tolist())
+        held = [k for m in vector_models(conn) for k in held_keys(conn, side_folder(index_file), m)]
+    return len(held), len([k for k in held if int(k) not in used])
 
 
 def make_workspace(root: Path) -> Path:
@@ -115,6 +128,10 @@ def test_forget_match_leaves_no_byte_of_the_text_in_the_workspace(
     assert after["MEMORY.md"] == b"# Memory\r\n\r\n- Likes pandas.\r\n"
     assert after["memory/topics/vault.md"] == b"## Codes\n\n- The bike lock is 4411.\n"
     assert after["memory/2026-03-04.md"] == before["memory/2026-03-04.md"]
+    # No vector of a forgotten text is kept (an embedding can be read back into its words).
+    for name in ("index.sqlite", "index-original.sqlite"):
+        held, dead = dead_vector_keys(ws / ".enhanced-memory" / name)
+        assert held and dead == 0, (name, held, dead)
     # The rest is still found, with vectors.
     doc = json.loads(ok("search", "bike lock", *emb, "--json").stdout)
     assert doc["results"][0]["path"] == "memory/topics/vault.md" and doc["provider"] == "ollama"
