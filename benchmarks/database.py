@@ -26,6 +26,11 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
     python benchmarks/database.py --database URL parity --root ../shared/bench/locomo-dev-sessions \
         --queries ../shared/bench/locomo-dev-sessions/queries.jsonl --embedder none
     python benchmarks/database.py --database URL scale     # about 15 minutes on 2 cores
+    python benchmarks/database.py --database URL remember [--sizes 0,200] [--rounds 30]
+
+- ``remember``: one ``remember`` into a database-backed scope whose day's note
+  already holds ``--sizes`` bullets (remembered first), ``--rounds`` times
+  after a warm-up; ms p50 of each, keyword-only and with the local model.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import json
 import os
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -387,6 +393,29 @@ def scale(a: argparse.Namespace) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+def remember(a: argparse.Namespace) -> None:
+    """ms p50 of a ``remember`` into a database-backed scope's day's note of each size."""
+    print(f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f}")
+    print("| bullets in the note | embedder | remember p50 ms |")
+    print("|---|---|---|")
+    with Database.connect(a.database, cache=None) as db:
+        for embedder in a.embedders.split(","):
+            for size in (int(n) for n in a.sizes.split(",")):
+                scope = f"bench-remember-{embedder}-{size}"
+                _drop(db)
+                eng = DatabaseSearch(db, scope, embedder=embedder)  # type: ignore[arg-type]
+                for i in range(size + 1):  # the note, and a warm-up
+                    eng.remember(f"fact {i} about the shared plan", now=synthetic.NOW)
+                took = []
+                for i in range(a.rounds):
+                    t = time.perf_counter()
+                    eng.remember(f"new fact {i} about the rollout", now=synthetic.NOW)
+                    took.append(time.perf_counter() - t)
+                _drop(db)
+                ms = statistics.median(took) * 1000
+                print(f"| {size} | {embedder} | {ms:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--database", required=True, help="postgresql:// URL")
@@ -404,8 +433,12 @@ def main() -> None:
     s.add_argument("--readers", type=int, default=8)
     s.add_argument("--writers", type=int, default=8)
     s.add_argument("--appends", type=int, default=25, help="appends per writer")
+    r = sub.add_parser("remember")
+    r.add_argument("--sizes", default="0,200", help="bullets the note holds before")
+    r.add_argument("--rounds", type=int, default=30)
+    r.add_argument("--embedders", default="none,local")
     a = ap.parse_args()
-    parity(a) if a.command == "parity" else scale(a)
+    {"parity": parity, "scale": scale, "remember": remember}[a.command](a)
 
 
 if __name__ == "__main__":
