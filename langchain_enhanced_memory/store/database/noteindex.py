@@ -16,7 +16,7 @@ holds for them (:func:`known_vectors`, by the hash of the text the embedder gets
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +26,7 @@ from ...core.errors import EmbeddingError
 from ...core.globs import Globs
 from ...core.recipe import recipe
 from ...core.settings import MemorySettings
-from ...core.vectorset import RowSource, VectorPart, dequantize, quantize
+from ...core.vectorset import RowSource, VectorPart, dequantize, normalised_means, quantize
 from ..chunkrows import SegmentRows
 from ..reading import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, split_lines
 from ..segment import Segment, postings_of
@@ -180,7 +180,7 @@ def _vectors(
     Each text is embedded once (the ones ``known`` holds not at all) and kept
     as int8 (:func:`..core.vectorset.quantize`); a chunk whose vector is its
     lines' (:func:`..sync.lines_make_chunks`) gets the normalised mean of
-    their stored rows, as :mod:`..upkeep` takes it, quantized in turn.
+    their stored rows, quantized in turn (:func:`_means`).
     """
     plan: list[tuple[str | None, list[str]]] = []  # per chunk: its embedded text, its lines
     for c in chunks:
@@ -189,7 +189,8 @@ def _vectors(
         plan.append((text, lines if settings.line_vector_share else []))
     texts = [t for t, _ in plan if t is not None] + [s for _, lines in plan for s in lines]
     stored = _embedded(texts, settings, embedding, known)
-    rows = [stored[sha(t)] if t is not None else _mean(lines, stored) for t, lines in plan]
+    means = _means([lines for t, lines in plan if t is None], stored)
+    rows = [stored[sha(t)] if t is not None else next(means) for t, _ in plan]
     matrix, scale = np.stack([q for q, _ in rows]), np.asarray([s for _, s in rows], np.float32)
     line_rows = [stored[sha(s)] for _, lines in plan for s in lines]
     whole = np.arange(len(chunks), dtype=np.int64)
@@ -223,17 +224,15 @@ def _embedded(
     return out
 
 
-def _mean(lines: list[str], stored: Known) -> tuple[np.ndarray, np.float32]:
-    """A chunk's vector as its lines' stored rows' normalised mean, quantized.
+def _means(runs: list[list[str]], stored: Known) -> Iterator[tuple[np.ndarray, np.float32]]:
+    """Each run's vector as its lines' stored rows' normalised mean, quantized.
 
-    Summed line after line in float32 and normalised as :mod:`..upkeep` does,
-    so the row is the one a folder's embedding run stores.
+    The embedding run's own mean (:func:`..core.vectorset.normalised_means`) of
+    the same stored rows, so the row is the one a folder's index stores.
     """
-    picked = [stored[sha(line)] for line in lines]
+    if not runs:
+        return iter(())
+    picked = [stored[sha(line)] for lines in runs for line in lines]
     rows = dequantize(np.stack([q for q, _ in picked]), np.asarray([s for _, s in picked]))
-    total = rows[0].copy()
-    for row in rows[1:]:
-        total += row
-    norm = np.sqrt(np.float32(total.dot(total)))
-    q, scale = quantize((total / np.maximum(norm, np.float32(1e-12)))[None])
-    return q[0], scale[0]
+    q, scale = quantize(normalised_means(rows, np.cumsum([len(lines) for lines in runs])))
+    return zip(q, scale, strict=True)
