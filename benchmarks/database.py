@@ -7,7 +7,11 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
   is indexed in a temporary copy, published as a scope, and every query runs on
   both engines (``MemorySearch`` on the folder, ``DatabaseSearch`` on the
   scope); prints mrr@10 of each (``score.py``'s metric) and how many queries'
-  top 10 differ (paths and lines, in order).
+  top 10 differ (paths and lines, in order). Then each workspace's notes
+  (``.md``) go through a database-backed scope's write path
+  (``noteindex.index_notes``, the embedder asked for every text) and its
+  segment is held to the one a publish cuts from the local index: how many
+  workspaces' segments differ in a byte (``note_segments_differ``).
 - ``scale``: a seeded synthetic workspace of ``--chunks`` chunks
   (``synthetic.py``, its model-free projection embedder), indexed and published
   as one scope; then one table, each row the embedded store's figure beside the
@@ -26,6 +30,11 @@ Two commands, each against ``--database URL`` (``make postgres`` starts one):
     python benchmarks/database.py --database URL parity --root ../shared/bench/locomo-dev-sessions \
         --queries ../shared/bench/locomo-dev-sessions/queries.jsonl --embedder none
     python benchmarks/database.py --database URL scale     # about 15 minutes on 2 cores
+    python benchmarks/database.py --database URL remember [--sizes 0,200] [--rounds 30]
+
+- ``remember``: one ``remember`` into a database-backed scope whose day's note
+  already holds ``--sizes`` bullets (remembered first), ``--rounds`` times
+  after a warm-up; ms p50 of each, keyword-only and with the local model.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import json
 import os
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -99,6 +109,7 @@ def parity(a: argparse.Namespace) -> None:
         )
         with Database.connect(a.database) as db:
             remote, remote_rows = evaluate(root, queries, lambda ws: _Published(db, ws, a.embedder))
+        chunks, segments_differ = _note_path(root, a.embedder)
     differ = sum(_spans(local_rows[q]) != _spans(remote_rows.get(q, [])) for q in local_rows)
     out = {
         "embedder": a.embedder,
@@ -106,10 +117,41 @@ def parity(a: argparse.Namespace) -> None:
         "mrr10_database": remote["categories"]["ALL"]["mrr@10"],
         "queries": len(queries),
         "top10_differ": differ,
+        "note_chunks": chunks,
+        "note_segments_differ": segments_differ,
         "p50_ms_local": local["latency_ms"]["p50"],
         "p50_ms_database": remote["latency_ms"]["p50"],
     }
     print(json.dumps(out))
+
+
+def _note_path(root: Path, embedder: str) -> tuple[int, int]:
+    """The database write path's segment of each workspace's notes beside a publish's.
+
+    Returns:
+        The notes' chunks, and how many workspaces' segments (or hashes) differ.
+    """
+    from langchain_enhanced_memory.store.database.noteindex import Embedding, index_notes
+    from langchain_enhanced_memory.store.database.publish import from_snapshot
+    from langchain_enhanced_memory.store.segment import to_bytes
+
+    chunks = differ = 0
+    for ws in sorted(p for p in root.iterdir() if p.is_dir()):
+        local = MemorySearch(ws, embedder=embedder)  # type: ignore[arg-type]
+        model = local.model_id
+        snap = local.index.snapshot(model)
+        with local.index.connect() as lite:
+            files = lite.execute("SELECT path, hash FROM files WHERE kind != 'session'")
+            hashes = dict(files.fetchall())
+            notes = {p: (ws / p).read_bytes().decode("utf-8") for p in hashes}
+            rows = np.flatnonzero([p in hashes for p in snap.paths])
+            published = from_snapshot(lite, snap, rows)
+        embedding = Embedding(model, local.embed_documents) if model else None
+        written, written_hashes = index_notes(notes, local.settings, embedding)
+        chunks += written.chunks
+        differ += to_bytes(written) != to_bytes(published) or written_hashes != hashes
+        local.close()
+    return chunks, differ
 
 
 _CHILD = """
@@ -387,6 +429,29 @@ def scale(a: argparse.Namespace) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+def remember(a: argparse.Namespace) -> None:
+    """ms p50 of a ``remember`` into a database-backed scope's day's note of each size."""
+    print(f"{time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f}")
+    print("| bullets in the note | embedder | remember p50 ms |")
+    print("|---|---|---|")
+    with Database.connect(a.database, cache=None) as db:
+        for embedder in a.embedders.split(","):
+            for size in (int(n) for n in a.sizes.split(",")):
+                scope = f"bench-remember-{embedder}-{size}"
+                _drop(db)
+                eng = DatabaseSearch(db, scope, embedder=embedder)  # type: ignore[arg-type]
+                for i in range(size + 1):  # the note, and a warm-up
+                    eng.remember(f"fact {i} about the shared plan", now=synthetic.NOW)
+                took = []
+                for i in range(a.rounds):
+                    t = time.perf_counter()
+                    eng.remember(f"new fact {i} about the rollout", now=synthetic.NOW)
+                    took.append(time.perf_counter() - t)
+                _drop(db)
+                ms = statistics.median(took) * 1000
+                print(f"| {size} | {embedder} | {ms:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--database", required=True, help="postgresql:// URL")
@@ -404,8 +469,12 @@ def main() -> None:
     s.add_argument("--readers", type=int, default=8)
     s.add_argument("--writers", type=int, default=8)
     s.add_argument("--appends", type=int, default=25, help="appends per writer")
+    r = sub.add_parser("remember")
+    r.add_argument("--sizes", default="0,200", help="bullets the note holds before")
+    r.add_argument("--rounds", type=int, default=30)
+    r.add_argument("--embedders", default="none,local")
     a = ap.parse_args()
-    parity(a) if a.command == "parity" else scale(a)
+    {"parity": parity, "scale": scale, "remember": remember}[a.command](a)
 
 
 if __name__ == "__main__":

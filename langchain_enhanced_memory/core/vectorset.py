@@ -25,6 +25,7 @@ __all__ = [
     "approximate_cosines",
     "cosines",
     "dequantize",
+    "normalised_means",
     "quantize",
     "query_bits",
     "sign_codes",
@@ -52,6 +53,26 @@ def dequantize(q: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
     """The float32 rows of :func:`quantize`'s output (``scale`` None: already float)."""
     out = np.asarray(q, dtype=np.float32)
     return out if scale is None else out * np.asarray(scale, dtype=np.float32)[:, None]
+
+
+def normalised_means(rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The L2-normalised mean of each run of consecutive ``rows`` (run ``i`` ends at ``ends[i]``).
+
+    A chunk's vector from its lines' (as stored, float32): each run is summed
+    row after row, every run at once in the order its own sum takes, so a mean
+    is the same whichever runs share the call (the embedding run's and a
+    database note's agree to the bit).
+    """
+    rows = np.asarray(rows, dtype=np.float32)
+    last = np.asarray(ends, dtype=np.int64)
+    first = np.r_[0, last[:-1]]
+    counts = last - first
+    totals = rows[first]
+    for j in range(1, int(counts.max(initial=1))):
+        more = np.flatnonzero(counts > j)
+        totals[more] += rows[first[more] + j]
+    norms = np.sqrt(np.fromiter((t.dot(t) for t in totals), np.float32, len(totals)))
+    return totals / np.maximum(norms, np.float32(1e-12))[:, None]
 
 
 THREADED_ROWS = 100_000  # below this, starting threads costs more than the scan

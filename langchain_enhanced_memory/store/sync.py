@@ -42,6 +42,7 @@ from .workspace import MemoryFile, warn_once
 
 __all__ = [
     "SyncReport",
+    "chunk_row",
     "chunker_signature",
     "embed_text",
     "is_stale",
@@ -325,8 +326,11 @@ def _insert_file(conn: sqlite3.Connection, read: FileRead, spill: RowSpill, next
     return next_id + read.chunks
 
 
-def _chunk_row(c: Chunk, settings: MemorySettings) -> tuple:
-    """A chunk's row as inserted, after its id and path."""
+def chunk_row(c: Chunk, settings: MemorySettings) -> tuple:
+    """A chunk's row as inserted, after its id and path (a database note's rows are these too).
+
+    ``(start_line, end_line, header, headers, text, embed_hash, terms, line_hashes)``.
+    """
     lines = line_texts(c.text, settings.embed_max_chars)
     return (
         c.start_line,
@@ -411,7 +415,7 @@ class _Rows:
 
     def add(self, chunks: list[Chunk]) -> int:
         before = len(self.held)
-        self.held.extend(_chunk_row(c, self.settings) for c in chunks)
+        self.held.extend(chunk_row(c, self.settings) for c in chunks)
         added = len(self.held) - before
         if len(self.held) >= _HELD_ROWS:
             self.spill_held()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.errors import EmbeddingError
-from ..core.vectorset import dequantize, quantize
+from ..core.vectorset import dequantize, normalised_means, quantize
 from .embed_cache import CacheWriter, Missing
 from .index import MemoryIndex
 
@@ -216,17 +216,7 @@ class _Means:
         if not done:
             return done, np.zeros((0, stored.shape[1]), dtype=np.float32)
         # One copy of the lines' rows; each chunk's sum and norm are as if taken alone.
-        lines_of = np.asarray(picked, dtype=np.float32)
-        last = np.asarray(ends)
-        first = np.r_[0, last[:-1]]
-        counts = last - first
-        # Summed line after line, every chunk at once (the order a chunk's own sum takes).
-        totals = lines_of[first]
-        for j in range(1, int(counts.max())):
-            more = np.flatnonzero(counts > j)
-            totals[more] += lines_of[first[more] + j]
-        norms = np.sqrt(np.fromiter((t.dot(t) for t in totals), np.float32, len(totals)))
-        return done, totals / np.maximum(norms, np.float32(1e-12))[:, None]
+        return done, normalised_means(np.asarray(picked, dtype=np.float32), np.asarray(ends))
 
 
 def _in_flight(

@@ -2,7 +2,7 @@
 
 A write (an append, a forget) reads the scope and its note, places the bullet
 (:func:`..append.placed`) or removes the lines, and indexes the note's new text
-(:func:`.noteindex.index_notes`, vectors of unchanged texts reused) before it
+(:func:`.noteindex.index_notes`: in memory, vectors of unchanged texts reused) before it
 takes the scope's row lock (``SELECT ... FOR UPDATE``). Under the lock it
 checks that the scope and the notes are still what it read; then it commits
 the notes, their segment and the new generation in one transaction, or reads
@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import numpy as np
-
 from ...core.errors import MissingNoteError, NoteError, ScopeError, WriteError
 from ...core.settings import MemorySettings
 from ..append import AppendResult, Planned, placed, target
@@ -29,7 +27,7 @@ from ..notes import MemoryLines, normalize_path, sliced
 from ..reading import split_lines
 from ..segment import Segment
 from ..sync import chunker_signature
-from .noteindex import Embedding, index_notes, known_vectors
+from .noteindex import Embedding, Known, index_notes, known_vectors
 from .publish import Fetch, lock_scope, name_files, purge, store, tidy
 
 if TYPE_CHECKING:
@@ -121,7 +119,7 @@ def _retrying(
 
 def _known(
     conn: psycopg.Connection, scope: str, paths: list[str], settings: MemorySettings, fetch: Fetch
-) -> dict[str, np.ndarray]:
+) -> Known:
     """The scope's vectors of the chunks of ``paths`` (:func:`.noteindex.known_vectors`)."""
     ids = [
         int(r[0])
