@@ -231,7 +231,7 @@ class FtsStore:
                      len(terms), len(hterms), len(pterms))
                 )  # fmt: skip
                 texts.append(embed_text(c, s))
-                lines.append(line_texts(c.text, s.embed_max_chars))
+                lines.append(line_texts(c.text, s.embedding.embed_max_chars))
         return rows, texts, lines
 
     def _vectors(self, texts: list[str], lines: list[list[str]]) -> dict[str, np.ndarray]:
@@ -239,7 +239,7 @@ class FtsStore:
         from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 
         s = self.settings
-        means = s.chunk_vectors == "lines" and s.line_vector_share > 0
+        means = s.embedding.chunk_vectors == "lines" and s.vectors.line_vector_share > 0
         flat = [t for ls in lines for t in ls]
         owner = np.repeat(np.arange(len(lines), dtype=np.int64), [len(ls) for ls in lines])
         lq, ls_ = _quantized(flat)
@@ -408,7 +408,7 @@ class FtsStore:
         paths = list(cols[1])
         n = ids.size
         codes = center = None
-        if n >= self.settings.approximate_rows:
+        if n >= self.settings.vectors.approximate_rows:
             codes, center = sign_codes(arrays["matrix"], arrays["scale"])
         part = VectorPart(
             arrays["matrix"], arrays["scale"], np.arange(n), arrays["lines"],

@@ -184,10 +184,10 @@ class SectionStream:
         s = settings or MemorySettings()
         self.default_header = default_header
         self.max_level, self.min_chars, self.max_chars, self.list_chars = (
-            s.max_header_level,
-            s.min_chunk_chars,
-            s.max_chunk_chars,
-            s.max_list_chars,
+            s.chunker.max_header_level,
+            s.chunker.min_chunk_chars,
+            s.chunker.max_chunk_chars,
+            s.chunker.max_list_chars,
         )
         r = resume
         # Kept lines: buf[i] is line base + i, cum[i] the characters of the lines

@@ -67,7 +67,7 @@ class OriginalChunker:
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """Chunk a file's lines; spans are exact (blank lines at both ends skipped)."""
         settings = self.settings
-        header_re = _header_re(settings.max_header_level)
+        header_re = _header_re(settings.chunker.max_header_level)
         starts = [i for i, _ in line_starts("\n".join(lines), header_re)]
         sections: list[tuple[int, int, str]] = []  # (first index, end index exclusive, header)
         if not starts or starts[0] > 0:
@@ -85,7 +85,7 @@ class OriginalChunker:
             if last < first:
                 continue
             text = "\n".join(lines[first : last + 1])
-            if len(text.strip()) <= settings.min_chunk_chars:
+            if len(text.strip()) <= settings.chunker.min_chunk_chars:
                 continue  # the original drops short chunks
             chunks.append(Chunk(first + 1, last + 1, header, (header,), text))
         return chunks
@@ -179,7 +179,10 @@ class OriginalDates:
         """``temporal_boost`` for every chunk whose path contains one of the ISO dates."""
         isos = [d.isoformat() for d in dq.days]
         return np.asarray(
-            [settings.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
+            [
+                settings.ranking.temporal_boost if any(d in p for d in isos) else 1.0
+                for p in snap.paths
+            ],
             dtype=np.float32,
         )
 

@@ -121,8 +121,8 @@ class SectionDates:
             snap.day,
             [d.toordinal() for d in dq.days],
             [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
-            settings.temporal_boost,
-            settings.range_boost,
+            settings.ranking.temporal_boost,
+            settings.ranking.range_boost,
         )
 
 
@@ -165,14 +165,14 @@ class BM25Lexical:
         text = ReadOnce(snap.text_post)
         norms = self._norms(snap, "text")
         common = self._common(snap, text, terms, norms)
-        keyword = scoring.bm25(text, terms, s.bm25_k1, s.bm25_b, norms, common)
+        keyword = scoring.bm25(text, terms, s.ranking.bm25_k1, s.ranking.bm25_b, norms, common)
         pair_post = ReadOnce(snap.phrase_post)
         # Most pairs of a query are in no chunk: then the phrase part is zeros, not worth a pass.
-        if s.phrase_weight and any(pair_post.column(p)[0].size for p in pairs):
+        if s.ranking.phrase_weight and any(pair_post.column(p)[0].size for p in pairs):
             phrase = scoring.bm25(
-                pair_post, pairs, s.bm25_k1, s.bm25_b, self._norms(snap, "phrase")
+                pair_post, pairs, s.ranking.bm25_k1, s.ranking.bm25_b, self._norms(snap, "phrase")
             )
-            keyword += np.multiply(phrase, s.phrase_weight, out=phrase)
+            keyword += np.multiply(phrase, s.ranking.phrase_weight, out=phrase)
         return {
             "keyword": fusion.max_normalize(keyword, mask, out=keyword),
             "header": scoring.match_fraction(snap.header_post, terms),
@@ -183,10 +183,10 @@ class BM25Lexical:
     def _norms(self, snap: Snapshot, field: str) -> np.ndarray:
         """The field's BM25 length terms, kept with the generation for these constants."""
         s = self.settings
-        key = f"bm25_norms:{field}:{s.bm25_k1}:{s.bm25_b}"
+        key = f"bm25_norms:{field}:{s.ranking.bm25_k1}:{s.ranking.bm25_b}"
         if key not in snap.memo:
             post = snap.text_post if field == "text" else snap.phrase_post
-            snap.memo[key] = scoring.bm25_norms(post.doc_len, s.bm25_k1, s.bm25_b)
+            snap.memo[key] = scoring.bm25_norms(post.doc_len, s.ranking.bm25_k1, s.ranking.bm25_b)
         return snap.memo[key]
 
     def _common(
@@ -206,7 +206,7 @@ class BM25Lexical:
             return {}
         s = self.settings
         kept: dict[str, np.ndarray] = snap.memo.setdefault(
-            f"bm25_common:{s.bm25_k1}:{s.bm25_b}", {}
+            f"bm25_common:{s.ranking.bm25_k1}:{s.ranking.bm25_b}", {}
         )
         out = {}
         for term in terms:
@@ -216,7 +216,9 @@ class BM25Lexical:
                 and len(kept) < COMMON_TERMS
                 and text.column(term)[0].size * COMMON_SHARE >= n
             ):
-                whole = kept[term] = scoring.bm25(text, [term], s.bm25_k1, s.bm25_b, norms)
+                whole = kept[term] = scoring.bm25(
+                    text, [term], s.ranking.bm25_k1, s.ranking.bm25_b, norms
+                )
             if whole is not None:
                 out[term] = whole
         return out
@@ -239,16 +241,19 @@ class Recipe:
 def recipe(settings: MemorySettings) -> Recipe:
     """The strategies ``settings`` asks for (cached: settings are frozen and hashable)."""
     chunker: Chunker = SectionChunker(settings)
-    dates: DateRouting = SectionDates() if settings.date_routing else NoDates()
+    dates: DateRouting = SectionDates() if settings.ranking.date_routing else NoDates()
     lexical: Lexical = BM25Lexical(settings)
-    if "original" in (settings.chunking, settings.date_parser) or settings.lexical == "substring":
+    if (
+        "original" in (settings.chunker.chunking, settings.ranking.date_parser)
+        or settings.ranking.lexical == "substring"
+    ):
         # The original skill's strategies load only when asked for: a one-shot search imports less.
         from . import original
 
-        if settings.chunking == "original":
+        if settings.chunker.chunking == "original":
             chunker = original.OriginalChunker(settings)
-        if settings.date_routing and settings.date_parser == "original":
+        if settings.ranking.date_routing and settings.ranking.date_parser == "original":
             dates = original.OriginalDates()
-        if settings.lexical == "substring":
+        if settings.ranking.lexical == "substring":
             lexical = original.SubstringLexical()
     return Recipe(chunker, dates, lexical)

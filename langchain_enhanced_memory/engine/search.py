@@ -242,7 +242,7 @@ class MemorySearch(SearchEngine):
         return summary if path is None else queries.show(self.index, path)
 
     def _neighbors(self, snap: Snapshot) -> Neighbors | None:
-        if not self.settings.graph_neighbors:
+        if not self.settings.crossref.graph_neighbors:
             return None
         from ..graph.related import add_graph_neighbors
 
@@ -252,10 +252,12 @@ class MemorySearch(SearchEngine):
         return neighbors
 
     def _enrich(self, snap: Snapshot, hits: list[Hit]) -> None:
-        if self.settings.related_per_hit and hits:
+        if self.settings.crossref.related_per_hit and hits:
             from ..graph.related import attach_related
 
-            attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
+            attach_related(
+                self.index, snap.generation, hits, self.settings.crossref.related_per_hit
+            )
 
     def _vectors_coming(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
@@ -271,7 +273,7 @@ class MemorySearch(SearchEngine):
         if has is None or has.all():
             return None
         if self.auto_index:
-            inline_max = self.settings.embed_inline_max
+            inline_max = self.settings.embedding.embed_inline_max
             # Chunks alone over the limit: no need to list every missing line to know.
             few = int((~has).sum()) <= inline_max and (
                 len(self.index.missing_plan(model_id)) <= inline_max

@@ -150,7 +150,7 @@ def _candidates(
     """``(is_symlink, rel, entry, stat, inode key)`` of every selected regular file."""
     root_str = str(where.root)
     say = warn_once if warn else _silent
-    found = _walk(where, Globs(settings.include, settings.exclude), say)
+    found = _walk(where, Globs(settings.discovery.include, settings.discovery.exclude), say)
     for rel, entry in itertools.chain(found, _transcripts(where, settings, say)):
         if not rel.isascii() and not _is_utf8(rel):
             # An undecodable name cannot be stored, searched or printed as JSON.
@@ -187,7 +187,7 @@ def _transcripts(
             rel = f"{prefix}/{entry.name}"
             if entry.name.startswith(".") or not entry.name.endswith(TRANSCRIPT_SUFFIX):
                 continue
-            if not any(glob_match(rel, g) for g in settings.exclude):
+            if not any(glob_match(rel, g) for g in settings.discovery.exclude):
                 yield rel, entry
 
 

@@ -102,7 +102,7 @@ def logging_enabled(workspace: str | Path, settings: MemorySettings | None = Non
     forced = process.current().log
     if forced is not None:
         return forced
-    if settings is not None and not settings.log_queries:
+    if settings is not None and not settings.logs.log_queries:
         return False
     ws = Path(workspace)
     mem = ws / "memory"
@@ -337,7 +337,7 @@ def record_search(
     }
     if response.fallback:
         entry["fallback"] = response.fallback
-    _QUEUE.put(Path(workspace), (entry, [h.path for h in hits], settings.query_log_max))
+    _QUEUE.put(Path(workspace), (entry, [h.path for h in hits], settings.logs.query_log_max))
     return True
 
 

@@ -121,7 +121,7 @@ class SnapshotCache:
                 vec = mapped(cov) if cov.uncovered.size == 0 else None
                 if vec is None or (full and not vec.merged):
                     vec = assemble(conn, model, self.settings, cov, full)
-                    wants_lines = bool(self.settings.line_vector_share)
+                    wants_lines = bool(self.settings.vectors.line_vector_share)
                     if vec.vectors.dim and vec.complete and (vec.lines_complete or not wants_lines):
                         vec = self._fold(model, generation, vec, cov)
             finally:

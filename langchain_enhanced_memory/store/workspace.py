@@ -168,8 +168,8 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``settings.session_dirs`` (where the entry points add ``$ENHANCED_MEMORY_SESSION_DIRS``)
     and, for an OpenClaw workspace, its agent's folder.
     """
-    named = list(settings.session_dirs)
-    if settings.openclaw_sessions:
+    named = list(settings.discovery.session_dirs)
+    if settings.discovery.openclaw_sessions:
         named += _openclaw_sessions(root)
     out: dict[Path, str] = {}
     for raw in named:
@@ -214,7 +214,7 @@ def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
     ``remember`` makes a folder one: it creates ``memory/``.
     """
     root = Path(workspace)
-    for pattern in settings.include:
+    for pattern in settings.discovery.include:
         first = pattern.split("/", 1)[0]
         if any(c in first for c in "*?[{") or os.path.lexists(root / first):
             return True

@@ -286,7 +286,7 @@ def test_a_run_of_bullets_is_cut_between_bullets_at_the_list_cap() -> None:
     check_coverage(lines, chunks)
     assert len(chunks) > 10
     for c in chunks:
-        assert len(c.text) <= DEFAULT.max_list_chars
+        assert len(c.text) <= DEFAULT.chunker.max_list_chars
         assert c.headers == ("2026-12-07", "Facts")
         body = [line for line in c.text.split("\n") if line.strip() and line[0] != "#"]
         assert body[0].startswith("- fact")  # a whole bullet first, its continuation kept
@@ -311,7 +311,7 @@ def test_twenty_thousand_line_section() -> None:
     chunks = chunk_lines(lines, default_header="f.md", settings=DEFAULT)
     check_coverage(lines, chunks)
     assert len(chunks) > 100
-    assert all(len(c.text) <= DEFAULT.max_chunk_chars for c in chunks)
+    assert all(len(c.text) <= DEFAULT.chunker.max_chunk_chars for c in chunks)
     assert all(c.header == "Log" for c in chunks)
 
 

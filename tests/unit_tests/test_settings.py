@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import pytest
 
@@ -22,36 +22,72 @@ def test_field_defaults_are_the_default_profile() -> None:
     assert MemorySettings() == MemorySettings(profile="default")
     assert PROFILES["default"] == {}
     s = MemorySettings()
-    assert s.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
-    assert (s.line_vector_share, s.vector_norm, s.prf_enabled) == (0.5, "minmax", False)
-    assert (s.bm25_b, s.phrase_weight, s.embed_headers) == (0.5, 0.5, True)
+    assert s.ranking.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
+    assert (s.vectors.line_vector_share, s.vectors.vector_norm, s.ranking.prf_enabled) == (
+        0.5,
+        "minmax",
+        False,
+    )
+    assert (s.ranking.bm25_b, s.ranking.phrase_weight, s.embedding.embed_headers) == (
+        0.5,
+        0.5,
+        True,
+    )
 
 
 def test_original_preset_holds_the_original_constants() -> None:
     # SPEC.md section 2: weights 0.4/0.25/0.1/0.25, PRF, substring overlap, header chunks.
     o = MemorySettings(profile="original")
-    assert o.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
-    assert o.adaptive_weights == FusionWeights(
+    assert o.ranking.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
+    assert o.ranking.adaptive_weights == FusionWeights(
         vector=0.85, keyword=0.05, header=0.05, filepath=0.05
     )
-    assert (o.chunking, o.lexical, o.date_parser) == ("original", "substring", "original")
-    assert (o.prf_enabled, o.prf_threshold, o.temporal_boost) == (True, 0.45, 3.0)
-    assert (o.line_vector_share, o.embed_headers, o.vector_norm) == (0.0, False, "raw")
-    assert (o.min_chunk_chars, o.embed_batch_size, o.embed_max_chars) == (20, 20, 2000)
+    assert (o.chunker.chunking, o.ranking.lexical, o.ranking.date_parser) == (
+        "original",
+        "substring",
+        "original",
+    )
+    assert (o.ranking.prf_enabled, o.ranking.prf_threshold, o.ranking.temporal_boost) == (
+        True,
+        0.45,
+        3.0,
+    )
+    assert (o.vectors.line_vector_share, o.embedding.embed_headers, o.vectors.vector_norm) == (
+        0.0,
+        False,
+        "raw",
+    )
+    assert (
+        o.chunker.min_chunk_chars,
+        o.embedding.embed_batch_size,
+        o.embedding.embed_max_chars,
+    ) == (20, 20, 2000)
 
 
 @pytest.mark.parametrize("profile", ["bm25", "vector"])
 def test_baselines_are_single_signals(profile: str) -> None:
     s = MemorySettings(profile=profile)
-    weights = asdict(s.weights)
+    weights = asdict(s.ranking.weights)
     assert sorted(weights.values()) == [0, 0, 0, 1]
-    assert not s.date_routing and not s.prf_enabled and s.adaptive_keyword_threshold == 0
-    assert (s.bm25_b, s.phrase_weight, s.line_vector_share) == (0.75, 0.0, 0.0)
+    assert (
+        not s.ranking.date_routing
+        and not s.ranking.prf_enabled
+        and s.ranking.adaptive_keyword_threshold == 0
+    )
+    assert (s.ranking.bm25_b, s.ranking.phrase_weight, s.vectors.line_vector_share) == (
+        0.75,
+        0.0,
+        0.0,
+    )
 
 
 def test_an_explicit_field_beats_the_preset() -> None:
     s = MemorySettings(profile="original", prf_enabled=False, temporal_boost=5)
-    assert not s.prf_enabled and s.temporal_boost == 5 and s.lexical == "substring"
+    assert (
+        not s.ranking.prf_enabled
+        and s.ranking.temporal_boost == 5
+        and s.ranking.lexical == "substring"
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,18 +121,22 @@ def test_values_are_held_in_the_fields_types() -> None:
         weights={"vector": 1, "keyword": 0},
         crossref_calibrate=None,
     )
-    assert s.bm25_k1 == 2.0 and isinstance(s.bm25_k1, float)
-    assert s.include == ("notes/*.md",) and s.crossref_calibrate is None
-    assert s.weights == FusionWeights(vector=1.0, keyword=0.0, header=0.1, filepath=0.25)
-    assert hash(s) == hash(replace(s))  # frozen and hashable: the recipe cache keys on it
+    assert s.ranking.bm25_k1 == 2.0 and isinstance(s.ranking.bm25_k1, float)
+    assert s.discovery.include == ("notes/*.md",) and s.crossref.crossref_calibrate is None
+    assert s.ranking.weights == FusionWeights(vector=1.0, keyword=0.0, header=0.1, filepath=0.25)
+    assert hash(s) == hash(s.replace())  # frozen and hashable: the recipe cache keys on it
 
 
 def test_replace_checks_the_new_value_and_keeps_the_rest() -> None:
     o = MemorySettings(profile="original")
-    changed = replace(o, prf_enabled=False)
-    assert not changed.prf_enabled and changed.lexical == "substring" and o.prf_enabled
+    changed = o.replace(prf_enabled=False)
+    assert (
+        not changed.ranking.prf_enabled
+        and changed.ranking.lexical == "substring"
+        and o.ranking.prf_enabled
+    )
     with pytest.raises(SettingsError):
-        replace(o, line_vector_share=-1)
+        o.replace(line_vector_share=-1)
     with pytest.raises(AttributeError):
         o.prf_enabled = False  # type: ignore[misc]
 

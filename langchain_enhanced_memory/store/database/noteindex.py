@@ -60,7 +60,7 @@ def known_vectors(
         owner = np.asarray(vec.owner) if vec.owner is not None else np.zeros(0, np.int64)
         for at, r in enumerate(wanted.tolist()):
             text = seg.rows.text[r]
-            lines = line_texts(text, settings.embed_max_chars)
+            lines = line_texts(text, settings.embedding.embed_max_chars)
             if not (lines and lines_make_chunks(settings)):
                 chunk = Chunk(
                     0, 0, seg.rows.header[r], tuple(seg.rows.headers[r].split(" > ")), text
