@@ -60,7 +60,7 @@ def rank(
     strategies = recipe(settings)
     dq = strategies.dates.parse(query, now)
     text = strategies.dates.keyword_text(query, dq)
-    mult = strategies.dates.multiplier(snap, dq, settings)
+    mult = strategies.dates.multiplier(snap, dq, settings.ranking)
     terms, pairs = strategies.lexical.terms(text)
     # Without a date in the query every multiplier is 1 and the prior 0: nothing to apply.
     # With one, only the rows of its dates move (a day is a few dozen rows of a million).
