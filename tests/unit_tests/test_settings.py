@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import dataclasses
+from dataclasses import Field, asdict, fields
+from typing import Any
 
 import pytest
 
@@ -15,79 +17,58 @@ from langchain_enhanced_memory.core.recipe import (
     SectionDates,
     recipe,
 )
-from langchain_enhanced_memory.core.settings import PROFILES, FusionWeights, MemorySettings
+from langchain_enhanced_memory.core.settings import (
+    PROFILE_NAMES,
+    PROFILES,
+    FusionWeights,
+    MemorySettings,
+)
+from langchain_enhanced_memory.core.settings_groups import FIELD_GROUPS, GROUPS
 
 
 def test_field_defaults_are_the_default_profile() -> None:
     assert MemorySettings() == MemorySettings(profile="default")
     assert PROFILES["default"] == {}
     s = MemorySettings()
-    assert s.ranking.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
-    assert (s.vectors.line_vector_share, s.vectors.vector_norm, s.ranking.prf_enabled) == (
-        0.5,
-        "minmax",
-        False,
-    )
-    assert (s.ranking.bm25_b, s.ranking.phrase_weight, s.embedding.embed_headers) == (
-        0.5,
-        0.5,
-        True,
-    )
+    r, v = s.ranking, s.vectors
+    assert r.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
+    assert (v.line_vector_share, v.vector_norm, r.prf_enabled) == (0.5, "minmax", False)
+    assert (r.bm25_b, r.phrase_weight, s.embedding.embed_headers) == (0.5, 0.5, True)
 
 
 def test_original_preset_holds_the_original_constants() -> None:
     # SPEC.md section 2: weights 0.4/0.25/0.1/0.25, PRF, substring overlap, header chunks.
     o = MemorySettings(profile="original")
-    assert o.ranking.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
-    assert o.ranking.adaptive_weights == FusionWeights(
+    r, v, e = o.ranking, o.vectors, o.embedding
+    assert r.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
+    assert r.adaptive_weights == FusionWeights(
         vector=0.85, keyword=0.05, header=0.05, filepath=0.05
     )
-    assert (o.chunker.chunking, o.ranking.lexical, o.ranking.date_parser) == (
-        "original",
-        "substring",
-        "original",
-    )
-    assert (o.ranking.prf_enabled, o.ranking.prf_threshold, o.ranking.temporal_boost) == (
-        True,
-        0.45,
-        3.0,
-    )
-    assert (o.vectors.line_vector_share, o.embedding.embed_headers, o.vectors.vector_norm) == (
-        0.0,
-        False,
-        "raw",
-    )
-    assert (
-        o.chunker.min_chunk_chars,
-        o.embedding.embed_batch_size,
-        o.embedding.embed_max_chars,
-    ) == (20, 20, 2000)
+    assert (o.chunker.chunking, r.lexical, r.date_parser) == ("original", "substring", "original")
+    assert (r.prf_enabled, r.prf_threshold, r.temporal_boost) == (True, 0.45, 3.0)
+    assert (v.line_vector_share, e.embed_headers, v.vector_norm) == (0.0, False, "raw")
+    assert (o.chunker.min_chunk_chars, e.embed_batch_size, e.embed_max_chars) == (20, 20, 2000)
 
 
 @pytest.mark.parametrize("profile", ["bm25", "vector"])
 def test_baselines_are_single_signals(profile: str) -> None:
     s = MemorySettings(profile=profile)
-    weights = asdict(s.ranking.weights)
-    assert sorted(weights.values()) == [0, 0, 0, 1]
-    assert (
-        not s.ranking.date_routing
-        and not s.ranking.prf_enabled
-        and s.ranking.adaptive_keyword_threshold == 0
-    )
-    assert (s.ranking.bm25_b, s.ranking.phrase_weight, s.vectors.line_vector_share) == (
-        0.75,
-        0.0,
-        0.0,
-    )
+    r = s.ranking
+    assert sorted(asdict(r.weights).values()) == [0, 0, 0, 1]
+    assert not r.date_routing and not r.prf_enabled and r.adaptive_keyword_threshold == 0
+    assert (r.bm25_b, r.phrase_weight, s.vectors.line_vector_share) == (0.75, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_each_preset_field_lands_in_its_group(profile: str) -> None:
+    s = MemorySettings(profile=profile)
+    for name, value in PROFILES[profile].items():
+        assert getattr(getattr(s, FIELD_GROUPS[name]), name) == value, name
 
 
 def test_an_explicit_field_beats_the_preset() -> None:
-    s = MemorySettings(profile="original", prf_enabled=False, temporal_boost=5)
-    assert (
-        not s.ranking.prf_enabled
-        and s.ranking.temporal_boost == 5
-        and s.ranking.lexical == "substring"
-    )
+    r = MemorySettings(profile="original", prf_enabled=False, temporal_boost=5).ranking
+    assert not r.prf_enabled and r.temporal_boost == 5 and r.lexical == "substring"
 
 
 @pytest.mark.parametrize(
@@ -138,7 +119,68 @@ def test_replace_checks_the_new_value_and_keeps_the_rest() -> None:
     with pytest.raises(SettingsError):
         o.replace(line_vector_share=-1)
     with pytest.raises(AttributeError):
-        o.prf_enabled = False  # type: ignore[misc]
+        o.ranking.prf_enabled = False  # type: ignore[misc]
+
+
+def test_replace_refuses_what_making_would() -> None:
+    s = MemorySettings()
+    for changes, field in [
+        ({"line_vector_share": -1}, "line_vector_share"),
+        ({"no_such_field": 1}, "no_such_field"),
+        ({"profile": "original"}, "profile"),  # a preset is laid under unset fields only
+    ]:
+        with pytest.raises(SettingsError) as err:
+            s.replace(**changes)
+        assert err.value.field == field
+    with pytest.raises(SettingsError) as err:
+        dataclasses.replace(s, bm25_b=0.6)  # passes the groups back as keywords
+    assert "settings.replace" in err.value.problem
+
+
+def _other(f: Field[Any]) -> Any:
+    """A value field ``f`` holds that is not its default."""
+    default, meta = f.default, f.metadata
+    if meta.get("choices"):
+        return next(c for c in meta["choices"] if c != default)
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, FusionWeights):
+        return FusionWeights(vector=1, keyword=0, header=0, filepath=0)
+    if isinstance(default, tuple):
+        return ("notes/*.md",)
+    step = 1 if isinstance(default, int) else 0.25
+    if meta.get("le") is not None and default + step > meta["le"]:
+        step = -step
+    return default + step
+
+
+def test_field_names_are_unique_and_apart_from_the_groups() -> None:
+    names = [f.name for group in GROUPS.values() for f in fields(group)]
+    assert len(names) == len(set(names)) == len(FIELD_GROUPS)
+    # a group named as a field would turn an old flat read into a silent comparison
+    assert not set(names) & {*GROUPS, "profile"}
+
+
+@pytest.mark.parametrize("name", sorted(FIELD_GROUPS))
+def test_every_flat_keyword_lands_in_exactly_one_group(name: str) -> None:
+    group = FIELD_GROUPS[name]
+    value = _other(next(f for f in fields(GROUPS[group]) if f.name == name))
+    s, default = MemorySettings(**{name: value}), MemorySettings()
+    assert [g for g in GROUPS if getattr(s, g) != getattr(default, g)] == [group]
+    assert getattr(getattr(s, group), name) == value
+    assert s.replace(**{name: getattr(getattr(default, group), name)}) == default
+
+
+def test_a_flat_read_says_where_the_field_went() -> None:
+    with pytest.raises(AttributeError, match=r"settings\.ranking\.temporal_boost"):
+        MemorySettings().temporal_boost  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="no_such_field"):
+        MemorySettings().no_such_field  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_equal_settings_are_one_cache_key() -> None:
+    a, b = MemorySettings(bm25_b=0.6), MemorySettings().replace(bm25_b=0.6)
+    assert a == b and hash(a) == hash(b) and len({a, b, MemorySettings()}) == 2
 
 
 def test_recipe_strategies_are_chosen_once_from_the_settings() -> None:
