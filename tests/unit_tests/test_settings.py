@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import Field, asdict, fields
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -193,3 +195,14 @@ def test_recipe_strategies_are_chosen_once_from_the_settings() -> None:
     assert isinstance(original.lexical, SubstringLexical)
     assert isinstance(recipe(MemorySettings(date_routing=False)).dates, NoDates)
     assert recipe(MemorySettings()) is default  # settings are frozen and hashable: cached
+
+
+def test_the_docs_list_every_field_in_its_group() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    table = text.split("### The groups", 1)[1].split("\n\n", 2)[1]
+    listed = {
+        name: row.split("|")[1].strip(" `")
+        for row in table.splitlines()[2:]
+        for name in re.findall(r"`(\w+)`", row.split("|")[3])
+    }
+    assert listed == FIELD_GROUPS
