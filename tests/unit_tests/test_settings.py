@@ -135,7 +135,7 @@ def test_replace_refuses_what_making_would() -> None:
             s.replace(**changes)
         assert err.value.field == field
     with pytest.raises(SettingsError) as err:
-        dataclasses.replace(s, bm25_b=0.6)  # passes the groups back as keywords
+        dataclasses.replace(s, bm25_b=0.6)  # the groups come back as keywords; codemod: keep
     assert "settings.replace" in err.value.problem
 
 
@@ -175,7 +175,7 @@ def test_every_flat_keyword_lands_in_exactly_one_group(name: str) -> None:
 
 def test_a_flat_read_says_where_the_field_went() -> None:
     with pytest.raises(AttributeError, match=r"settings\.ranking\.temporal_boost"):
-        MemorySettings().temporal_boost  # type: ignore[attr-defined]  # noqa: B018
+        MemorySettings().temporal_boost  # type: ignore[attr-defined]  # noqa: B018  codemod: keep
     with pytest.raises(AttributeError, match="no_such_field"):
         MemorySettings().no_such_field  # type: ignore[attr-defined]  # noqa: B018
 
