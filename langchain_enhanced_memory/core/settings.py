@@ -92,7 +92,9 @@ class MemorySettings:
             name = unknown[0]
             if name in GROUPS:  # what dataclasses.replace passes: settings.replace is the one
                 raise SettingsError(
-                    "is a group: change a field with settings.replace(field=...)", name
+                    "is a group: set its fields by name (settings.replace(field=...), "
+                    "--set field=...)",
+                    name,
                 )
             raise SettingsError("is not a known setting", name)
         by_group: dict[str, dict[str, Any]] = {name: {} for name in GROUPS}

@@ -42,7 +42,7 @@ def test_set_reaches_the_group_that_holds_the_field(workspace: Path, tmp_path: P
 def test_a_bad_set_is_one_line_naming_the_flat_field(workspace: Path, tmp_path: Path) -> None:
     for value, said in [
         ("max_chunk_chars=10", "bad --set: max_chunk_chars: must be at least 200, got 10"),
-        ("chunker={}", "bad --set: chunker: is a group: change a field with"),
+        ("chunker={}", "bad --set: chunker: is a group: set its fields by name"),
     ]:
         code, err, _ = _eval(workspace, tmp_path, value)
         assert code != 0 and said in err, err

@@ -118,8 +118,6 @@ def test_replace_checks_the_new_value_and_keeps_the_rest() -> None:
         and changed.ranking.lexical == "substring"
         and o.ranking.prf_enabled
     )
-    with pytest.raises(SettingsError):
-        o.replace(line_vector_share=-1)
     with pytest.raises(AttributeError):
         o.ranking.prf_enabled = False  # type: ignore[misc]
 
