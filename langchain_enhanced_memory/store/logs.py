@@ -34,7 +34,7 @@ batch, never the file), so two processes searching at once lose no entry. A
 file that is not valid JSON is set aside (``*.corrupt-<time>``) and started
 afresh.
 
-Switching off: ``settings.log_queries=False`` or env ``ENHANCED_MEMORY_LOG=0``.
+Switching off: ``MemorySettings(log_queries=False)`` or env ``ENHANCED_MEMORY_LOG=0``.
 A read-only workspace (no write bit on ``memory/``, which even root honours
 here) is not logged unless ``ENHANCED_MEMORY_LOG=1`` forces it. Logging never
 fails a search: errors are logged at warning level (a full disk, which the
