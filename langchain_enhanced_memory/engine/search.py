@@ -262,7 +262,7 @@ class MemorySearch(SearchEngine):
     def _vectors_coming(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
 
-        A few missing texts (``settings.embed_inline_max``) are embedded before
+        A few missing texts (``settings.embedding.embed_inline_max``) are embedded before
         answering; more are left to a background run (``background_embedding``)
         or to ``enhanced-memory index``, so a first query never waits minutes.
         """

@@ -1,7 +1,7 @@
 """Find the memory files of a workspace: one walk with :func:`os.scandir`.
 
-Discovery keeps the ``.md`` files that match ``settings.include`` and not
-``settings.exclude``, and never leaves the workspace's places
+Discovery keeps the ``.md`` files that match ``settings.discovery.include`` and not
+``settings.discovery.exclude``, and never leaves the workspace's places
 (:class:`.workspace.Places`). Deeper directory symlinks than the workspace's
 ``memory/`` are not followed (no loops; each is named once in the log), and a
 deeper file symlink counts only when its target lies in those places. Hidden

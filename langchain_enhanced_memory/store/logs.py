@@ -2,7 +2,7 @@
 
 Every search appends ``{query, top_score, timestamp, results, embedder}`` to
 ``query_log.json`` (a JSON list, newest last, capped at
-``settings.query_log_max`` entries) and adds one to ``access_log.json``
+``settings.logs.query_log_max`` entries) and adds one to ``access_log.json``
 (``{path: count}``) for each distinct file it returned; ``get`` counts an
 access too. These are the files the original ``memory_salience.py`` reads and
 nothing in the original wrote, so its "accesses" and "gap" signals never

@@ -8,7 +8,7 @@ the home folder is not followed. :mod:`.discovery` walks them; :mod:`.reading`
 reads a file.
 
 Session transcripts (``*.jsonl``) lie in the folders
-``settings.session_dirs`` names (``sessions/`` in the workspace by default; an
+``settings.discovery.session_dirs`` names (``sessions/`` in the workspace by default; an
 absolute folder, or one ``$ENHANCED_MEMORY_SESSION_DIRS`` adds, may lie
 outside it). A transcript's path is workspace-relative
 (``sessions/<id>.jsonl``); one in a folder outside the workspace is named under
@@ -206,7 +206,7 @@ def _openclaw_sessions(root: Path) -> list[str]:
 def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
     """Whether ``workspace`` is one: a folder that holds memory to search.
 
-    It is when it holds what discovery looks for first (``settings.include``'s
+    It is when it holds what discovery looks for first (``settings.discovery.include``'s
     first names: ``MEMORY.md`` or another core file, a ``memory/`` folder, even
     empty) or a transcript folder (``sessions/``, one named in the settings or
     ``$ENHANCED_MEMORY_SESSION_DIRS``, an OpenClaw agent's). A pattern that
