@@ -47,11 +47,12 @@ def discover(
 ) -> list[MemoryFile]:
     """List the workspace's memory files, sorted by relative path.
 
-    Selection: ``.md`` files matching ``settings.include`` and no ``settings.exclude``
-    glob (see :func:`glob_match`; an exclude glob that matches a directory excludes
-    everything below it). Hidden files and folders are skipped. Of the directory
-    symlinks only a top-level ``memory`` is followed; a file symlink is kept only
-    when its resolved target is a regular file in the workspace's :class:`Places`.
+    Selection: ``.md`` files matching ``settings.discovery.include`` and no
+    ``settings.discovery.exclude`` glob (see :func:`glob_match`; an exclude glob that
+    matches a directory excludes everything below it). Hidden files and folders are
+    skipped. Of the directory symlinks only a top-level ``memory`` is followed; a file
+    symlink is kept only when its resolved target is a regular file in the
+    workspace's :class:`Places`.
     Files reached twice (hard links, symlinks, ``MEMORY.md``/``memory.md`` on a
     case-insensitive disk) are listed once, preferring the real file over a link,
     then the first path. Unreadable folders and files are skipped with a warning

@@ -165,8 +165,8 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``prefix`` starts a transcript's path: the folder relative to the workspace
     (``sessions``), or for a folder outside it ``sessions/`` and its name (its
     parent's when it is named ``sessions``). Folders come from
-    ``settings.session_dirs`` (where the entry points add ``$ENHANCED_MEMORY_SESSION_DIRS``)
-    and, for an OpenClaw workspace, its agent's folder.
+    ``settings.discovery.session_dirs`` (where the entry points add
+    ``$ENHANCED_MEMORY_SESSION_DIRS``) and, for an OpenClaw workspace, its agent's folder.
     """
     named = list(settings.discovery.session_dirs)
     if settings.discovery.openclaw_sessions:
