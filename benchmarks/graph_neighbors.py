@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 from langchain_enhanced_memory.analysis.evaluation import load_queries, summarize
@@ -70,7 +69,7 @@ def main() -> None:
     baseline = run(root, by_ws, base, args.k)
     rows = [("off", summarize(queries, baseline), 0)]
     for w in (float(x) for x in args.weights.split(",")):
-        on = replace(base, graph_neighbors=True, graph_neighbor_weight=w)
+        on = base.replace(graph_neighbors=True, graph_neighbor_weight=w)
         got = run(root, by_ws, on, args.k)
         changed = sum(
             1

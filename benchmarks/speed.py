@@ -46,7 +46,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -187,14 +186,14 @@ def phase_search(a: argparse.Namespace, vectors: bool) -> dict[str, Any]:
     if vectors and snap.vectors is not None:
         # The same queries scored with an exact scan, and how many of the
         # default's top 10 it shares (the default reads sign bits past a size).
-        exact = replace(eng.settings, approximate_rows=0)
+        exact = eng.settings.replace(approximate_rows=0)
 
         def top10(settings: Any, i: int) -> set[int]:
             r = rank(snap, qs[i], synthetic.NOW, settings, qvecs[i], beside=scan_thread())
             return set(scoring.top_k(r.scores, 10).tolist())
 
         out["exact_scoring_s"] = _timed(lambda i: top10(exact, i), list(range(len(qs))))
-        out["approximated"] = snap.vectors.approximates(eng.settings.approximate_rows)
+        out["approximated"] = snap.vectors.approximates(eng.settings.vectors.approximate_rows)
         shared = [top10(eng.settings, i) & top10(exact, i) for i in range(len(qs))]
         out["recall10"] = sum(len(s) for s in shared) / (10 * len(qs))
     # Each query above was new to this process; a long-lived one has its index

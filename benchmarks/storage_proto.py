@@ -141,7 +141,7 @@ class ProtoStore:
                 b.hterms.append(hterms)
                 b.pterms.append(pterms)
                 b.texts.append(embed_text(c, s))
-                b.lines.append(line_texts(c.text, s.embed_max_chars))
+                b.lines.append(line_texts(c.text, s.embedding.embed_max_chars))
         return b
 
     def _insert(self, files: list[Any], batch: Batch) -> None:
@@ -268,7 +268,7 @@ class ProtoStore:
         for name in segments:
             a = {k: np.load(self.folder / name / f"{k}.npy", mmap_mode="r") for k in VECTOR_FILES}
             codes = center = None
-            if a["matrix"].shape[0] >= self.settings.approximate_rows:
+            if a["matrix"].shape[0] >= self.settings.vectors.approximate_rows:
                 codes, center = sign_codes(a["matrix"], a["scale"])
             parts.append(
                 VectorPart(
@@ -295,7 +295,7 @@ def _vectors(settings: Any, texts: list[str], lines: list[list[str]]) -> dict[st
     """Chunk and line rows as the package forms them: a chunk with lines is their mean."""
     from langchain_enhanced_memory.core.vectorset import dequantize, quantize
 
-    means = settings.chunk_vectors == "lines" and settings.line_vector_share > 0
+    means = settings.embedding.chunk_vectors == "lines" and settings.vectors.line_vector_share > 0
     flat = [t for ls in lines for t in ls]
     owner = np.repeat(np.arange(len(lines), dtype=np.int64), [len(ls) for ls in lines])
     lq, ls_ = _quantized(flat)

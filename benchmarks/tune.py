@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import itertools
 from collections import defaultdict
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def collect(root: Path, queries: list[dict], embedder: str) -> list[dict]:
     (``line_vector_share`` 0 and 1); a share in between is their linear mix.
     """
     settings = MemorySettings(prf_enabled=False, vector_norm="raw", line_vector_share=1.0)
-    chunk_only = replace(settings, line_vector_share=0.0)
+    chunk_only = settings.replace(line_vector_share=0.0)
     by_ws: dict[str, list[dict]] = defaultdict(list)
     for q in queries:
         by_ws[q["workspace"]].append(q)

@@ -274,6 +274,5 @@ def with_sessions(settings: MemorySettings, more: Sequence[str]) -> MemorySettin
     """``settings`` with ``more`` transcript folders beside its own (none: ``settings`` itself)."""
     if not more:
         return settings
-    from dataclasses import replace
 
-    return replace(settings, session_dirs=(*settings.session_dirs, *more))
+    return settings.replace(session_dirs=(*settings.discovery.session_dirs, *more))

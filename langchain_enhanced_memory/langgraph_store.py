@@ -351,7 +351,7 @@ class EnhancedMemoryStore(BaseStore):
             if gaps:
                 missing.update(gaps)
                 lacking.append(i)
-        if not missing or len(missing) > self.settings.embed_inline_max:
+        if not missing or len(missing) > self.settings.embedding.embed_inline_max:
             return
         try:
             matrix = self._embedder.embed_documents(list(missing.values()), self._dims())

@@ -148,7 +148,9 @@ def evaluate(
             t0 = time.perf_counter()
             response = engine.search(q["query"], k=k, now=parse_when(q.get("now")))
             latencies.append((time.perf_counter() - t0) * 1000)
-            results[q["id"]] = [result_row(h, engine.settings.snippet_chars) for h in response.hits]
+            results[q["id"]] = [
+                result_row(h, engine.settings.output.snippet_chars) for h in response.hits
+            ]
             provider, model = response.provider, response.model
             fallback = fallback or response.fallback
     summary = summarize(queries, results, latencies)

@@ -47,7 +47,7 @@ __all__ = [
 def search(engine: ScopeSearcher, request: SearchRequest) -> tuple[SearchResponse, dict[str, Any]]:
     """Run a search: the response and its ``memory_search`` JSON (each row with ``related``)."""
     response = engine.run(request)
-    doc = response_json(response, engine.settings.snippet_chars)
+    doc = response_json(response, engine.settings.output.snippet_chars)
     for hit, row in zip(response.hits, doc["results"], strict=True):
         row["related"] = hit.related
     return response, doc

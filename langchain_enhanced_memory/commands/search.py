@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     response = engine.run(request)
     say_keyword_only(response.embedded)
     if args.json:
-        dump(response_json(response, engine.settings.snippet_chars))
+        dump(response_json(response, engine.settings.output.snippet_chars))
     else:
         _print_text(engine, response, args.min_score)
     sys.stdout.flush()  # the answer first; starting the resident engine comes after
@@ -109,7 +109,7 @@ def _run_batch(args: argparse.Namespace, now: Any) -> int:
         embed_first(engine)
     if not args.json:
         report_embedder(engine)
-    chars = engine.settings.snippet_chars
+    chars = engine.settings.output.snippet_chars
     failed = said = False  # keyword-only answers are said once a batch
     for n, item_id, request, scope in lines:
         try:

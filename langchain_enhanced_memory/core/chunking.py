@@ -24,7 +24,7 @@ from typing import Protocol
 
 from .cuts import cut_span
 from .resume import Open, Resume
-from .settings import MemorySettings
+from .settings_groups import ChunkerSettings
 
 __all__ = [
     "Chunk",
@@ -60,15 +60,14 @@ class Chunk:
 
 
 def chunk_lines(
-    lines: list[str], *, default_header: str, settings: MemorySettings | None = None
+    lines: list[str], *, default_header: str, settings: ChunkerSettings | None = None
 ) -> list[Chunk]:
     """Chunk a file's lines (as returned by ``read_lines``) into sections.
 
     Args:
         lines: The file's lines without line endings.
         default_header: Header of text that has no header (callers pass the file name).
-        settings: Uses ``max_header_level``, ``min_chunk_chars``, ``max_chunk_chars``
-            and ``max_list_chars``; defaults to :class:`MemorySettings()`.
+        settings: The chunker's settings (``MemorySettings().chunker``: the defaults).
 
     Returns:
         The chunks in file order.
@@ -169,8 +168,7 @@ class SectionStream:
 
     Args:
         default_header: Header of text that has no header (callers pass the file name).
-        settings: Uses ``max_header_level``, ``min_chunk_chars``, ``max_chunk_chars``
-            and ``max_list_chars``.
+        settings: The chunker's settings (``MemorySettings().chunker``: the defaults).
         resume: Continue a file that only grew from this point of its old
             chunking; lines are then fed from :attr:`Resume.line` on.
     """
@@ -178,10 +176,10 @@ class SectionStream:
     def __init__(
         self,
         default_header: str,
-        settings: MemorySettings | None = None,
+        settings: ChunkerSettings | None = None,
         resume: Resume | None = None,
     ) -> None:
-        s = settings or MemorySettings()
+        s = settings or ChunkerSettings()
         self.default_header = default_header
         self.max_level, self.min_chars, self.max_chars, self.list_chars = (
             s.max_header_level,

@@ -32,7 +32,7 @@ import numpy as np
 from .chunking import Chunk, Resume, is_blank, line_starts
 from .dates import MONTH_PREFIXES, MONTHS, WEEKDAYS, DateQuery, day_of
 from .scoring import substring_fraction
-from .settings import MemorySettings
+from .settings_groups import ChunkerSettings, RankingSettings
 from .snapshot import Snapshot
 from .text import STOPWORDS_EN, path_text
 
@@ -57,8 +57,8 @@ def _header_re(max_level: int) -> re.Pattern[str]:
 class OriginalChunker:
     """The original's chunks: one per header line, short ones dropped."""
 
-    def __init__(self, settings: MemorySettings) -> None:
-        self.settings = settings
+    def __init__(self, chunker: ChunkerSettings) -> None:
+        self.chunker = chunker
 
     def stream(self, default_header: str, resume: Resume | None = None) -> WholeStream:
         """The lines kept whole, then chunked (never resumed: ``resume`` is None here)."""
@@ -66,8 +66,7 @@ class OriginalChunker:
 
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """Chunk a file's lines; spans are exact (blank lines at both ends skipped)."""
-        settings = self.settings
-        header_re = _header_re(settings.max_header_level)
+        header_re = _header_re(self.chunker.max_header_level)
         starts = [i for i, _ in line_starts("\n".join(lines), header_re)]
         sections: list[tuple[int, int, str]] = []  # (first index, end index exclusive, header)
         if not starts or starts[0] > 0:
@@ -85,7 +84,7 @@ class OriginalChunker:
             if last < first:
                 continue
             text = "\n".join(lines[first : last + 1])
-            if len(text.strip()) <= settings.min_chunk_chars:
+            if len(text.strip()) <= self.chunker.min_chunk_chars:
                 continue  # the original drops short chunks
             chunks.append(Chunk(first + 1, last + 1, header, (header,), text))
         return chunks
@@ -175,11 +174,11 @@ class OriginalDates:
         """The original matched date words as keywords too."""
         return query
 
-    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+    def multiplier(self, snap: Snapshot, dq: DateQuery, ranking: RankingSettings) -> np.ndarray:
         """``temporal_boost`` for every chunk whose path contains one of the ISO dates."""
         isos = [d.isoformat() for d in dq.days]
         return np.asarray(
-            [settings.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
+            [ranking.temporal_boost if any(d in p for d in isos) else 1.0 for p in snap.paths],
             dtype=np.float32,
         )
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from .chunking import SectionStream
-from .settings import MemorySettings
+from .settings_groups import ChunkerSettings
 
 __all__ = ["Header", "Outline", "outline"]
 
@@ -111,7 +111,7 @@ class _Scan(SectionStream):
     """:class:`SectionStream`'s header and fence scan alone, from line ``first`` on."""
 
     def __init__(self, first: int = 0, run: str = "") -> None:
-        super().__init__("", MemorySettings(max_header_level=6))
+        super().__init__("", ChunkerSettings(max_header_level=6))
         self.base = self.n = self.scan_from = first
         self.run = run
         if first:  # a note scanned before, its front matter settled

@@ -60,7 +60,7 @@ def rank(
     strategies = recipe(settings)
     dq = strategies.dates.parse(query, now)
     text = strategies.dates.keyword_text(query, dq)
-    mult = strategies.dates.multiplier(snap, dq, settings)
+    mult = strategies.dates.multiplier(snap, dq, settings.ranking)
     terms, pairs = strategies.lexical.terms(text)
     # Without a date in the query every multiplier is 1 and the prior 0: nothing to apply.
     # With one, only the rows of its dates move (a day is a few dozen rows of a million).
@@ -73,15 +73,15 @@ def rank(
     ]
     expansion: list[str] = []
     if (
-        settings.prf_enabled
+        settings.ranking.prf_enabled
         and not dq
         and len(snap)
-        and float(scores.max()) < settings.prf_threshold
+        and float(scores.max()) < settings.ranking.prf_threshold
     ):
         scores, expansion = _feedback(q, scores, text, terms, qvec, embed_query)
-    if settings.session_prior != 1.0:
+    if settings.transcripts.session_prior != 1.0:
         scores = scores.copy()
-        scores[_session_rows(snap)] *= settings.session_prior
+        scores[_session_rows(snap)] *= settings.transcripts.session_prior
     # The index's own terms, whatever the recipe's lexical strategy reads: the calibrated
     # score weighs them against the text postings.
     return Ranking(scores, signals, dates, expansion, query_terms(text))
@@ -123,11 +123,11 @@ def _weights(q: _Query, qv: np.ndarray | None, coverage: np.ndarray) -> FusionWe
     """The fusion's weights: without a vector share keyword-only, adaptive when few terms match."""
     settings = q.settings
     if qv is None:
-        return fusion.without_vector(settings.weights)
+        return fusion.without_vector(settings.ranking.weights)
     kept_coverage = coverage if q.mask is None else coverage[q.mask]
-    if float(kept_coverage.max(initial=0.0)) < settings.adaptive_keyword_threshold:
-        return settings.adaptive_weights
-    return settings.weights
+    if float(kept_coverage.max(initial=0.0)) < settings.ranking.adaptive_keyword_threshold:
+        return settings.ranking.adaptive_weights
+    return settings.ranking.weights
 
 
 class _Fuser:
@@ -142,7 +142,7 @@ class _Fuser:
         # The lexical part of a linear fusion is the same in both passes: summed once.
         self.lexical_part = (
             None
-            if q.settings.fusion == "rrf"
+            if q.settings.ranking.fusion == "rrf"
             else fusion.fuse_lexical(weights, sig["keyword"], sig["header"], sig["filepath"])
         )
 
@@ -165,7 +165,7 @@ class _Fuser:
             factor = here[at]
             moved = f[at]
             moved *= factor
-            moved += (factor - 1.0) * q.settings.date_prior
+            moved += (factor - 1.0) * q.settings.ranking.date_prior
             f[at] = moved
         # A filter's rows only: the others score 0 and top-k never sees them.
         return f if q.mask is None else np.where(q.mask, f, np.float32(0.0))
@@ -181,7 +181,7 @@ class _Fuser:
                 for name, w in asdict(self.weights).items()
                 if w > 0 and (name != "vector" or self.hybrid)
             ],
-            q.settings.rrf_k,
+            q.settings.ranking.rrf_k,
         )
 
 
@@ -207,7 +207,7 @@ def _fuse_again(
         return out
     again = cos.copy()
     again[rows] = values
-    if q.settings.vector_norm == "minmax":
+    if q.settings.vectors.vector_norm == "minmax":
         again = fusion.minmax_normalize(again, q.mask, out=again)
     sig["vector"] = again
     # The first pass's scores are spent once its candidates are chosen.
@@ -224,18 +224,18 @@ def _feedback(
 ) -> tuple[np.ndarray, list[str]]:
     """Pseudo-relevance feedback: the scores with the top chunks' frequent terms, and the terms."""
     settings = q.settings
-    top = [int(i) for i in scoring.top_k(scores, settings.prf_top_docs) if scores[i] > 0]
+    top = [int(i) for i in scoring.top_k(scores, settings.ranking.prf_top_docs) if scores[i] > 0]
     expansion = scoring.feedback_terms(
         [q.lexical.feedback_source(q.snap, i) for i in top],
         set(terms) | STOPWORDS_EN,
-        max_terms=settings.prf_max_terms,
-        min_len=settings.prf_min_term_len,
-        min_count=settings.prf_min_count,
+        max_terms=settings.ranking.prf_max_terms,
+        min_len=settings.ranking.prf_min_term_len,
+        min_count=settings.ranking.prf_min_count,
     )
     if not expansion:
         return scores, expansion
     wide_vec = qvec
-    if settings.prf_reembed and embed_query is not None and qvec is not None:
+    if settings.ranking.prf_reembed and embed_query is not None and qvec is not None:
         wide_vec = embed_query(text + " " + " ".join(expansion))
     rescored, _ = _score(q, terms + expansion, wide_vec)
     return np.maximum(scores, rescored), expansion
@@ -265,13 +265,13 @@ def _vector_signal(
     more than the scan.
     """
     alongside = beside is not None and qvec is not None and len(snap) >= THREADED_ROWS
-    threads = settings.scan_threads
+    threads = settings.vectors.scan_threads
     vectors = snap.vectors
     if (
         alongside
         and not threads
         and vectors is not None
-        and vectors.approximates(settings.approximate_rows)
+        and vectors.approximates(settings.vectors.approximate_rows)
     ):
         # The sign-bit scan is shorter than the keyword signals beside it: a second
         # kernel thread only contends with them (docs/design.md has the paired runs).
@@ -280,7 +280,7 @@ def _vector_signal(
 
     def vector() -> tuple[np.ndarray, np.ndarray, tuple[float, float] | None]:
         cos = _cosines(snap, qvec, settings, threads)
-        if qvec is None or settings.vector_norm != "minmax":
+        if qvec is None or settings.vectors.vector_norm != "minmax":
             return cos, cos, None  # zeros without a query vector
         bounds = fusion.minmax_bounds(cos, mask)
         return cos, fusion.minmax_normalize(cos, mask, bounds=bounds), bounds
@@ -300,7 +300,7 @@ def _cosines(
 ) -> np.ndarray:
     if qvec is None or snap.vectors is None or not snap.vectors.parts:
         return np.zeros(len(snap), dtype=np.float32)
-    return snap.vectors.cosines(qvec, threads, settings.approximate_rows)
+    return snap.vectors.cosines(qvec, threads, settings.vectors.approximate_rows)
 
 
 def _second_look(
@@ -320,18 +320,18 @@ def _second_look(
     vectors = snap.vectors
     if qvec is None or vectors is None:
         return None
-    approximated = vectors.approximates(settings.approximate_rows)
-    if not (approximated or (settings.line_vector_share and vectors.has_lines)):
+    approximated = vectors.approximates(settings.vectors.approximate_rows)
+    if not (approximated or (settings.vectors.line_vector_share and vectors.has_lines)):
         return None
-    rows = np.sort(scoring.top_k(first_pass, settings.line_candidates))
+    rows = np.sort(scoring.top_k(first_pass, settings.vectors.line_candidates))
     if approximated:
-        vectors.rescore(cos, rows, qvec, settings.approximate_rows)
-    lines = vectors.line_cosines(rows, qvec) if settings.line_vector_share else None
+        vectors.rescore(cos, rows, qvec, settings.vectors.approximate_rows)
+    lines = vectors.line_cosines(rows, qvec) if settings.vectors.line_vector_share else None
     if lines is None:
         return (rows, cos[rows]) if approximated else None
     values, owners = lines
     return rows, fusion.blend_group_max(
-        values, np.searchsorted(rows, owners), cos[rows], settings.line_vector_share
+        values, np.searchsorted(rows, owners), cos[rows], settings.vectors.line_vector_share
     )
 
 

@@ -22,6 +22,7 @@ from .chunking import Chunk, ChunkStream, Resume, SectionStream, chunk_lines
 from .dates import DateQuery, parse_dates
 from .segments import ReadOnce
 from .settings import MemorySettings
+from .settings_groups import ChunkerSettings, RankingSettings
 from .snapshot import Snapshot
 from .text import STOPWORDS_QUERY, phrases, query_terms, tokenize
 
@@ -61,7 +62,7 @@ class DateRouting(Protocol):
         """The part of ``query`` the keyword signals match."""
         ...
 
-    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+    def multiplier(self, snap: Snapshot, dq: DateQuery, ranking: RankingSettings) -> np.ndarray:
         """Each chunk's date boost (1 where no date applies)."""
         ...
 
@@ -90,16 +91,16 @@ class Lexical(Protocol):
 class SectionChunker:
     """Fence-aware section chunks with header chains (:func:`.chunking.chunk_lines`)."""
 
-    def __init__(self, settings: MemorySettings) -> None:
-        self.settings = settings
+    def __init__(self, chunker: ChunkerSettings) -> None:
+        self.chunker = chunker
 
     def __call__(self, lines: list[str], default_header: str) -> list[Chunk]:
         """Chunk a file's lines."""
-        return chunk_lines(lines, default_header=default_header, settings=self.settings)
+        return chunk_lines(lines, default_header=default_header, settings=self.chunker)
 
     def stream(self, default_header: str, resume: Resume | None = None) -> ChunkStream:
         """Chunk a file as it is read (from ``resume`` when it only grew)."""
-        return SectionStream(default_header, self.settings, resume)
+        return SectionStream(default_header, self.chunker, resume)
 
 
 class SectionDates:
@@ -115,14 +116,14 @@ class SectionDates:
             query = query[:lo] + " " + query[hi:]
         return query
 
-    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+    def multiplier(self, snap: Snapshot, dq: DateQuery, ranking: RankingSettings) -> np.ndarray:
         """The boost of each chunk's daily note."""
         return fusion.date_multiplier(
             snap.day,
             [d.toordinal() for d in dq.days],
             [(a.toordinal(), b.toordinal()) for a, b in dq.ranges],
-            settings.temporal_boost,
-            settings.range_boost,
+            ranking.temporal_boost,
+            ranking.range_boost,
         )
 
 
@@ -137,7 +138,7 @@ class NoDates:
         """The query as written."""
         return query
 
-    def multiplier(self, snap: Snapshot, dq: DateQuery, settings: MemorySettings) -> np.ndarray:
+    def multiplier(self, snap: Snapshot, dq: DateQuery, ranking: RankingSettings) -> np.ndarray:
         """No boost."""
         return fusion.no_boost(len(snap))
 
@@ -150,8 +151,8 @@ COMMON_TERMS = 16  # ... up to this many per generation
 class BM25Lexical:
     """BM25 over stemmed terms plus phrase pairs; whole-term header and path matches."""
 
-    def __init__(self, settings: MemorySettings) -> None:
-        self.settings = settings
+    def __init__(self, ranking: RankingSettings) -> None:
+        self.ranking = ranking
 
     def terms(self, text: str) -> tuple[list[str], list[str]]:
         """Unique query terms, and pairs from the query as written (repeats and order kept)."""
@@ -161,7 +162,7 @@ class BM25Lexical:
         self, snap: Snapshot, terms: list[str], pairs: list[str], mask: np.ndarray | None = None
     ) -> dict[str, np.ndarray]:
         """Max-normalised BM25 (+ phrase BM25), and the share of terms in header and path."""
-        s = self.settings
+        s = self.ranking
         text = ReadOnce(snap.text_post)
         norms = self._norms(snap, "text")
         common = self._common(snap, text, terms, norms)
@@ -182,7 +183,7 @@ class BM25Lexical:
 
     def _norms(self, snap: Snapshot, field: str) -> np.ndarray:
         """The field's BM25 length terms, kept with the generation for these constants."""
-        s = self.settings
+        s = self.ranking
         key = f"bm25_norms:{field}:{s.bm25_k1}:{s.bm25_b}"
         if key not in snap.memo:
             post = snap.text_post if field == "text" else snap.phrase_post
@@ -204,7 +205,7 @@ class BM25Lexical:
         n = len(snap)
         if n < COMMON_MIN_ROWS:
             return {}
-        s = self.settings
+        s = self.ranking
         kept: dict[str, np.ndarray] = snap.memo.setdefault(
             f"bm25_common:{s.bm25_k1}:{s.bm25_b}", {}
         )
@@ -238,17 +239,20 @@ class Recipe:
 @lru_cache(maxsize=32)
 def recipe(settings: MemorySettings) -> Recipe:
     """The strategies ``settings`` asks for (cached: settings are frozen and hashable)."""
-    chunker: Chunker = SectionChunker(settings)
-    dates: DateRouting = SectionDates() if settings.date_routing else NoDates()
-    lexical: Lexical = BM25Lexical(settings)
-    if "original" in (settings.chunking, settings.date_parser) or settings.lexical == "substring":
+    chunker: Chunker = SectionChunker(settings.chunker)
+    dates: DateRouting = SectionDates() if settings.ranking.date_routing else NoDates()
+    lexical: Lexical = BM25Lexical(settings.ranking)
+    if (
+        "original" in (settings.chunker.chunking, settings.ranking.date_parser)
+        or settings.ranking.lexical == "substring"
+    ):
         # The original skill's strategies load only when asked for: a one-shot search imports less.
         from . import original
 
-        if settings.chunking == "original":
-            chunker = original.OriginalChunker(settings)
-        if settings.date_routing and settings.date_parser == "original":
+        if settings.chunker.chunking == "original":
+            chunker = original.OriginalChunker(settings.chunker)
+        if settings.ranking.date_routing and settings.ranking.date_parser == "original":
             dates = original.OriginalDates()
-        if settings.lexical == "substring":
+        if settings.ranking.lexical == "substring":
             lexical = original.SubstringLexical()
     return Recipe(chunker, dates, lexical)

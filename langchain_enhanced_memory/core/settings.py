@@ -1,11 +1,13 @@
-"""Every tunable constant in one frozen dataclass.
+"""Every tunable constant, in one frozen object of frozen groups.
 
 Field defaults are the measured default recipe: ``MemorySettings()`` is what
 a user gets. A ``profile`` is a preset of fields (see :data:`PROFILES`) laid
 under the fields the caller sets: ``MemorySettings(profile="original")``
 replays the original OpenClaw "enhanced-memory" skill with its own constants,
 ``bm25`` and ``vector`` are single-signal baselines, and an explicit field
-always wins over the preset.
+always wins over the preset. Fields are set by their flat names and read
+through their group (:mod:`.settings_groups`): ``MemorySettings(bm25_b=0.6)``,
+``settings.ranking.bm25_b``.
 
 Plain dataclasses, not pydantic models: every one-shot ``search`` process
 imports this module, and pydantic's import and model build cost it more than
@@ -14,115 +16,43 @@ its search (docs/benchmarks.md, "Every path users take").
 
 from __future__ import annotations
 
-from dataclasses import Field, dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import SettingsError
+from .settings_groups import (
+    CORE_FILES,
+    FIELD_GROUPS,
+    GROUPS,
+    ChunkerSettings,
+    CrossrefSettings,
+    DiscoverySettings,
+    EmbeddingSettings,
+    FusionWeights,
+    LogSettings,
+    OutputSettings,
+    RankingSettings,
+    TranscriptSettings,
+    VectorSettings,
+    _checked,
+    _spec,
+)
+
+__all__ = ["CORE_FILES", "FIELD_GROUPS", "PROFILES", "FusionWeights", "MemorySettings"]
 
 Profile = Literal["default", "original", "bm25", "vector"]
 PROFILE_NAMES: tuple[str, ...] = ("default", "original", "bm25", "vector")
 
-CORE_FILES: tuple[str, ...] = (
-    "MEMORY.md",
-    "memory.md",
-    "AGENTS.md",
-    "USER.md",
-    "SOUL.md",
-    "research.md",
-)
-
-
-def _spec(
-    default: Any,
-    *,
-    ge: float | None = None,
-    le: float | None = None,
-    gt: float | None = None,
-    choices: tuple[str, ...] = (),
-    optional: bool = False,
-) -> Any:
-    """A field whose value :func:`_checked` holds to these bounds or choices."""
-    meta = {"ge": ge, "le": le, "gt": gt, "choices": choices, "optional": optional}
-    return field(default=default, metadata=meta)
-
-
-def _checked(f: Field[Any], value: Any) -> Any:
-    """``value`` as field ``f`` holds it (a float from an int, a tuple from a list).
-
-    Raises:
-        SettingsError: A value of the wrong type, out of bounds or not a choice.
-    """
-    meta, default = f.metadata, f.default
-    if value is None and meta.get("optional"):
-        return None
-    kind = type(default)
-    if kind is bool and not isinstance(value, bool):
-        raise SettingsError("must be true or false", f.name)
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise SettingsError("must be an integer", f.name)
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingsError("must be a number", f.name)
-        value = float(value)
-    if kind is tuple:
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise SettingsError("must be a list of strings", f.name)
-        value = tuple(value)
-    if kind is FusionWeights:
-        value = FusionWeights.of(value, f.name)
-    if meta.get("choices") and value not in meta["choices"]:
-        raise SettingsError(f"must be one of {', '.join(meta['choices'])}, got {value!r}", f.name)
-    if meta.get("ge") is not None and value < meta["ge"]:
-        raise SettingsError(f"must be at least {meta['ge']}, got {value}", f.name)
-    if meta.get("le") is not None and value > meta["le"]:
-        raise SettingsError(f"must be at most {meta['le']}, got {value}", f.name)
-    if meta.get("gt") is not None and value <= meta["gt"]:
-        raise SettingsError(f"must be more than {meta['gt']}, got {value}", f.name)
-    return value
-
-
-@dataclass(frozen=True)
-class FusionWeights:
-    """Linear weights of the four signals."""
-
-    # benchmarks/tune.py: best on all five dev workspaces (held-out 0.855), header 0.1 kept
-    vector: float = 0.25
-    keyword: float = 0.25
-    header: float = 0.1
-    filepath: float = 0.25
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, _checked(f, getattr(self, f.name)))
-
-    @classmethod
-    def of(cls, value: Any, name: str = "weights") -> FusionWeights:
-        """Weights from an instance or a dict of them (``--set weights={...}``).
-
-        Raises:
-            SettingsError: Neither, or a dict with an unknown or bad weight.
-        """
-        if isinstance(value, cls):
-            return value
-        if not isinstance(value, dict):
-            raise SettingsError("must be weights: vector, keyword, header, filepath", name)
-        unknown = sorted(value.keys() - {f.name for f in fields(cls)})
-        if unknown:
-            raise SettingsError(f"has no weight {unknown[0]!r}", name)
-        try:
-            return cls(**value)
-        except SettingsError as exc:
-            raise SettingsError(exc.problem, f"{name}.{exc.field}") from None
-
 
 @dataclass(frozen=True, init=False)
 class MemorySettings:
-    """Settings of discovery, chunking, indexing and scoring.
+    """Settings of discovery, chunking, indexing and scoring, one group a concern.
 
     The field defaults are the default recipe (docs/benchmarks.md, "Quality", says how each
     was chosen); ``profile`` lays a preset under the fields you set. Build one
-    with keywords (``MemorySettings(profile="original", prf_enabled=False)``)
-    and change one with :func:`dataclasses.replace`; either checks every field.
+    with flat keywords (``MemorySettings(profile="original", prf_enabled=False)``),
+    read a field through its group (``settings.ranking.prf_enabled``) and change
+    one with :meth:`replace`; either checks every field.
 
     Raises:
         SettingsError: An unknown field, or a value of the wrong type, out of
@@ -130,152 +60,49 @@ class MemorySettings:
     """
 
     profile: Profile = _spec("default", choices=PROFILE_NAMES)
-
-    # --- recipe switches (each one is a line of the ablation in docs/benchmarks.md) ---
-    #: sections: fence-aware, header-only sections folded; original: every header
-    chunking: Literal["sections", "original"] = _spec("sections", choices=("sections", "original"))
-    #: bm25: whole stemmed terms; substring: the original's overlap
-    lexical: Literal["bm25", "substring"] = _spec("bm25", choices=("bm25", "substring"))
-    date_routing: bool = True
-    date_parser: Literal["default", "original"] = _spec("default", choices=("default", "original"))
-    #: minmax rescales cosines per query, so embedders with narrow cosine bands fuse
-    vector_norm: Literal["minmax", "raw"] = _spec("minmax", choices=("minmax", "raw"))
-    #: embed the header chain with the chunk
-    embed_headers: bool = True
-    #: share of the vector signal taken by a chunk's best-matching line (each line
-    #: is embedded too); 0 embeds chunks only, as the original did
-    line_vector_share: float = _spec(0.5, ge=0, le=1)
-    #: lines: a chunk with two or more embedded lines takes the mean of their vectors
-    #: instead of a second embedding of the same text (a third of the model time;
-    #: docs/engine.md, "The first query never waits"); embedded: chunk texts are embedded too.
-    #: Chunks always embed their own text when line_vector_share is 0
-    chunk_vectors: Literal["lines", "embedded"] = _spec("lines", choices=("lines", "embedded"))
-    #: threads of the vector scan of a workspace of 100k chunks or more (0: one per
-    #: core, but one for a sign-bit scan running beside the keyword signals, which
-    #: outlast it; docs/design.md, "The vector scan beside the keyword signals")
-    scan_threads: int = _spec(0, ge=0)
-    #: chunk rows from which one vector segment is scanned by its sign bits and only
-    #: its best candidates exactly (docs/benchmarks.md, "One million chunks"); 0: always exact
-    approximate_rows: int = _spec(250_000, ge=0)
-    #: best chunks by the other signals whose lines are scored
-    line_candidates: int = _spec(200, ge=1)
-    #: PRF re-embeds the expanded query (the original did)
-    prf_reembed: bool = True
-
-    # --- discovery -------------------------------------------------------
-    include: tuple[str, ...] = ("memory/**/*.md",) + CORE_FILES
-    exclude: tuple[str, ...] = ()
-    #: folders of session transcripts (``*.jsonl``): relative to the workspace or absolute;
-    #: env ENHANCED_MEMORY_SESSION_DIRS adds more (separated by the path separator)
-    session_dirs: tuple[str, ...] = ("sessions",)
-    #: an OpenClaw workspace (STATE/workspace, STATE/workspace-<agent>) also searches its
-    #: agent's transcripts in STATE/agents/<agent>/sessions
-    openclaw_sessions: bool = True
-
-    # --- transcripts ------------------------------------------------------
-    #: turns of a transcript chunk (a question is not cut from its answer below twice this;
-    #: 8 ranked best on locomo-dev-sessions: 2: 0.733, 4: 0.801, 6: 0.823, 8: 0.844, 12: 0.845)
-    session_window: int = _spec(8, ge=1)
-    #: index thinking, tool calls and tool results too, not only what was said
-    session_extras: bool = False
-    #: a transcript chunk's score times this (below 1: the curated notes first). 1.3 won
-    #: 4 of 5 held-out folds keyword-only on locomo-dev-sessions but 3 of 5 with the local
-    #: embedder, and put a transcript that misses first for 17.7% (not 11.1%) of the
-    #: queries a note answers: not adopted (docs: "Conversations")
-    session_prior: float = _spec(1.0, ge=0)
-
-    # --- chunking --------------------------------------------------------
-    max_header_level: int = _spec(4, ge=1, le=6)
-    #: chunks this short or shorter are dropped
-    min_chunk_chars: int = _spec(20, ge=0)
-    #: longer sections split at blank lines
-    max_chunk_chars: int = _spec(4000, ge=200)
-    #: a run of list items (remembered facts) is cut between items into chunks of at
-    #: most this many characters (0: only max_chunk_chars). Caps that cut locomo-dev's
-    #: lists (1000, 1200) lost on 3-4 of 5 held-out folds; 1600 cuts none of them
-    #: (docs/benchmarks.md, "Appends")
-    max_list_chars: int = _spec(1600, ge=0)
-
-    # --- embedding -------------------------------------------------------
-    embed_batch_size: int = _spec(20, ge=1)
-    #: batches in flight at once (hides per-request latency)
-    embed_concurrency: int = _spec(4, ge=1)
-    embed_max_chars: int = _spec(2000, ge=100)
-    embed_timeout_s: float = _spec(30.0, gt=0)
-    embed_retries: int = _spec(3, ge=0)
-    #: threads of the local model (0: one per core; see local_model.py)
-    local_threads: int = _spec(0, ge=0)
-    #: a search embeds up to this many missing texts before answering (an edit's);
-    #: more are embedded in the background or by `index`, answering keyword-only
-    embed_inline_max: int = _spec(64, ge=0)
-
-    # --- fusion ----------------------------------------------------------
-    #: linear: weighted sum of the signals; rrf: reciprocal rank fusion of the signals
-    #: with a non-zero weight (a baseline: it ranks below BM25 alone on LoCoMo)
-    fusion: Literal["linear", "rrf"] = _spec("linear", choices=("linear", "rrf"))
-    rrf_k: float = _spec(60.0, gt=0)
-    weights: FusionWeights = FusionWeights()
-    adaptive_keyword_threshold: float = 0.1
-    adaptive_weights: FusionWeights = FusionWeights(
-        vector=0.85, keyword=0.05, header=0.05, filepath=0.05
-    )
-
-    # --- temporal routing -----------------------------------------------
-    temporal_boost: float = 3.0
-    range_boost: float = 1.5
-    #: added per unit of boost above 1
-    date_prior: float = _spec(0.05, ge=0)
-
-    # --- pseudo-relevance feedback (off: it did not pay, docs/benchmarks.md, "Quality") --
-    prf_enabled: bool = False
-    prf_threshold: float = 0.45
-    prf_top_docs: int = 3
-    prf_max_terms: int = 5
-    prf_min_term_len: int = 4
-    prf_min_count: int = 2
-
-    # --- BM25 -------------------------------------------------------------
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.5
-    #: weight of BM25 over adjacent term pairs, added to the keyword score
-    phrase_weight: float = _spec(0.5, ge=0)
-
-    # --- output ----------------------------------------------------------
-    snippet_chars: int = _spec(700, ge=1)
-
-    # --- query/access logs (read by salience) ----------------------------
-    #: env ENHANCED_MEMORY_LOG=0 turns it off
-    log_queries: bool = True
-    #: newest query-log entries kept
-    query_log_max: int = _spec(1000, ge=1)
-
-    # --- cross-references -------------------------------------------------
-    crossref_representatives: int = _spec(5, ge=1)
-    crossref_threshold: float = 0.75
-    #: raise the threshold to median + this many robust SDs of cosines (None: don't)
-    crossref_calibrate: float | None = _spec(2.0, optional=True)
-    crossref_refs_per_chunk: int = _spec(5, ge=1)
-    crossref_files_per_file: int = _spec(10, ge=1)
-    #: 'related' chunks listed per hit
-    related_per_hit: int = _spec(3, ge=0)
-    #: add graph neighbours of top hits
-    graph_neighbors: bool = False
-    graph_neighbor_top: int = _spec(3, ge=1)
-    graph_neighbor_weight: float = _spec(0.5, ge=0)
+    #: which files are memory: include, exclude, session_dirs, openclaw_sessions
+    discovery: DiscoverySettings = DiscoverySettings()
+    #: session_window, session_extras, session_prior
+    transcripts: TranscriptSettings = TranscriptSettings()
+    #: chunking, max_header_level, min/max_chunk_chars, max_list_chars
+    chunker: ChunkerSettings = ChunkerSettings()
+    #: embed_headers, chunk_vectors, the embedder's batches, retries and threads
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    #: vector_norm, line_vector_share, line_candidates, the scan's threads and rows
+    vectors: VectorSettings = VectorSettings()
+    #: BM25, date routing and boosts, fusion weights, pseudo-relevance feedback
+    ranking: RankingSettings = RankingSettings()
+    #: snippet_chars
+    output: OutputSettings = OutputSettings()
+    #: log_queries, query_log_max
+    logs: LogSettings = LogSettings()
+    #: cross-references and graph neighbours
+    crossref: CrossrefSettings = CrossrefSettings()
 
     def __init__(self, **values: Any) -> None:
-        """Settings from keywords: the profile's preset, then ``values``, then the defaults."""
+        """Settings from flat keywords: the profile's preset, then ``values``, then the defaults."""
         preset = PROFILES.get(values.get("profile", "default"))
         if preset is None:
             names = ", ".join(PROFILE_NAMES)
             raise SettingsError(f"must be one of {names}, got {values['profile']!r}", "profile")
         given = {**preset, **values}
-        known = fields(self)
-        unknown = sorted(given.keys() - {f.name for f in known})
+        profile = given.pop("profile", "default")
+        unknown = sorted(given.keys() - FIELD_GROUPS.keys())
         if unknown:
-            raise SettingsError("is not a known setting", unknown[0])
-        for f in known:
-            object.__setattr__(self, f.name, _checked(f, given.get(f.name, f.default)))
+            name = unknown[0]
+            if name in GROUPS:  # what dataclasses.replace passes: settings.replace is the one
+                raise SettingsError(
+                    "is a group: set its fields by name (settings.replace(field=...), "
+                    "--set field=...)",
+                    name,
+                )
+            raise SettingsError("is not a known setting", name)
+        by_group: dict[str, dict[str, Any]] = {name: {} for name in GROUPS}
+        for name, value in given.items():
+            by_group[FIELD_GROUPS[name]][name] = value
+        object.__setattr__(self, "profile", _checked(fields(self)[0], profile))  # the first
+        for name, group in GROUPS.items():
+            object.__setattr__(self, name, group(**by_group[name]))
 
     @classmethod
     def of(cls, value: Any) -> MemorySettings:
@@ -289,6 +116,28 @@ class MemorySettings:
         if not isinstance(value, dict):
             raise SettingsError("must be a MemorySettings or a dict of its fields", "settings")
         return cls(**value)
+
+    def replace(self, **changes: Any) -> MemorySettings:
+        """These settings with ``changes`` (flat keywords), checked as when made.
+
+        Raises:
+            SettingsError: An unknown field, a bad value, or ``profile``: a profile
+                is a preset of the fields not given, chosen when settings are made.
+        """
+        if "profile" in changes:
+            raise SettingsError(
+                "is chosen when settings are made: MemorySettings(profile=...)", "profile"
+            )
+        flat = {name: getattr(getattr(self, group), name) for name, group in FIELD_GROUPS.items()}
+        return MemorySettings(profile=self.profile, **{**flat, **changes})
+
+    if not TYPE_CHECKING:  # mypy keeps refusing flat reads; a user is told where they went
+
+        def __getattr__(self, name: str) -> Any:
+            group = FIELD_GROUPS.get(name)
+            if group is None:
+                raise AttributeError(f"'MemorySettings' object has no attribute {name!r}")
+            raise AttributeError(f"MemorySettings reads {name} as settings.{group}.{name}")
 
 
 #: The original skill's constants and algorithm (SPEC.md): its header chunks,

@@ -281,7 +281,7 @@ class TranscriptStream:
 
     def _take(self, i: int, raw: str, last: bool = False) -> None:
         try:
-            turn = parse_turn(raw, i + 1, self.settings.session_extras)
+            turn = parse_turn(raw, i + 1, self.settings.transcripts.session_extras)
         except MalformedLine as exc:
             if last:
                 self.partial = i
@@ -295,9 +295,9 @@ class TranscriptStream:
         s = self.settings
         size = len(turn.text) + len(turn.speaker) + 2
         if self.open and (
-            (len(self.open) >= s.session_window and turn.role == "user")
-            or len(self.open) >= 2 * s.session_window
-            or self.chars + size > s.max_chunk_chars
+            (len(self.open) >= s.transcripts.session_window and turn.role == "user")
+            or len(self.open) >= 2 * s.transcripts.session_window
+            or self.chars + size > s.chunker.max_chunk_chars
             or turn.time[:10] != self.open[0].time[:10]  # a chunk is of one day
         ):
             self._emit()

@@ -47,7 +47,7 @@ class EngineConfig:
             (0: before every search, so an edit is in the very next answer).
         background_embedding: Embed what lacks a vector on a thread and answer
             keyword-only meanwhile; off, a search embeds up to
-            ``settings.embed_inline_max`` texts itself and otherwise leaves the
+            ``settings.embedding.embed_inline_max`` texts itself and otherwise leaves the
             rest to ``enhanced-memory index`` or the resident engine.
 
     Raises:

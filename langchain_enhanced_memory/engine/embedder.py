@@ -59,9 +59,9 @@ class QueryEmbedder:
                         c.embedder,
                         model=c.model,
                         ollama_url=c.ollama_url,
-                        timeout_s=c.settings.embed_timeout_s,
+                        timeout_s=c.settings.embedding.embed_timeout_s,
                         embeddings=c.embeddings,
-                        local_threads=c.settings.local_threads,
+                        local_threads=c.settings.embedding.local_threads,
                     )
                     if self._choice.reason and c.on_embedder_error == "keyword":
                         # Said once, here: the command line's embedder line leaves it out.
@@ -119,7 +119,7 @@ class QueryEmbedder:
         return embed_with_retry(
             emb.embed_documents,
             texts,
-            retries=self.config.settings.embed_retries,
+            retries=self.config.settings.embedding.embed_retries,
             source=emb,
             expected_dim=dim if dim is not None else self.stored_dim(),
         )

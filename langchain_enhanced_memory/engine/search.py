@@ -310,7 +310,7 @@ class MemorySearch(SearchEngine):
         return queries.export_crossrefs_json(self.index)
 
     def _neighbors(self, snap: Snapshot) -> Neighbors | None:
-        if not self.settings.graph_neighbors:
+        if not self.settings.crossref.graph_neighbors:
             return None
         from ..graph.related import add_graph_neighbors
 
@@ -320,15 +320,17 @@ class MemorySearch(SearchEngine):
         return neighbors
 
     def _enrich(self, snap: Snapshot, hits: list[Hit]) -> None:
-        if self.settings.related_per_hit and hits:
+        if self.settings.crossref.related_per_hit and hits:
             from ..graph.related import attach_related
 
-            attach_related(self.index, snap.generation, hits, self.settings.related_per_hit)
+            attach_related(
+                self.index, snap.generation, hits, self.settings.crossref.related_per_hit
+            )
 
     def _vectors_coming(self, model_id: str) -> float | None:
         """None when every chunk has a vector; else the share that has one.
 
-        A few missing texts (``settings.embed_inline_max``) are embedded before
+        A few missing texts (``settings.embedding.embed_inline_max``) are embedded before
         answering; more are left to a background run (``background_embedding``)
         or to ``enhanced-memory index``, so a first query never waits minutes.
         """
@@ -339,7 +341,7 @@ class MemorySearch(SearchEngine):
         if has is None or has.all():
             return None
         if self.auto_index:
-            inline_max = self.settings.embed_inline_max
+            inline_max = self.settings.embedding.embed_inline_max
             # Chunks alone over the limit: no need to list every missing line to know.
             few = int((~has).sum()) <= inline_max and (
                 len(self.index.missing_plan(model_id)) <= inline_max

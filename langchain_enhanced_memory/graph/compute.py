@@ -13,7 +13,7 @@ unrelated texts sit around 0.4-0.6. Anisotropic embedders such as e5 put
 *every* pair at 0.8-0.9, where 0.75 links everything to everything. So the
 threshold is ``max(0.75, median + z * 1.4826 * MAD)`` over the cosines between
 representatives of different files (all pairs, or 20,000 sampled with a fixed
-seed), ``z = settings.crossref_calibrate`` (2): the level an unrelated pair
+seed), ``z = settings.crossref.crossref_calibrate`` (2): the level an unrelated pair
 rarely reaches for *this* embedder. Median and MAD are robust, so a small
 workspace whose few strong links would dominate a mean or a top quantile
 still keeps 0.75; for nomic it stays 0.75, for e5 on LoCoMo (median 0.92,

@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from ..core.snapshot import Snapshot
 
 __all__ = ["GraphHost"]
@@ -40,4 +42,12 @@ class GraphHost(Protocol):
 
     def snapshot(self, model: str | None = None) -> Snapshot:
         """The current generation, with ``model``'s vectors."""
+        ...
+
+    def vector_models(self) -> list[str]:
+        """The models with vectors in the index (a build picks one)."""
+        ...
+
+    def with_vector(self, model: str, hashes: list[str]) -> np.ndarray:
+        """Whether ``model`` has a vector of each of ``hashes``."""
         ...

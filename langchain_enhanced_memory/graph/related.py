@@ -103,14 +103,16 @@ def add_graph_neighbors(
     if not refs or not len(snap):
         return
     where = {(p, int(s)): i for i, (p, s) in enumerate(zip(snap.paths, snap.start, strict=True))}
-    top = np.argsort(-scores, kind="stable")[: settings.graph_neighbor_top]
+    top = np.argsort(-scores, kind="stable")[: settings.crossref.graph_neighbor_top]
     for i in top:
         base = float(scores[i])
         if base <= 0:
             continue
         for dp, dl, _de, _dh, s in _related_of(
-            refs, snap.paths[i], int(snap.start[i]), settings.crossref_refs_per_chunk
+            refs, snap.paths[i], int(snap.start[i]), settings.crossref.crossref_refs_per_chunk
         ):
             j = where.get((dp, dl))
             if j is not None:
-                scores[j] = max(float(scores[j]), base * s * settings.graph_neighbor_weight)
+                scores[j] = max(
+                    float(scores[j]), base * s * settings.crossref.graph_neighbor_weight
+                )

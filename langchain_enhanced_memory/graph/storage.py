@@ -108,11 +108,11 @@ def _signature(settings: MemorySettings, model: str) -> str:
     return json.dumps(
         [
             model,
-            settings.crossref_representatives,
-            settings.crossref_threshold,
-            settings.crossref_calibrate,
-            settings.crossref_refs_per_chunk,
-            settings.crossref_files_per_file,
+            settings.crossref.crossref_representatives,
+            settings.crossref.crossref_threshold,
+            settings.crossref.crossref_calibrate,
+            settings.crossref.crossref_refs_per_chunk,
+            settings.crossref.crossref_files_per_file,
         ]
     )
 
@@ -145,10 +145,16 @@ def build(
         _ensure_tables(conn)
         plan = _plan(conn, snap, reps, hashes, settings, model, full)
         src, dst, sim = (
-            top_refs_all(reps.vecs, reps.fids, plan.threshold, settings.crossref_refs_per_chunk)
+            top_refs_all(
+                reps.vecs, reps.fids, plan.threshold, settings.crossref.crossref_refs_per_chunk
+            )
             if plan.mode == "full"
             else top_refs(
-                plan.todo, reps.vecs, reps.fids, plan.threshold, settings.crossref_refs_per_chunk
+                plan.todo,
+                reps.vecs,
+                reps.fids,
+                plan.threshold,
+                settings.crossref.crossref_refs_per_chunk,
             )
         )
         conn.execute("BEGIN IMMEDIATE")
@@ -157,7 +163,7 @@ def build(
             _insert_files(conn, snap, reps, plan, hashes)
             pairs = zip(reps.rows[src].tolist(), reps.rows[dst].tolist(), sim.tolist(), strict=True)
             _insert_refs(conn, snap, pairs)
-            _write_graph(conn, settings.crossref_files_per_file)
+            _write_graph(conn, settings.crossref.crossref_files_per_file)
             _write_meta(conn, settings, model, plan.threshold, len(snap))
             conn.execute("COMMIT")
         except BaseException:
@@ -245,14 +251,17 @@ def _representatives(snap: Snapshot, settings: MemorySettings) -> _Representativ
     for f, path in enumerate(uniq):
         rows = order[bounds[f] : bounds[f + 1]]
         pick = choose_representatives(
-            vectors[rows], lengths[rows], settings.crossref_representatives
+            vectors[rows], lengths[rows], settings.crossref.crossref_representatives
         )
         reps_of[str(path)] = rows[pick]
     rep_rows = np.concatenate(list(reps_of.values())) if reps_of else np.zeros(0, dtype=np.int64)
     rep_vecs = vectors[rep_rows]
     rep_fids = file_ids[rep_rows]
     threshold = calibrated_threshold(
-        rep_vecs, rep_fids, settings.crossref_threshold, settings.crossref_calibrate
+        rep_vecs,
+        rep_fids,
+        settings.crossref.crossref_threshold,
+        settings.crossref.crossref_calibrate,
     )
     return _Representatives(uniq, bounds, reps_of, rep_rows, rep_vecs, rep_fids, threshold)
 

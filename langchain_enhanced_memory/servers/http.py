@@ -251,7 +251,7 @@ class SearchServer(ThreadingHTTPServer):
         request = SearchRequest.from_body(fields)
         with self.lock:
             response = searcher.run(request)
-        return response_json(response, self.engine.settings.snippet_chars)
+        return response_json(response, self.engine.settings.output.snippet_chars)
 
     def health(self) -> tuple[int, dict[str, Any]]:
         """The status and answer of ``/health``: the index's counts and the active embedder.

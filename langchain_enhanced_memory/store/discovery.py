@@ -1,7 +1,7 @@
 """Find the memory files of a workspace: one walk with :func:`os.scandir`.
 
-Discovery keeps the ``.md`` files that match ``settings.include`` and not
-``settings.exclude``, and never leaves the workspace's places
+Discovery keeps the ``.md`` files that match ``settings.discovery.include`` and not
+``settings.discovery.exclude``, and never leaves the workspace's places
 (:class:`.workspace.Places`). Deeper directory symlinks than the workspace's
 ``memory/`` are not followed (no loops; each is named once in the log), and a
 deeper file symlink counts only when its target lies in those places. Hidden
@@ -47,11 +47,12 @@ def discover(
 ) -> list[MemoryFile]:
     """List the workspace's memory files, sorted by relative path.
 
-    Selection: ``.md`` files matching ``settings.include`` and no ``settings.exclude``
-    glob (see :func:`glob_match`; an exclude glob that matches a directory excludes
-    everything below it). Hidden files and folders are skipped. Of the directory
-    symlinks only a top-level ``memory`` is followed; a file symlink is kept only
-    when its resolved target is a regular file in the workspace's :class:`Places`.
+    Selection: ``.md`` files matching ``settings.discovery.include`` and no
+    ``settings.discovery.exclude`` glob (see :func:`glob_match`; an exclude glob that
+    matches a directory excludes everything below it). Hidden files and folders are
+    skipped. Of the directory symlinks only a top-level ``memory`` is followed; a file
+    symlink is kept only when its resolved target is a regular file in the
+    workspace's :class:`Places`.
     Files reached twice (hard links, symlinks, ``MEMORY.md``/``memory.md`` on a
     case-insensitive disk) are listed once, preferring the real file over a link,
     then the first path. Unreadable folders and files are skipped with a warning
@@ -150,7 +151,7 @@ def _candidates(
     """``(is_symlink, rel, entry, stat, inode key)`` of every selected regular file."""
     root_str = str(where.root)
     say = warn_once if warn else _silent
-    found = _walk(where, Globs(settings.include, settings.exclude), say)
+    found = _walk(where, Globs(settings.discovery.include, settings.discovery.exclude), say)
     for rel, entry in itertools.chain(found, _transcripts(where, settings, say)):
         if not rel.isascii() and not _is_utf8(rel):
             # An undecodable name cannot be stored, searched or printed as JSON.
@@ -187,7 +188,7 @@ def _transcripts(
             rel = f"{prefix}/{entry.name}"
             if entry.name.startswith(".") or not entry.name.endswith(TRANSCRIPT_SUFFIX):
                 continue
-            if not any(glob_match(rel, g) for g in settings.exclude):
+            if not any(glob_match(rel, g) for g in settings.discovery.exclude):
                 yield rel, entry
 
 

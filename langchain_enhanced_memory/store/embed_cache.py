@@ -154,7 +154,7 @@ class MissingPlan:
             wanted = set(keys.lines[taken].tolist())
             ids = keys.chunk_ids[np.unique(keys.owner[taken])].tolist()
             for (text,) in _chunk_rows(conn, ids, "text"):
-                for line in line_texts(text, settings.embed_max_chars):
+                for line in line_texts(text, settings.embedding.embed_max_chars):
                     h = sha(line)
                     if int(h[:16], 16) in wanted:
                         out.setdefault(h, line)
@@ -172,7 +172,7 @@ def missing_plan(settings: MemorySettings, keys: RowKeys, files: list[Keyed]) ->
     only the chunks no segment maps to a row).
     """
     rows = np.flatnonzero(~held(files, keys.chunks))
-    if settings.line_vector_share and keys.lines.size:
+    if settings.vectors.line_vector_share and keys.lines.size:
         lines = np.flatnonzero(~held(files, keys.lines))
     else:
         lines = np.zeros(0, dtype=np.int64)

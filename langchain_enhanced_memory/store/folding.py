@@ -125,7 +125,7 @@ def coverage(
 ) -> Coverage:
     """Map ``model``'s named files onto the live chunks (those that will not open: ``lost``)."""
     layouts, files, spool, lost = _open_named(conn, folder, model)
-    wants_lines = bool(settings.line_vector_share)
+    wants_lines = bool(settings.vectors.line_vector_share)
     covered = np.zeros(live_ids.size, dtype=bool)
     used = []
     for i, vf in enumerate(files):
@@ -351,7 +351,7 @@ def is_complete(conn: sqlite3.Connection, model: str, settings: MemorySettings) 
     current = current_layouts(conn, model)
     if current is None or current[0] != generation_of(conn):
         return False
-    return all(lay.lines_complete for lay in current[1]) or not settings.line_vector_share
+    return all(lay.lines_complete for lay in current[1]) or not settings.vectors.line_vector_share
 
 
 def missing_plan(

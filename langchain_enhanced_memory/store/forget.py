@@ -277,7 +277,7 @@ def purge_workspace(
     """
     indexes = [MemoryIndex(workspace, settings, index_path)]
     if index_path is None:  # the other profile's index file, beside this one
-        other = "default" if settings.chunking == "original" else "original"
+        other = "default" if settings.chunker.chunking == "original" else "original"
         indexes.append(MemoryIndex(workspace, MemorySettings(profile=other)))
     for index in indexes:
         if index.path.exists():

@@ -81,7 +81,11 @@ class MemoryIndex:
         self.settings = settings or MemorySettings()
         # The original profile chunks differently: its own file, so switching
         # profiles never re-chunks (and thrashes) the other one's index.
-        name = ORIGINAL_INDEX_FILENAME if self.settings.chunking == "original" else INDEX_FILENAME
+        name = (
+            ORIGINAL_INDEX_FILENAME
+            if self.settings.chunker.chunking == "original"
+            else INDEX_FILENAME
+        )
         self.path = Path(path) if path else default_index_path(self.workspace, name)
         self.db = IndexDB(self.path)
         self._snapshots = SnapshotCache(self.db, self.settings)

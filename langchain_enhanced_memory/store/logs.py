@@ -2,7 +2,7 @@
 
 Every search appends ``{query, top_score, timestamp, results, embedder}`` to
 ``query_log.json`` (a JSON list, newest last, capped at
-``settings.query_log_max`` entries) and adds one to ``access_log.json``
+``settings.logs.query_log_max`` entries) and adds one to ``access_log.json``
 (``{path: count}``) for each distinct file it returned; ``get`` counts an
 access too. These are the files the original ``memory_salience.py`` reads and
 nothing in the original wrote, so its "accesses" and "gap" signals never
@@ -34,7 +34,7 @@ batch, never the file), so two processes searching at once lose no entry. A
 file that is not valid JSON is set aside (``*.corrupt-<time>``) and started
 afresh.
 
-Switching off: ``settings.log_queries=False`` or env ``ENHANCED_MEMORY_LOG=0``.
+Switching off: ``MemorySettings(log_queries=False)`` or env ``ENHANCED_MEMORY_LOG=0``.
 A read-only workspace (no write bit on ``memory/``, which even root honours
 here) is not logged unless ``ENHANCED_MEMORY_LOG=1`` forces it. Logging never
 fails a search: errors are logged at warning level (a full disk, which the
@@ -102,7 +102,7 @@ def logging_enabled(workspace: str | Path, settings: MemorySettings | None = Non
     forced = process.current().log
     if forced is not None:
         return forced
-    if settings is not None and not settings.log_queries:
+    if settings is not None and not settings.logs.log_queries:
         return False
     ws = Path(workspace)
     mem = ws / "memory"
@@ -337,7 +337,7 @@ def record_search(
     }
     if response.fallback:
         entry["fallback"] = response.fallback
-    _QUEUE.put(Path(workspace), (entry, [h.path for h in hits], settings.query_log_max))
+    _QUEUE.put(Path(workspace), (entry, [h.path for h in hits], settings.logs.query_log_max))
     return True
 
 

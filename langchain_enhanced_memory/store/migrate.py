@@ -276,7 +276,7 @@ def _seed(index: MemoryIndex, model_id: str, matcher: _Matcher, report: Migratio
     hashes: list[str] = []
     vecs: list[np.ndarray] = []
     seen: set[str] = set()
-    cut = OriginalChunker(index.settings)
+    cut = OriginalChunker(index.settings.chunker)
     for embed_hash, path, text, digests in rows:
         if embed_hash in seen or mean_line_hashes(digests, index.settings):
             continue  # a chunk whose vector is its lines' mean: the lines get embedded

@@ -181,7 +181,7 @@ def _turn_lines(path: Path, settings: MemorySettings) -> list[str | None]:
     for first, _, block in read_blocks(path, max_bytes=MAX_TRANSCRIPT_BYTES, sniff=False):
         for i, raw in enumerate(block, first + 1):
             try:
-                turn = parse_turn(raw, i, settings.session_extras)
+                turn = parse_turn(raw, i, settings.transcripts.session_extras)
             except MalformedLine:
                 turn = None
             out.append(None if turn is None else turn.render())

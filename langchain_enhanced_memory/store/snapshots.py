@@ -121,7 +121,7 @@ class SnapshotCache:
                 vec = mapped(cov) if cov.uncovered.size == 0 else None
                 if vec is None or (full and not vec.merged):
                     vec = assemble(conn, model, self.settings, cov, full)
-                    wants_lines = bool(self.settings.line_vector_share)
+                    wants_lines = bool(self.settings.vectors.line_vector_share)
                     whole = vec.complete and (vec.lines_complete or not wants_lines)
                     # A merge folds what it has: the rows of texts no chunk holds (a forget's) go
                     # now, and the chunks still lacking a vector are planned by the next run.

@@ -111,9 +111,9 @@ def keyword_text(chunk: Chunk) -> str:
 
 def embed_text(chunk: Chunk, settings: MemorySettings) -> str:
     """What the embedder sees: the original sent the bare chunk; we prepend its header chain."""
-    if not settings.embed_headers:
-        return chunk.text[: settings.embed_max_chars]
-    return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embed_max_chars]
+    if not settings.embedding.embed_headers:
+        return chunk.text[: settings.embedding.embed_max_chars]
+    return (" > ".join(chunk.headers) + "\n" + chunk.text)[: settings.embedding.embed_max_chars]
 
 
 def mean_line_hashes(digests: bytes, settings: MemorySettings) -> list[str]:
@@ -134,7 +134,7 @@ def mean_line_hashes(digests: bytes, settings: MemorySettings) -> list[str]:
 
 def lines_make_chunks(settings: MemorySettings) -> bool:
     """Whether a chunk with lines has their mean for its vector (:func:`mean_line_hashes`)."""
-    return settings.chunk_vectors == "lines" and settings.line_vector_share > 0
+    return settings.embedding.chunk_vectors == "lines" and settings.vectors.line_vector_share > 0
 
 
 def vector_hash(chunk: Chunk, settings: MemorySettings, lines: list[str]) -> str:
@@ -158,19 +158,19 @@ def chunker_signature(settings: MemorySettings) -> str:
             TOKENIZER_VERSION,  # stored terms are the tokenizer's output
             FIELDS,
             POSTINGS_FORMAT,
-            s.chunking,
-            s.embed_headers,
-            s.max_header_level,
-            s.min_chunk_chars,
-            s.max_chunk_chars,
-            s.max_list_chars,
-            s.embed_max_chars,
+            s.chunker.chunking,
+            s.embedding.embed_headers,
+            s.chunker.max_header_level,
+            s.chunker.min_chunk_chars,
+            s.chunker.max_chunk_chars,
+            s.chunker.max_list_chars,
+            s.embedding.embed_max_chars,
             lines_make_chunks(s),  # the keys of chunk vectors
-            list(s.include),
-            list(s.exclude),
+            list(s.discovery.include),
+            list(s.discovery.exclude),
             TRANSCRIPT_FORMAT,
-            s.session_window,
-            s.session_extras,
+            s.transcripts.session_window,
+            s.transcripts.session_extras,
         ]
     )
 
@@ -331,7 +331,7 @@ def chunk_row(c: Chunk, settings: MemorySettings) -> tuple:
 
     ``(start_line, end_line, header, headers, text, embed_hash, terms, line_hashes)``.
     """
-    lines = line_texts(c.text, settings.embed_max_chars)
+    lines = line_texts(c.text, settings.embedding.embed_max_chars)
     return (
         c.start_line,
         c.end_line,

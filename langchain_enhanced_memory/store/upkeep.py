@@ -100,7 +100,7 @@ class _Run:
         """Embed one part's texts and store them, with the means they complete."""
         texts = todo.texts
         settings = self.index.settings
-        size = settings.embed_batch_size
+        size = settings.embedding.embed_batch_size
         batches = [texts[i : i + size] for i in range(0, len(texts), size)]
         means = _Means(self.index, self.model, todo.means, [h for h, _ in texts])
         # With nothing cached yet, the first batch fixes the dimension on its own:
@@ -109,7 +109,7 @@ class _Run:
         head = batches[:1] if self.dim is None else []
         runs = itertools.chain(
             _in_flight(self.embed, head, 1),
-            _in_flight(self.embed, batches[len(head) :], settings.embed_concurrency),
+            _in_flight(self.embed, batches[len(head) :], settings.embedding.embed_concurrency),
         )
         ready, rows = means.feed([], np.zeros((0, self.dim or 0), dtype=np.float32))
         if ready:  # chunks whose lines all have a vector already

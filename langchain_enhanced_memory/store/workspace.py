@@ -8,7 +8,7 @@ the home folder is not followed. :mod:`.discovery` walks them; :mod:`.reading`
 reads a file.
 
 Session transcripts (``*.jsonl``) lie in the folders
-``settings.session_dirs`` names (``sessions/`` in the workspace by default; an
+``settings.discovery.session_dirs`` names (``sessions/`` in the workspace by default; an
 absolute folder, or one ``$ENHANCED_MEMORY_SESSION_DIRS`` adds, may lie
 outside it). A transcript's path is workspace-relative
 (``sessions/<id>.jsonl``); one in a folder outside the workspace is named under
@@ -165,11 +165,11 @@ def session_folders(root: Path, settings: MemorySettings) -> tuple[tuple[str, Pa
     ``prefix`` starts a transcript's path: the folder relative to the workspace
     (``sessions``), or for a folder outside it ``sessions/`` and its name (its
     parent's when it is named ``sessions``). Folders come from
-    ``settings.session_dirs`` (where the entry points add ``$ENHANCED_MEMORY_SESSION_DIRS``)
-    and, for an OpenClaw workspace, its agent's folder.
+    ``settings.discovery.session_dirs`` (where the entry points add
+    ``$ENHANCED_MEMORY_SESSION_DIRS``) and, for an OpenClaw workspace, its agent's folder.
     """
-    named = list(settings.session_dirs)
-    if settings.openclaw_sessions:
+    named = list(settings.discovery.session_dirs)
+    if settings.discovery.openclaw_sessions:
         named += _openclaw_sessions(root)
     out: dict[Path, str] = {}
     for raw in named:
@@ -206,7 +206,7 @@ def _openclaw_sessions(root: Path) -> list[str]:
 def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
     """Whether ``workspace`` is one: a folder that holds memory to search.
 
-    It is when it holds what discovery looks for first (``settings.include``'s
+    It is when it holds what discovery looks for first (``settings.discovery.include``'s
     first names: ``MEMORY.md`` or another core file, a ``memory/`` folder, even
     empty) or a transcript folder (``sessions/``, one named in the settings or
     ``$ENHANCED_MEMORY_SESSION_DIRS``, an OpenClaw agent's). A pattern that
@@ -214,7 +214,7 @@ def holds_memory(workspace: Path | str, settings: MemorySettings) -> bool:
     ``remember`` makes a folder one: it creates ``memory/``.
     """
     root = Path(workspace)
-    for pattern in settings.include:
+    for pattern in settings.discovery.include:
         first = pattern.split("/", 1)[0]
         if any(c in first for c in "*?[{") or os.path.lexists(root / first):
             return True

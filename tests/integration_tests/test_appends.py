@@ -31,7 +31,7 @@ def test_four_hundred_remembered_facts_are_found_in_chunks_of_a_few_lines(
         else:
             append_memory(workspace, fact(i), section="Facts", now=DAY)
     lines = (workspace / NOTE).read_text(encoding="utf-8").split("\n")
-    cap = MemorySettings().max_list_chars
+    cap = MemorySettings().chunker.max_list_chars
     for i in (0, 123, 250, 399):
         found = run_cli("search", "--json", "--embedder", "none", "--workspace",
                         str(workspace), f"which supplier has codeword zq{i:06d}")  # fmt: skip

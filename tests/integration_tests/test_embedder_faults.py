@@ -27,7 +27,7 @@ from tests.fake_ollama import FakeOllama
 from tests.workspaces import write_workspace
 
 MODEL_ID = "ollama/nomic-embed-text"
-RETRIES = MemorySettings().embed_retries
+RETRIES = MemorySettings().embedding.embed_retries
 
 
 def _files(n_files: int, sections: int, tag: str) -> dict[str, str]:
@@ -116,7 +116,7 @@ def test_index_stops_cleanly_keeps_batches_and_resumes(tmp_path: Path, name: str
         idx = MemoryIndex(ws)
         chunks = idx.stats()["chunks"]
         kept = chunks - len(idx.missing_embeddings(MODEL_ID))
-        assert 0 <= kept < chunks and kept % MemorySettings().embed_batch_size == 0
+        assert 0 <= kept < chunks and kept % MemorySettings().embedding.embed_batch_size == 0
         heal(fake)
         fake.reset_counters()
         del fake._embed_fault  # the class's own method again

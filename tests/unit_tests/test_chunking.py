@@ -7,10 +7,11 @@ from hypothesis import strategies as st
 
 from langchain_enhanced_memory.core.chunking import Chunk, chunk_lines, line_texts
 from langchain_enhanced_memory.core.original import OriginalChunker
-from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.settings_groups import ChunkerSettings
 from tests.growth import assert_grows_linearly
 
-DEFAULT = MemorySettings()
+DEFAULT = ChunkerSettings()
+SMALL = ChunkerSettings(max_chunk_chars=200)
 
 
 def spans(chunks: list[Chunk]) -> list[tuple[int, int, str]]:
@@ -21,7 +22,7 @@ def chunk(text: str, *, original: bool = False, **overrides: int) -> list[Chunk]
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    settings = MemorySettings(**overrides)
+    settings = ChunkerSettings(**overrides)
     if original:
         return OriginalChunker(settings)(lines, "f.md")
     return chunk_lines(lines, default_header="f.md", settings=settings)
@@ -232,7 +233,9 @@ def test_tiny_sections_merge() -> None:
 def test_split_prefers_blank_lines() -> None:
     row = "a" * 49
     lines = ["# S", row, row, row, "", row, row, row, row, "", row, row]
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     assert spans(chunks) == [(1, 4, "S"), (6, 9, "S"), (11, 12, "S")]
     assert all(c.headers == ("S",) for c in chunks)
     assert all(len(c.text) <= 200 for c in chunks)
@@ -241,33 +244,43 @@ def test_split_prefers_blank_lines() -> None:
 
 def test_split_at_line_ends_without_blank_lines() -> None:
     lines = ["# S"] + ["b" * 49] * 10
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     assert spans(chunks) == [(1, 4, "S"), (5, 8, "S"), (9, 11, "S")]
     assert all(len(c.text) <= 200 for c in chunks)
 
 
 def test_split_keeps_long_line_whole() -> None:
     lines = ["# S", "x" * 500, "y" * 30]
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     # The header never stands alone; the long line is not cut.
     assert spans(chunks) == [(1, 2, "S"), (3, 3, "S")]
 
 
 def test_split_avoids_cutting_fences() -> None:
     lines = ["# S", "i" * 59, "```", *(["c" * 29] * 5), "```", "z" * 59]
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     assert spans(chunks) == [(1, 2, "S"), (3, 9, "S"), (10, 10, "S")]
 
 
 def test_split_cuts_fence_bigger_than_cap() -> None:
     lines = ["# S", "```", *(["c" * 49] * 10), "```"]
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     assert spans(chunks) == [(1, 5, "S"), (6, 9, "S"), (10, 13, "S")]
 
 
 def test_split_pieces_follow_header_only_prefix() -> None:
     lines = ["# Day", "", "## Notes", *(["n" * 49] * 6)]
-    chunks = chunk_lines(lines, default_header="f.md", settings=MemorySettings(max_chunk_chars=200))
+    chunks = chunk_lines(
+        lines, default_header="f.md", settings=ChunkerSettings(max_chunk_chars=200)
+    )
     assert chunks[0].start_line == 1
     assert all(c.headers == ("Day", "Notes") for c in chunks)
     check_coverage(lines, chunks)
@@ -440,7 +453,7 @@ line_st = st.one_of(
 def test_default_mode_coverage_invariant(
     lines: list[str], max_chars: int, min_chars: int, level: int
 ) -> None:
-    settings = MemorySettings(
+    settings = ChunkerSettings(
         max_chunk_chars=max_chars, min_chunk_chars=min_chars, max_header_level=level
     )
     chunks = chunk_lines(lines, default_header="f.md", settings=settings)
@@ -450,7 +463,7 @@ def test_default_mode_coverage_invariant(
 @hsettings(max_examples=200, deadline=None)
 @given(lines=st.lists(line_st, max_size=60), min_chars=st.integers(0, 40))
 def test_original_mode_properties(lines: list[str], min_chars: int) -> None:
-    chunks = OriginalChunker(MemorySettings(min_chunk_chars=min_chars))(lines, "f.md")
+    chunks = OriginalChunker(ChunkerSettings(min_chunk_chars=min_chars))(lines, "f.md")
     prev_end = 0
     for c in chunks:
         assert prev_end < c.start_line <= c.end_line

@@ -152,7 +152,11 @@ def test_the_workspace_and_transcript_folders_in_the_same_order(tmp_path: Path) 
     assert engine_config(env=env).workspace == tmp_path / "env"
     config = engine_config(env=env, workspace_arg=tmp_path / "arg", session_dirs=["/a"])
     assert config.workspace == tmp_path / "arg"
-    assert config.settings.session_dirs == (*MemorySettings().session_dirs, "/a", "/e")
+    assert config.settings.discovery.session_dirs == (
+        *MemorySettings().discovery.session_dirs,
+        "/a",
+        "/e",
+    )
 
 
 def test_a_bad_value_from_the_environment_is_one_line(tmp_path: Path) -> None:

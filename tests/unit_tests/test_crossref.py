@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -222,7 +221,7 @@ def test_graph_neighbours_join_the_candidates_only_when_enabled(tmp_path):
     storage.build(e.index, e.model_id, LOOSE)
     plain = MemorySearch(ws, settings=LOOSE, embedder="none")
     assert [h.path for h in plain.search("zephyr").hits] == ["memory/topics/zephyr.md"]
-    on = replace(LOOSE, graph_neighbors=True)
+    on = LOOSE.replace(graph_neighbors=True)
     hits = MemorySearch(ws, settings=on, embedder="none").search("zephyr").hits
     assert [h.path for h in hits] == ["memory/topics/zephyr.md", "memory/2026-02-03.md"]
     assert hits[1].score < hits[0].score

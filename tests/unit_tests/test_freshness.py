@@ -216,7 +216,7 @@ def test_a_transcript_folder_made_later_is_watched_and_an_outside_one_scanned(
         assert [h.path for h in engine.search("heron").hits] == ["sessions/s1.jsonl"]
         assert engine.freshness.mode == "watch"  # inside the workspace: its events come
     outside = tmp_path_factory.mktemp("agent")
-    settings = MemorySettings(session_dirs=(*MemorySettings().session_dirs, str(outside)))
+    settings = MemorySettings(session_dirs=(*MemorySettings().discovery.session_dirs, str(outside)))
     with MemorySearch(workspace, settings=settings, embedder="none", watch=True) as engine:
         assert engine.freshness.mode == "scan"
         (outside / "s2.jsonl").write_text(json.dumps({**turn, "content": "the egret"}) + "\n")

@@ -17,7 +17,7 @@ from langchain_enhanced_memory.cli import main
 from langchain_enhanced_memory.core.chunking import chunk_lines
 from langchain_enhanced_memory.core.dates import parse_dates
 from langchain_enhanced_memory.core.original import parse_dates_original
-from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.settings_groups import ChunkerSettings
 
 SCHEMA = json.loads(
     (
@@ -67,7 +67,7 @@ LINE = st.one_of(
     ),
 )
 SETTINGS = st.builds(
-    MemorySettings,
+    ChunkerSettings,
     min_chunk_chars=st.integers(0, 60),
     max_chunk_chars=st.integers(200, 400),
     max_header_level=st.integers(1, 6),

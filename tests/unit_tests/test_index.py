@@ -7,7 +7,6 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -410,7 +409,7 @@ def test_lines_of_chunks_outside_the_candidates_are_not_scored(tmp_path: Path) -
     q = np.asarray(emb.embed_query(query), dtype=np.float32)
     # The one candidate is MEMORY.md (three of four words): the notes chunk keeps its cosine.
     ranking = rank(snap, query, datetime(2026, 3, 2), settings, q)
-    wide = replace(settings, line_candidates=2)
+    wide = settings.replace(line_candidates=2)
     wide_ranking = rank(snap, query, datetime(2026, 3, 2), wide, q)
     q = dequantize(*quantize(q[None]))[0]  # int8 rows are scored with the query in int8 too
     assert np.isclose(ranking.signals["vector"][row], snap.dense_vectors()[row] @ q, atol=1e-6)

@@ -53,6 +53,21 @@ NOT_EXPORTED = {
     "MissingNoteError": "MemorySearch.read: an EnhancedMemoryError (memory_get answers it)",
     "NoteError": "MemorySearch.read: an EnhancedMemoryError (memory_get answers it)",
     "StorageFacts": "MemorySearch.facts: the resident engine's status line",
+    # MemorySettings' groups: read through it (settings.ranking.bm25_b), made from its keywords
+    **{
+        name: "MemorySettings: one group of its fields"
+        for name in (
+            "ChunkerSettings",
+            "CrossrefSettings",
+            "DiscoverySettings",
+            "EmbeddingSettings",
+            "LogSettings",
+            "OutputSettings",
+            "RankingSettings",
+            "TranscriptSettings",
+            "VectorSettings",
+        )
+    },
     "CrossrefError": "MemorySearch.crossref: the crossref tools answer it as their error",
     "EmbedJob": "MemorySearch.embedding_job: the background embedding thread",
     "EmbedderChoice": "MemorySearch.choice: the embedder resolved once",

@@ -61,7 +61,7 @@ def snapshot(vectors: np.ndarray | None = None) -> Snapshot:
 def test_keyword_only_fuses_the_lexical_signals_with_the_vector_share_spread() -> None:
     settings = MemorySettings()
     r = rank(snapshot(), "postgres migration", NOW, settings, None)
-    w = without_vector(settings.weights)
+    w = without_vector(settings.ranking.weights)
     s = r.signals
     expected = w.keyword * s["keyword"] + w.header * s["header"] + w.filepath * s["filepath"]
     assert np.allclose(r.scores, expected, atol=1e-6)
@@ -90,12 +90,12 @@ def test_common_terms_are_kept_per_generation_and_rank_the_same(
         assert np.array_equal(got.scores, want.scores)
         for name in ("keyword", "header", "filepath", "coverage"):
             assert np.array_equal(got.signals[name], want.signals[name])
-    kept = snap.memo[f"bm25_common:{settings.bm25_k1}:{settings.bm25_b}"]
+    kept = snap.memo[f"bm25_common:{settings.ranking.bm25_k1}:{settings.ranking.bm25_b}"]
     assert set(kept) == {"postgr", "migrat"}  # in 2 of the 4 chunks; "plan" is in one
     monkeypatch.setattr(recipe, "COMMON_TERMS", 0)  # full: nothing more is kept
     fresh = snapshot(vectors)
     rank(fresh, "postgres", NOW, settings, qvec)
-    assert not fresh.memo[f"bm25_common:{settings.bm25_k1}:{settings.bm25_b}"]
+    assert not fresh.memo[f"bm25_common:{settings.ranking.bm25_k1}:{settings.ranking.bm25_b}"]
 
 
 def test_a_named_day_boosts_its_daily_note_and_is_not_a_keyword() -> None:
@@ -103,7 +103,7 @@ def test_a_named_day_boosts_its_daily_note_and_is_not_a_keyword() -> None:
     r = rank(snapshot(), "what did we decide yesterday about postgres", NOW, settings, None)
     assert r.temporal_dates == ["2026-02-08"]
     boost = r.signals["date_boost"]
-    assert boost[1] == settings.temporal_boost and boost[[0, 2, 3]].tolist() == [1, 1, 1]
+    assert boost[1] == settings.ranking.temporal_boost and boost[[0, 2, 3]].tolist() == [1, 1, 1]
     assert int(np.argmax(r.scores)) == 1
     # "yesterday" was stripped: a chunk containing the word would not gain from it.
     plain = rank(snapshot(), "what did we decide about postgres", NOW, settings, None)
@@ -116,11 +116,11 @@ def test_a_range_boosts_less_than_a_day() -> None:
     assert r.temporal_dates == ["2026-02-01..2026-02-09"]
     assert r.signals["date_boost"].tolist() == [
         1.0,
-        settings.range_boost,
-        settings.range_boost,
+        settings.ranking.range_boost,
+        settings.ranking.range_boost,
         1.0,
     ]
-    assert settings.range_boost < settings.temporal_boost
+    assert settings.ranking.range_boost < settings.ranking.temporal_boost
 
 
 def test_vectors_join_the_fusion_min_max_scaled() -> None:
@@ -129,7 +129,7 @@ def test_vectors_join_the_fusion_min_max_scaled() -> None:
     settings = MemorySettings(line_vector_share=0.0)
     r = rank(snapshot(vectors), "roast coffee", NOW, settings, qvec)
     assert r.signals["vector"].tolist() == [0.0, 0.0, 0.0, 1.0]
-    w = settings.weights
+    w = settings.ranking.weights
     s = r.signals
     expected = (
         w.vector * s["vector"]
@@ -145,7 +145,7 @@ def test_adaptive_weights_take_over_when_no_keyword_matches() -> None:
     qvec = np.asarray([1.0, 0.0, 0.0, 0.0], np.float32)
     settings = MemorySettings(line_vector_share=0.0, weights=FusionWeights(vector=0.1))
     r = rank(snapshot(vectors), "zebra quokka", NOW, settings, qvec)
-    assert r.scores[0] == pytest.approx(settings.adaptive_weights.vector)
+    assert r.scores[0] == pytest.approx(settings.ranking.adaptive_weights.vector)
 
 
 def test_the_original_profile_matches_substrings() -> None:

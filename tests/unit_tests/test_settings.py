@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+import dataclasses
+import re
+from dataclasses import Field, asdict, fields
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,43 +19,58 @@ from langchain_enhanced_memory.core.recipe import (
     SectionDates,
     recipe,
 )
-from langchain_enhanced_memory.core.settings import PROFILES, FusionWeights, MemorySettings
+from langchain_enhanced_memory.core.settings import (
+    PROFILE_NAMES,
+    PROFILES,
+    FusionWeights,
+    MemorySettings,
+)
+from langchain_enhanced_memory.core.settings_groups import FIELD_GROUPS, GROUPS
 
 
 def test_field_defaults_are_the_default_profile() -> None:
     assert MemorySettings() == MemorySettings(profile="default")
     assert PROFILES["default"] == {}
     s = MemorySettings()
-    assert s.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
-    assert (s.line_vector_share, s.vector_norm, s.prf_enabled) == (0.5, "minmax", False)
-    assert (s.bm25_b, s.phrase_weight, s.embed_headers) == (0.5, 0.5, True)
+    r, v = s.ranking, s.vectors
+    assert r.weights == FusionWeights(vector=0.25, keyword=0.25, header=0.1, filepath=0.25)
+    assert (v.line_vector_share, v.vector_norm, r.prf_enabled) == (0.5, "minmax", False)
+    assert (r.bm25_b, r.phrase_weight, s.embedding.embed_headers) == (0.5, 0.5, True)
 
 
 def test_original_preset_holds_the_original_constants() -> None:
     # SPEC.md section 2: weights 0.4/0.25/0.1/0.25, PRF, substring overlap, header chunks.
     o = MemorySettings(profile="original")
-    assert o.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
-    assert o.adaptive_weights == FusionWeights(
+    r, v, e = o.ranking, o.vectors, o.embedding
+    assert r.weights == FusionWeights(vector=0.4, keyword=0.25, header=0.1, filepath=0.25)
+    assert r.adaptive_weights == FusionWeights(
         vector=0.85, keyword=0.05, header=0.05, filepath=0.05
     )
-    assert (o.chunking, o.lexical, o.date_parser) == ("original", "substring", "original")
-    assert (o.prf_enabled, o.prf_threshold, o.temporal_boost) == (True, 0.45, 3.0)
-    assert (o.line_vector_share, o.embed_headers, o.vector_norm) == (0.0, False, "raw")
-    assert (o.min_chunk_chars, o.embed_batch_size, o.embed_max_chars) == (20, 20, 2000)
+    assert (o.chunker.chunking, r.lexical, r.date_parser) == ("original", "substring", "original")
+    assert (r.prf_enabled, r.prf_threshold, r.temporal_boost) == (True, 0.45, 3.0)
+    assert (v.line_vector_share, e.embed_headers, v.vector_norm) == (0.0, False, "raw")
+    assert (o.chunker.min_chunk_chars, e.embed_batch_size, e.embed_max_chars) == (20, 20, 2000)
 
 
 @pytest.mark.parametrize("profile", ["bm25", "vector"])
 def test_baselines_are_single_signals(profile: str) -> None:
     s = MemorySettings(profile=profile)
-    weights = asdict(s.weights)
-    assert sorted(weights.values()) == [0, 0, 0, 1]
-    assert not s.date_routing and not s.prf_enabled and s.adaptive_keyword_threshold == 0
-    assert (s.bm25_b, s.phrase_weight, s.line_vector_share) == (0.75, 0.0, 0.0)
+    r = s.ranking
+    assert sorted(asdict(r.weights).values()) == [0, 0, 0, 1]
+    assert not r.date_routing and not r.prf_enabled and r.adaptive_keyword_threshold == 0
+    assert (r.bm25_b, r.phrase_weight, s.vectors.line_vector_share) == (0.75, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+def test_each_preset_field_lands_in_its_group(profile: str) -> None:
+    s = MemorySettings(profile=profile)
+    for name, value in PROFILES[profile].items():
+        assert getattr(getattr(s, FIELD_GROUPS[name]), name) == value, name
 
 
 def test_an_explicit_field_beats_the_preset() -> None:
-    s = MemorySettings(profile="original", prf_enabled=False, temporal_boost=5)
-    assert not s.prf_enabled and s.temporal_boost == 5 and s.lexical == "substring"
+    r = MemorySettings(profile="original", prf_enabled=False, temporal_boost=5).ranking
+    assert not r.prf_enabled and r.temporal_boost == 5 and r.lexical == "substring"
 
 
 @pytest.mark.parametrize(
@@ -85,20 +104,83 @@ def test_values_are_held_in_the_fields_types() -> None:
         weights={"vector": 1, "keyword": 0},
         crossref_calibrate=None,
     )
-    assert s.bm25_k1 == 2.0 and isinstance(s.bm25_k1, float)
-    assert s.include == ("notes/*.md",) and s.crossref_calibrate is None
-    assert s.weights == FusionWeights(vector=1.0, keyword=0.0, header=0.1, filepath=0.25)
-    assert hash(s) == hash(replace(s))  # frozen and hashable: the recipe cache keys on it
+    assert s.ranking.bm25_k1 == 2.0 and isinstance(s.ranking.bm25_k1, float)
+    assert s.discovery.include == ("notes/*.md",) and s.crossref.crossref_calibrate is None
+    assert s.ranking.weights == FusionWeights(vector=1.0, keyword=0.0, header=0.1, filepath=0.25)
+    assert hash(s) == hash(s.replace())  # frozen and hashable: the recipe cache keys on it
 
 
 def test_replace_checks_the_new_value_and_keeps_the_rest() -> None:
     o = MemorySettings(profile="original")
-    changed = replace(o, prf_enabled=False)
-    assert not changed.prf_enabled and changed.lexical == "substring" and o.prf_enabled
-    with pytest.raises(SettingsError):
-        replace(o, line_vector_share=-1)
+    changed = o.replace(prf_enabled=False)
+    assert (
+        not changed.ranking.prf_enabled
+        and changed.ranking.lexical == "substring"
+        and o.ranking.prf_enabled
+    )
     with pytest.raises(AttributeError):
-        o.prf_enabled = False  # type: ignore[misc]
+        o.ranking.prf_enabled = False  # type: ignore[misc]
+
+
+def test_replace_refuses_what_making_would() -> None:
+    s = MemorySettings()
+    for changes, field in [
+        ({"line_vector_share": -1}, "line_vector_share"),
+        ({"no_such_field": 1}, "no_such_field"),
+        ({"profile": "original"}, "profile"),  # a preset is laid under unset fields only
+    ]:
+        with pytest.raises(SettingsError) as err:
+            s.replace(**changes)
+        assert err.value.field == field
+    with pytest.raises(SettingsError) as err:
+        dataclasses.replace(s, bm25_b=0.6)  # the groups come back as keywords; codemod: keep
+    assert "settings.replace" in err.value.problem
+
+
+def _other(f: Field[Any]) -> Any:
+    """A value field ``f`` holds that is not its default."""
+    default, meta = f.default, f.metadata
+    if meta.get("choices"):
+        return next(c for c in meta["choices"] if c != default)
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, FusionWeights):
+        return FusionWeights(vector=1, keyword=0, header=0, filepath=0)
+    if isinstance(default, tuple):
+        return ("notes/*.md",)
+    step = 1 if isinstance(default, int) else 0.25
+    if meta.get("le") is not None and default + step > meta["le"]:
+        step = -step
+    return default + step
+
+
+def test_field_names_are_unique_and_apart_from_the_groups() -> None:
+    names = [f.name for group in GROUPS.values() for f in fields(group)]
+    assert len(names) == len(set(names)) == len(FIELD_GROUPS)
+    # a group named as a field would turn an old flat read into a silent comparison
+    assert not set(names) & {*GROUPS, "profile"}
+
+
+@pytest.mark.parametrize("name", sorted(FIELD_GROUPS))
+def test_every_flat_keyword_lands_in_exactly_one_group(name: str) -> None:
+    group = FIELD_GROUPS[name]
+    value = _other(next(f for f in fields(GROUPS[group]) if f.name == name))
+    s, default = MemorySettings(**{name: value}), MemorySettings()
+    assert [g for g in GROUPS if getattr(s, g) != getattr(default, g)] == [group]
+    assert getattr(getattr(s, group), name) == value
+    assert s.replace(**{name: getattr(getattr(default, group), name)}) == default
+
+
+def test_a_flat_read_says_where_the_field_went() -> None:
+    with pytest.raises(AttributeError, match=r"settings\.ranking\.temporal_boost"):
+        MemorySettings().temporal_boost  # type: ignore[attr-defined]  # noqa: B018  codemod: keep
+    with pytest.raises(AttributeError, match="no_such_field"):
+        MemorySettings().no_such_field  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_equal_settings_are_one_cache_key() -> None:
+    a, b = MemorySettings(bm25_b=0.6), MemorySettings().replace(bm25_b=0.6)
+    assert a == b and hash(a) == hash(b) and len({a, b, MemorySettings()}) == 2
 
 
 def test_recipe_strategies_are_chosen_once_from_the_settings() -> None:
@@ -111,3 +193,14 @@ def test_recipe_strategies_are_chosen_once_from_the_settings() -> None:
     assert isinstance(original.lexical, SubstringLexical)
     assert isinstance(recipe(MemorySettings(date_routing=False)).dates, NoDates)
     assert recipe(MemorySettings()) is default  # settings are frozen and hashable: cached
+
+
+def test_the_docs_list_every_field_in_its_group() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    table = text.split("### The groups", 1)[1].split("\n\n", 2)[1]
+    listed = {
+        name: row.split("|")[1].strip(" `")
+        for row in table.splitlines()[2:]
+        for name in re.findall(r"`(\w+)`", row.split("|")[3])
+    }
+    assert listed == FIELD_GROUPS

@@ -21,6 +21,7 @@ from langchain_enhanced_memory.core import chunking
 from langchain_enhanced_memory.core.chunking import Chunk, Resume, SectionStream, chunk_lines
 from langchain_enhanced_memory.core.errors import DiskFullError
 from langchain_enhanced_memory.core.settings import MemorySettings
+from langchain_enhanced_memory.core.settings_groups import ChunkerSettings
 from langchain_enhanced_memory.core.transcripts import TranscriptChunker
 from langchain_enhanced_memory.store import postings, reading, segment
 from langchain_enhanced_memory.store.index import MemoryIndex
@@ -38,7 +39,7 @@ HYPOTHESIS = settings(max_examples=300, deadline=None, suppress_health_check=lis
 
 
 def streamed(
-    lines: list[str], cfg: MemorySettings, cuts: list[int], resume: Resume | None = None
+    lines: list[str], cfg: ChunkerSettings, cuts: list[int], resume: Resume | None = None
 ) -> tuple[list[Chunk], SectionStream]:
     """Feed ``lines`` in blocks cut at ``cuts`` (from ``resume.line`` less a few when resuming)."""
     stream = SectionStream("f.md", cfg, resume)
@@ -54,7 +55,7 @@ def streamed(
 @HYPOTHESIS
 @given(lines=LINES, cfg=SETTINGS, cuts=CUTS, small=SMALL)
 def test_streamed_chunks_equal_whole_text_chunks(
-    lines: list[str], cfg: MemorySettings, cuts: list[int], small: tuple[int, int], monkeypatch
+    lines: list[str], cfg: ChunkerSettings, cuts: list[int], small: tuple[int, int], monkeypatch
 ) -> None:
     monkeypatch.setattr(chunking, "_SPLIT_AHEAD", small[0])
     monkeypatch.setattr(chunking, "_TRIM_LINES", small[1])
@@ -65,10 +66,10 @@ def test_streamed_chunks_equal_whole_text_chunks(
 @HYPOTHESIS
 @given(lines=LINES, cfg=SETTINGS, cuts=CUTS, small=SMALL, old=st.integers(0, 150))
 # A first line '---' left open, then closed as the note grew: front matter, not a header.
-@example(lines=["---", "# H", "---"], cfg=MemorySettings(), cuts=[], small=(1 << 20, 4096), old=2)
+@example(lines=["---", "# H", "---"], cfg=ChunkerSettings(), cuts=[], small=(1 << 20, 4096), old=2)
 def test_resumed_chunks_equal_chunks_from_scratch(
     lines: list[str],
-    cfg: MemorySettings,
+    cfg: ChunkerSettings,
     cuts: list[int],
     small: tuple[int, int],
     old: int,

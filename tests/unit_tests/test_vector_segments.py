@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -502,7 +501,7 @@ def test_a_scan_beside_the_keyword_signals_ranks_as_one_inline(
                 want = rank(snap, query, NOW, settings, qvec, mask=mask)
                 assert where.pop() == (threading.current_thread().name, 0) and not where
                 got = rank(snap, query, NOW, settings, qvec, mask=mask, beside=scan_thread())
-                alongside = 1 if settings.approximate_rows == 1 else 0  # sign bits at 1 row
+                alongside = 1 if settings.vectors.approximate_rows == 1 else 0  # sign bits at 1 row
                 assert where and all(
                     name.startswith("vector-scan") and threads == alongside
                     for name, threads in where
@@ -578,7 +577,7 @@ def test_the_date_boost_moves_only_its_rows_as_the_formula_says(tmp_path: Path) 
     ws, idx, emb = _embedded(tmp_path, random.Random(5), 9)
     snap = MemoryIndex(ws).snapshot(MODEL)
     plain = MemorySettings(line_vector_share=0.0, approximate_rows=0)
-    flat = replace(plain, temporal_boost=1.0, range_boost=1.0)
+    flat = plain.replace(temporal_boost=1.0, range_boost=1.0)
     queries = ["kestrel migration on Feb 3", "owl budget in February", "retro Feb 4 and Feb 6"]
     for query in queries:
         for qvec in (np.asarray(emb.embed_query(query), np.float32), None):
@@ -587,5 +586,5 @@ def test_the_date_boost_moves_only_its_rows_as_the_formula_says(tmp_path: Path) 
             assert (mult != 1.0).any(), query
             want = rank(snap, query, NOW, flat, qvec).scores.copy()
             want *= mult
-            want += (mult - 1.0) * plain.date_prior
+            want += (mult - 1.0) * plain.ranking.date_prior
             assert np.array_equal(got.scores, want), query

@@ -67,7 +67,7 @@ def known_vectors(segments: Iterable[Segment], paths: set[str], settings: Memory
         owner = np.asarray(vec.owner) if vec.owner is not None else np.zeros(0, np.int64)
         for at, r in enumerate(wanted.tolist()):
             text = seg.rows.text[r]
-            lines = line_texts(text, settings.embed_max_chars)
+            lines = line_texts(text, settings.embedding.embed_max_chars)
             if not (lines and lines_make_chunks(settings)):
                 chunk = Chunk(
                     0, 0, seg.rows.header[r], tuple(seg.rows.headers[r].split(" > ")), text
@@ -142,7 +142,7 @@ def index_notes(
 def _chunked(notes: dict[str, str], settings: MemorySettings) -> _Rows:
     """The notes' chunks and rows, in the order a folder's sync gives them ids (path order)."""
     chunker = recipe(settings).chunker
-    globs = Globs(settings.include, settings.exclude)
+    globs = Globs(settings.discovery.include, settings.discovery.exclude)
     out = _Rows([], [], [], {}, {})
     for rel in sorted(notes):
         data = notes[rel].encode("utf-8")
@@ -184,9 +184,9 @@ def _vectors(
     """
     plan: list[tuple[str | None, list[str]]] = []  # per chunk: its embedded text, its lines
     for c in chunks:
-        lines = line_texts(c.text, settings.embed_max_chars)
+        lines = line_texts(c.text, settings.embedding.embed_max_chars)
         text = None if lines and lines_make_chunks(settings) else embed_text(c, settings)
-        plan.append((text, lines if settings.line_vector_share else []))
+        plan.append((text, lines if settings.vectors.line_vector_share else []))
     texts = [t for t, _ in plan if t is not None] + [s for _, lines in plan for s in lines]
     stored = _embedded(texts, settings, embedding, known)
     means = _means([lines for t, lines in plan if t is None], stored)
@@ -207,7 +207,7 @@ def _embedded(
     """``known`` and the stored vector of each of ``texts`` it lacks, embedded in batches."""
     out = dict(known)
     todo = list(dict.fromkeys(t for t in texts if sha(t) not in out))
-    size = settings.embed_batch_size
+    size = settings.embedding.embed_batch_size
     dim = next((q.size for q, _ in out.values()), None)
     for lo in range(0, len(todo), size):
         batch = todo[lo : lo + size]
