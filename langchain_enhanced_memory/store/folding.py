@@ -33,6 +33,7 @@ from . import embed_cache
 from .db import IndexDB, chunk_ids, generation_of, rollback
 from .segment import merge_pick
 from .spool import Spool, SpoolState, drop_state, spool_state
+from .spool import append as spool_append
 from .sync import sha
 from .vector_segments import (
     Keyed,
@@ -253,6 +254,9 @@ class GenerationVectors:
     kept: list[Layout] = field(default_factory=list)  # named files a fold keeps naming
     delta: dict | None = None  # the gathered rows, as :func:`.vector_segments.write` takes them
     spool: SpoolState | None = None  # the spool read, which a fold drops
+    # Line vectors of chunks that lack their own (keys, rows, scales): a segment cannot hold
+    # them, so a fold spools them again rather than lose them.
+    spill: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def merged(self) -> bool:
@@ -298,7 +302,8 @@ def assemble(
         found[at] = True
     has = found[:m]
     lines = np.flatnonzero(found[m:] & has[keys.owner])  # lines of the chunks that have one
-    pick = np.concatenate([np.flatnonzero(has), m + lines])
+    orphans = np.flatnonzero(found[m:] & ~has[keys.owner])
+    pick = np.concatenate([np.flatnonzero(has), m + lines, m + orphans])
     slot = np.full(wanted.size, -1, dtype=np.int64)  # each picked key's row in the delta
     slot[pick] = np.arange(pick.size)
     matrix = np.zeros((pick.size, dim), dtype=np.int8)
@@ -306,9 +311,9 @@ def assemble(
     for source, at, pos in newest:
         to = slot[at]
         _copy_rows(matrix, scale, to[to >= 0], source, pos[to >= 0])
-    k = int(has.sum())
+    k, end = int(has.sum()), pick.size - orphans.size
     owner = (np.cumsum(has) - 1)[keys.owner[lines]].astype(np.int32)
-    delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:], scale[k:], owner)
+    delta = VectorPart(matrix[:k], scale[:k], rows[has], matrix[k:end], scale[k:end], owner)
     kept = [cov.layouts[i] for i in keep]
     parts = [_part(cov.files[i], r, cov.folder) for i, r in cov.used if i in keep] + [delta]
     lines_ok = bool(found[m:].all()) and all(lay.lines_complete for lay in kept)
@@ -318,15 +323,16 @@ def assemble(
         sources=[lay.file for lay in cov.layouts],
         kept=kept,
         delta={
-            "matrix": matrix,
-            "scale": scale,
+            "matrix": matrix[:end],
+            "scale": scale[:end],
             "owner": owner,
-            "row_keys": wanted[pick],
+            "row_keys": wanted[pick[:end]],
             "chunks": k,
             "lines_complete": bool(found[m:].all()),
             "ids": cov.live_ids[rows[has]],
         },
         spool=cov.spool.state if cov.spool is not None else None,
+        spill=(wanted[m + orphans], matrix[end:], scale[end:]) if orphans.size else None,
     )
 
 
@@ -409,6 +415,8 @@ def fold(
             )
             if vec.spool is not None:
                 drop_state(conn, model)
+            if vec.spill is not None:
+                spool_append(conn, folder, model, *vec.spill)
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)

@@ -51,6 +51,8 @@ from .folding import (
 )
 from .postings import compact_postings, sweep_segments
 from .snapshots import SnapshotCache
+from .spool import SUFFIX as SPOOL
+from .spool import spool_state
 from .sync import SyncReport, chunker_signature, is_stale, sync_text
 from .vector_segments import hash_keys, side_folder, sweep
 
@@ -254,33 +256,43 @@ class MemoryIndex:
     def compact(self) -> tuple[int, int]:
         """Merge the postings' segments, reclaim deleted rows and unused side files (``VACUUM``).
 
-        Waits for the writer lock; searchers keep reading meanwhile (WAL).
+        Waits for the embedding lock (a run spooling vectors meanwhile would keep the
+        merge from dropping a forgotten text's) and the writer lock; searchers keep
+        reading meanwhile (WAL).
 
         Returns:
             Bytes on disk before and after.
         """
         before = self.disk_bytes()
-        models = self.vector_models()
-        for model in models:  # as an embedding run does first: their vectors get embedded
-            self.forget_lost(model)
-        with self.db.writer_lock():
-            with self.db.open() as conn:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    compact_postings(conn, side_folder(self.path))
-                    conn.execute("COMMIT")
-                except BaseException:
-                    rollback(conn)
-                    raise
-            for model in models:
-                self._snapshots.seal(model, full=True)
-            self._vacuum()
+        with self.db.embed_lock():
+            models = self.vector_models()
+            for model in models:  # as an embedding run does first: their vectors get embedded
+                self.forget_lost(model)
+            with self.db.writer_lock():
+                with self.db.open() as conn:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        compact_postings(conn, side_folder(self.path))
+                        conn.execute("COMMIT")
+                    except BaseException:
+                        rollback(conn)
+                        raise
+                for model in models:
+                    self._snapshots.seal(model, full=True)
+                self._vacuum(models)
         return before, self.disk_bytes()
 
-    def _vacuum(self) -> None:
-        """Remove unused side files, rewrite the SQLite file compactly (writer lock held)."""
+    def _vacuum(self, models: list[str]) -> None:
+        """Remove unused side files, rewrite the SQLite file compactly (both locks held).
+
+        A spool no row names (a crash after its fold, a damaged one forgotten)
+        may hold vectors of forgotten texts: it goes too.
+        """
         with self.db.open() as conn:
-            sweep(side_folder(self.path), kept_files(conn))
+            folder = side_folder(self.path)
+            sweep(folder, kept_files(conn))
+            spools = {s.file for s in (spool_state(conn, m) for m in models) if s is not None}
+            sweep(folder, spools, SPOOL)
             sweep_segments(conn, side_folder(self.path))
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

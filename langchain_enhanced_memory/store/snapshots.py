@@ -26,6 +26,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from ..core.errors import IndexUnavailableError
 from ..core.settings import MemorySettings
 from ..core.snapshot import Snapshot, file_facts
 from . import heap
@@ -126,7 +127,7 @@ class SnapshotCache:
                     # A merge folds what it has: the rows of texts no chunk holds (a forget's) go
                     # now, and the chunks still lacking a vector are planned by the next run.
                     if vec.vectors.dim and (whole or full):
-                        vec = self._fold(model, generation, vec, cov, complete=whole)
+                        vec = self._fold(model, generation, vec, cov, whole, strict=full)
             finally:
                 conn.execute("COMMIT")
         with self._lock:
@@ -164,15 +165,30 @@ class SnapshotCache:
         return vec
 
     def _fold(
-        self, model: str, generation: int, vec: GenerationVectors, cov: Coverage, complete: bool
+        self,
+        model: str,
+        generation: int,
+        vec: GenerationVectors,
+        cov: Coverage,
+        complete: bool,
+        strict: bool,
     ) -> GenerationVectors:
-        """Write the generation's delta segment (writer lock held), and map it."""
+        """Write the generation's delta segment (writer lock held), and map it.
+
+        Raises:
+            IndexUnavailableError: ``strict`` (a merge, which a forget relies on to drop
+                the forgotten texts' vectors) and the files could not be written.
+        """
         try:
             layouts = fold(self.db, self.folder, model, generation, vec, complete)
         except (OSError, sqlite3.Error) as exc:  # read-only index: gathered again next time
+            if strict:
+                raise IndexUnavailableError(f"could not rewrite the vector files: {exc}") from exc
             log.debug("could not write the vector file: %s", exc)
             return vec
         if not layouts:
+            if strict:
+                raise IndexUnavailableError("the vector files changed while they were merged")
             return vec
         with self.db.open() as conn:
             again = coverage(conn, self.folder, model, self.settings, cov.live_ids)
