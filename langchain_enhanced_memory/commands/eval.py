@@ -61,9 +61,11 @@ def run(args: argparse.Namespace) -> int:
         queries = [q for q in queries if q.get("workspace") in keep]
     profile = args.profile or "default"
     overrides = parse_overrides(args.overrides)
+    if "profile" in overrides:
+        raise CliError("bad --set: profile is chosen with --profile")
     try:
         # Evaluation is not a user's search: it leaves no query or access logs.
-        settings = MemorySettings(profile=profile, log_queries=False, **overrides)
+        settings = MemorySettings(**{"log_queries": False, **overrides, "profile": profile})
     except SettingsError as exc:
         raise CliError(f"bad --set: {exc}") from None
     base = engine_config(

@@ -90,7 +90,12 @@ class MemorySettings:
         unknown = sorted(given.keys() - FIELD_GROUPS.keys())
         if unknown:
             name = unknown[0]
-            if name in GROUPS:  # what dataclasses.replace passes: settings.replace is the one
+            if GROUPS.keys() <= given.keys():  # every group: what dataclasses.replace passes
+                raise SettingsError(
+                    "dataclasses.replace is not supported: use settings.replace(field=...)",
+                    "settings",
+                )
+            if name in GROUPS:
                 raise SettingsError(
                     "is a group: set its fields by name (settings.replace(field=...), "
                     "--set field=...)",

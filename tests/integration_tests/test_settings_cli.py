@@ -43,7 +43,13 @@ def test_a_bad_set_is_one_line_naming_the_flat_field(workspace: Path, tmp_path: 
     for value, said in [
         ("max_chunk_chars=10", "bad --set: max_chunk_chars: must be at least 200, got 10"),
         ("chunker={}", "bad --set: chunker: is a group: set its fields by name"),
+        ("profile=original", "bad --set: profile is chosen with --profile"),
     ]:
         code, err, _ = _eval(workspace, tmp_path, value)
         assert code != 0 and said in err, err
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_set_may_name_a_field_eval_sets_itself(workspace: Path, tmp_path: Path) -> None:
+    code, err, rows = _eval(workspace, tmp_path, "log_queries=false")  # eval's own default
+    assert code == 0 and rows, err
