@@ -387,7 +387,7 @@ class _Rule:
     prefix_required: bool
 
     # Compiled on first use: most rules' anchors never occur in a query, and
-    # compiling all of them cost a one-shot search about 15 ms at import.
+    # compiling all of them at import slowed every one-shot search (docs/benchmarks.md).
     @cached_property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source)
