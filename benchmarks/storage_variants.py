@@ -48,22 +48,28 @@ def _empty() -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ C: BLOB rows
-class BlobColumns:
-    """One field's posting lists, read from its BLOB row per term."""
+class _Lengths:
+    """What the package's BM25 reads of a field besides its columns: each row's length."""
 
-    def __init__(self, conn: sqlite3.Connection, field: int, doc_len: np.ndarray, rows: Any):
-        self.conn, self.field, self.row_of = conn, field, rows
-        self._doc_len = doc_len
+    _doc_len: np.ndarray
 
     @property
     def doc_len(self) -> np.ndarray:
-        """Terms in each row."""
+        """The field's length (terms) of each row."""
         return self._doc_len
 
     @property
     def n_docs(self) -> int:
         """Rows."""
         return int(self._doc_len.shape[0])
+
+
+class BlobColumns(_Lengths):
+    """One field's posting lists, read from its BLOB row per term."""
+
+    def __init__(self, conn: sqlite3.Connection, field: int, doc_len: np.ndarray, rows: Any):
+        self.conn, self.field, self.row_of = conn, field, rows
+        self._doc_len = doc_len
 
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows (ascending: ids are) and term frequencies of ``term``."""
@@ -151,7 +157,7 @@ class BlobStore(ProtoStore):
 
 
 # ----------------------------------------------------------- B': FTS5 candidates
-class FtsColumns:
+class FtsColumns(_Lengths):
     """One field's posting lists from FTS5: a term's matches, its frequency solved from bm25().
 
     Args:
@@ -177,16 +183,6 @@ class FtsColumns:
         self.conn, self.col, self.row_of, self.pairs = conn, column, row_of, pairs
         self._doc_len, self.tokens = doc_len, tokens
         self.avgdl = float(tokens.sum()) / max(tokens.size, 1)
-
-    @property
-    def doc_len(self) -> np.ndarray:
-        """The field's length of each row."""
-        return self._doc_len
-
-    @property
-    def n_docs(self) -> int:
-        """Rows."""
-        return int(self._doc_len.shape[0])
 
     def column(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """Rows (ascending: FTS5 returns rowids in order) and term frequencies of ``term``."""

@@ -293,7 +293,7 @@ class MemoryIndex:
             sweep(folder, kept_files(conn))
             spools = {s.file for s in (spool_state(conn, m) for m in models) if s is not None}
             sweep(folder, spools, SPOOL)
-            sweep_segments(conn, side_folder(self.path))
+            sweep_segments(conn, folder)
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
